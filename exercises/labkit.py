@@ -1,0 +1,124 @@
+"""Small helpers shared by the exercise programs.
+
+The lab puts this folder on PYTHONPATH. Everything here reads the standard
+torch.distributed environment (RANK, WORLD_SIZE, MASTER_ADDR, ...) plus a few LAB_*
+variables, so the programs also run under plain torchrun on a real cluster.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+
+
+def env_int(name: str, default: int | None = None) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        if default is None:
+            raise SystemExit(f"environment variable {name} is not set; launch this program with `lab run`")
+        return default
+    return int(value)
+
+
+def node_rank() -> int:
+    return env_int("NODE_RANK", env_int("GROUP_RANK", 0))
+
+
+def nnodes() -> int:
+    return env_int("NNODES", env_int("GROUP_WORLD_SIZE", 1))
+
+
+def nproc_per_node() -> int:
+    return env_int("NPROC_PER_NODE", env_int("LOCAL_WORLD_SIZE", 1))
+
+
+def pick_backend(local_rank: int = 0) -> str:
+    """nccl when this rank has its own CUDA device, gloo otherwise (LAB_BACKEND overrides)."""
+    wanted = os.environ.get("LAB_BACKEND", "auto")
+    if wanted != "auto":
+        return wanted
+    if torch.cuda.is_available() and torch.cuda.device_count() > local_rank:
+        return "nccl"
+    return "gloo"
+
+
+def device_for(backend: str, local_rank: int) -> torch.device:
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
+
+
+def init(rank: int | None = None, world_size: int | None = None, local_rank: int = 0) -> tuple[str, torch.device]:
+    """init_process_group by env:// with a short timeout, so a missing peer fails fast."""
+    backend = pick_backend(local_rank)
+    timeout = datetime.timedelta(seconds=env_int("LAB_PG_TIMEOUT", 60))
+    kwargs = {}
+    if rank is not None:
+        kwargs = {"rank": rank, "world_size": world_size}
+    dist.init_process_group(backend=backend, init_method="env://", timeout=timeout, **kwargs)
+    return backend, device_for(backend, local_rank)
+
+
+def log(rank: int, message: str) -> None:
+    print(f"[rank {rank}] {message}", flush=True)
+
+
+def results_dir() -> str:
+    path = os.environ.get("LAB_RESULTS_DIR", os.path.join(os.getcwd(), "results"))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def work_dir() -> str:
+    """Folder shared by all nodes for this run (snapshots, data); survives restarts."""
+    path = os.environ.get("LAB_WORK_DIR", os.path.join(os.getcwd(), "work"))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def write_result(rank: int, **payload) -> None:
+    """Write this rank's result as JSON; the checker reads one file per rank."""
+    record = {
+        "rank": rank,
+        "hostname": socket.gethostname(),
+        "node_rank": node_rank(),
+        "pid": os.getpid(),
+        **payload,
+    }
+    path = os.path.join(results_dir(), f"rank{rank}.json")
+    with open(path + ".tmp", "w") as handle:
+        json.dump(record, handle, indent=1, default=_json_default)
+    os.replace(path + ".tmp", path)
+
+
+def append_metric(rank: int, **values) -> None:
+    """Append one line of metrics (step, loss, ...) for training curves."""
+    path = os.path.join(results_dir(), f"metrics-rank{rank}.jsonl")
+    with open(path, "a") as handle:
+        handle.write(json.dumps(values, default=_json_default) + "\n")
+
+
+def parameters_hash(module: torch.nn.Module) -> str:
+    digest = hashlib.sha256()
+    for tensor in module.state_dict().values():
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _json_default(value):
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def fail(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+    raise SystemExit(1)

@@ -1,0 +1,216 @@
+"""Exercise manifests: discovery, validation, and the per-node command each step launches.
+
+A manifest (``exercise.yaml``) says how to launch an exercise, never where: the same
+command is run by the Docker driver inside containers and by the local driver on the host.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from lab.errors import SpecError
+
+LAUNCHERS = ("per-node", "torchrun")
+RDZV_MODES = ("c10d", "static")
+DIR_PATTERN = re.compile(r"^exercise(\d\d)_([a-z0-9_]+)$")
+
+
+def exercises_root() -> Path:
+    """The repo's exercises/ folder (the package is installed in editable mode from the repo)."""
+    return Path(__file__).resolve().parent.parent / "exercises"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    expect: str = "pass"
+    launcher: str = "per-node"
+    program: str = ""
+    rdzv: str = "c10d"
+    max_restarts: int = 0
+    nnodes: str = ""  # torchrun --nnodes override, e.g. "1:2" for elastic membership
+    fault: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Exercise:
+    number: int
+    name: str  # "exercise03"
+    slug: str  # "torchrun"
+    path: Path
+    title: str
+    summary: str
+    nodes: int
+    nproc_per_node: int
+    timeout: int
+    steps: tuple[Step, ...] = field(default_factory=tuple)
+
+    @property
+    def folder(self) -> str:
+        return self.path.name
+
+    def load_checker(self):
+        """Import the exercise's check.py and return its `check` function."""
+        module_path = self.path / "check.py"
+        spec = importlib.util.spec_from_file_location(f"lab_checker_{self.name}", module_path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.check
+
+
+def _strings(values, where: str) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if not isinstance(values, list):
+        raise SpecError(f"{where} must be a list")
+    return tuple(str(value) for value in values)
+
+
+def _pairs(mapping, where: str) -> tuple[tuple[str, str], ...]:
+    if mapping is None:
+        return ()
+    if not isinstance(mapping, dict):
+        raise SpecError(f"{where} must be a mapping")
+    return tuple((str(key), str(value)) for key, value in mapping.items())
+
+
+def load_exercise(path: Path) -> Exercise:
+    match = DIR_PATTERN.match(path.name)
+    if not match:
+        raise SpecError(f"'{path.name}' is not an exercise folder", "exercise folders are named exerciseNN_slug")
+    manifest_path = path / "exercise.yaml"
+    try:
+        data = yaml.safe_load(manifest_path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise SpecError(f"cannot read {manifest_path}: {error}".splitlines()[0], "fix the manifest's YAML") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{manifest_path} is not a mapping")
+    where = manifest_path.as_posix()
+    defaults = {
+        "launcher": data.get("launcher", "per-node"),
+        "program": data.get("program", ""),
+        "rdzv": data.get("rdzv", "c10d"),
+        "max_restarts": data.get("max_restarts", 0),
+        "nnodes": str(data.get("nnodes_range", "")),
+    }
+    raw_steps = data.get("steps") or [{"name": "main"}]
+    steps = []
+    for raw in raw_steps:
+        merged = {**defaults, **raw}
+        step = Step(
+            name=str(merged.get("name", "main")),
+            args=_strings(merged.get("args", data.get("args")), f"{where}: args"),
+            env=_pairs({**(data.get("env") or {}), **(raw.get("env") or {})}, f"{where}: env"),
+            expect=str(merged.get("expect", "pass")),
+            launcher=str(merged["launcher"]),
+            program=str(merged["program"]),
+            rdzv=str(merged["rdzv"]),
+            max_restarts=int(merged["max_restarts"]),
+            nnodes=str(merged.get("nnodes", defaults["nnodes"]) or ""),
+            fault=_pairs(raw.get("fault"), f"{where}: fault"),
+        )
+        if step.launcher not in LAUNCHERS:
+            raise SpecError(f"{where}: launcher '{step.launcher}' unknown", f"use one of {', '.join(LAUNCHERS)}")
+        if step.rdzv not in RDZV_MODES:
+            raise SpecError(f"{where}: rdzv '{step.rdzv}' unknown", f"use one of {', '.join(RDZV_MODES)}")
+        if step.expect not in ("pass", "fail"):
+            raise SpecError(f"{where}: expect must be pass or fail")
+        if not step.program or not (path / step.program).is_file():
+            raise SpecError(f"{where}: program '{step.program}' not found in {path.name}")
+        steps.append(step)
+    return Exercise(
+        number=int(match.group(1)),
+        name=f"exercise{match.group(1)}",
+        slug=match.group(2),
+        path=path,
+        title=str(data.get("title", path.name)),
+        summary=str(data.get("summary", "")),
+        nodes=int(data.get("nodes", 2)),
+        nproc_per_node=int(data.get("nproc_per_node", 1)),
+        timeout=int(data.get("timeout", 120)),
+        steps=tuple(steps),
+    )
+
+
+def discover(root: Path | None = None) -> list[Exercise]:
+    root = root or exercises_root()
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and DIR_PATTERN.match(p.name)) if root.is_dir() else []
+    return [load_exercise(folder) for folder in folders]
+
+
+def find(name: str, root: Path | None = None) -> Exercise:
+    """Accept 'exercise03', '03', '3' or the folder name."""
+    exercises = discover(root)
+    wanted = name.strip().lower()
+    if wanted.isdigit():
+        wanted = f"exercise{int(wanted):02d}"
+    for exercise in exercises:
+        if wanted in (exercise.name, exercise.folder):
+            return exercise
+    known = ", ".join(exercise.name for exercise in exercises) or "none"
+    raise SpecError(f"no exercise named '{name}'", f"run `lab exercises` to list them (known: {known})")
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """Where one step runs: filled in by the runner for each node."""
+
+    node_rank: int
+    nnodes: int
+    nproc_per_node: int
+    master_addr: str
+    master_port: int
+    python: str
+    exercises_dir: str  # where exercises/ is visible to the node
+    results_dir: str  # this step's results folder, as the node sees it
+    work_dir: str  # this run's shared scratch folder, as the node sees it
+    run_id: str
+    backend: str = "auto"
+    pg_timeout: int = 60
+
+
+def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[list[str], dict[str, str]]:
+    """argv and environment for one node of one step."""
+    program = f"{ctx.exercises_dir}/{exercise.folder}/{step.program}"
+    env = {
+        "NODE_RANK": str(ctx.node_rank),
+        "NNODES": str(ctx.nnodes),
+        "NPROC_PER_NODE": str(ctx.nproc_per_node),
+        "MASTER_ADDR": ctx.master_addr,
+        "MASTER_PORT": str(ctx.master_port),
+        "LAB_RUN_ID": ctx.run_id,
+        "LAB_STEP": step.name,
+        "LAB_RESULTS_DIR": ctx.results_dir,
+        "LAB_WORK_DIR": ctx.work_dir,
+        "LAB_BACKEND": ctx.backend,
+        "LAB_PG_TIMEOUT": str(ctx.pg_timeout),
+        "PYTHONPATH": ctx.exercises_dir,
+        "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    env.update(dict(step.env))
+    if step.launcher == "per-node":
+        return [ctx.python, program, *step.args], env
+    argv = [
+        ctx.python, "-m", "torch.distributed.run",
+        f"--nnodes={step.nnodes or ctx.nnodes}",
+        f"--nproc-per-node={ctx.nproc_per_node}",
+        f"--max-restarts={step.max_restarts}",
+    ]
+    if step.rdzv == "static":
+        argv += [f"--node-rank={ctx.node_rank}", f"--master-addr={ctx.master_addr}", f"--master-port={ctx.master_port}"]
+    else:
+        argv += [
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={ctx.master_addr}:{ctx.master_port}",
+            f"--rdzv-id={ctx.run_id}",
+            f"--rdzv-conf=join_timeout={ctx.pg_timeout}",
+        ]
+    return argv + [program, *step.args], env

@@ -1,0 +1,170 @@
+"""The lab model: what a lab is, independent of how it is realised.
+
+Nothing here knows about Docker. Drivers turn a :class:`LabSpec` into containers,
+inventories or compose files; the names and labels they use come from here so that
+every driver agrees on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+from lab.errors import SpecError
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+MEMORY_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)b?$", re.IGNORECASE)
+DEFAULT_NAME = "default"
+LABEL_PREFIX = "io.lab"
+PROJECT_LABEL = "com.docker.compose.project"
+# A node that runs a small DDP job needs about this much; used to refuse labs the host cannot hold.
+MIN_NODE_MEMORY = 512 * 1024**2
+MAX_NODES = 64
+MASTER_PORT = 29500
+SHARED_MOUNT = "/lab/shared"
+EXERCISES_MOUNT = "/lab/exercises"
+
+
+def parse_memory(text: str) -> int:
+    """'2g', '512m', '1.5G' -> bytes."""
+    match = MEMORY_PATTERN.match(text.strip())
+    if not match:
+        raise SpecError(f"memory '{text}' is not a size", "use a number with a unit, like 512m or 2g")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    value = int(number * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit])
+    if value < 64 * 1024**2:
+        raise SpecError(f"memory '{text}' is below 64m", "give each node at least 512m to run torch")
+    return value
+
+
+def format_bytes(value: int | None) -> str:
+    if not value:
+        return "-"
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{value} B"
+
+
+def validate_name(name: str) -> str:
+    if not NAME_PATTERN.match(name or ""):
+        raise SpecError(
+            f"lab name '{name}' is not allowed",
+            "use 1-31 lowercase letters, digits or '-', starting with a letter",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Node:
+    """One simulated machine of the lab."""
+
+    lab: str
+    index: int
+    gpus: tuple[str, ...] = ()
+
+    @property
+    def hostname(self) -> str:
+        return f"node{self.index}"
+
+    @property
+    def resource_name(self) -> str:
+        return f"lab-{self.lab}-{self.hostname}"
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """Everything that defines a lab; two labs with equal specs are interchangeable."""
+
+    name: str = DEFAULT_NAME
+    nodes: int = 2
+    nproc_per_node: int = 1
+    cpus: float | None = None
+    memory: int | None = None
+    image: str = "auto"
+    gpus: str = "none"
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        validate_name(self.name)
+        if not isinstance(self.nodes, int) or self.nodes < 1:
+            raise SpecError(f"--nodes must be at least 1, got {self.nodes}", "try --nodes 2")
+        if self.nodes > MAX_NODES:
+            raise SpecError(f"--nodes {self.nodes} is more than the {MAX_NODES} a lab supports", "try --nodes 2")
+        if self.nproc_per_node < 1 or self.nproc_per_node > 64:
+            raise SpecError(f"--nproc-per-node must be 1..64, got {self.nproc_per_node}", "try --nproc-per-node 2")
+        if self.cpus is not None and self.cpus <= 0:
+            raise SpecError(f"--cpus must be positive, got {self.cpus}", "try --cpus 1")
+
+    def node_list(self) -> list[Node]:
+        return [Node(self.name, index) for index in range(self.nodes)]
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.nproc_per_node
+
+    @property
+    def master_addr(self) -> str:
+        return "node0"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LabSpec":
+        known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
+        return cls(**known)
+
+    def fingerprint(self) -> str:
+        """Short hash of the spec; stored on every object so `lab up` can tell same from different."""
+        text = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def check_fits(self, host_cpus: int, host_memory: int) -> None:
+        """Refuse a lab the host cannot hold, before anything is created."""
+        per_node = self.memory or MIN_NODE_MEMORY
+        if self.nodes * per_node > host_memory:
+            fit = max(1, host_memory // per_node)
+            raise SpecError(
+                f"{self.nodes} nodes need {format_bytes(self.nodes * per_node)} but this host has "
+                f"{format_bytes(host_memory)}",
+                f"use --nodes {fit} or less, or a smaller --memory",
+            )
+        if self.cpus is not None and self.cpus > host_cpus:
+            raise SpecError(f"--cpus {self.cpus} is more than this host's {host_cpus} cores", f"use --cpus {host_cpus} or less")
+
+
+def lab_labels(name: str) -> dict[str, str]:
+    """Labels that mark an object as belonging to lab `name` (compose-style project label included)."""
+    return {PROJECT_LABEL: f"lab-{name}", f"{LABEL_PREFIX}.lab": name, f"{LABEL_PREFIX}.managed": "true"}
+
+
+def node_labels(spec: LabSpec, node: Node) -> dict[str, str]:
+    labels = lab_labels(spec.name)
+    labels.update(
+        {
+            f"{LABEL_PREFIX}.node": str(node.index),
+            f"{LABEL_PREFIX}.role": "node",
+            f"{LABEL_PREFIX}.spec": json.dumps(spec.to_dict(), sort_keys=True),
+            f"{LABEL_PREFIX}.fingerprint": spec.fingerprint(),
+            "com.docker.compose.service": node.hostname,
+        }
+    )
+    return labels
+
+
+def lab_filter(name: str | None = None) -> dict[str, list[str]]:
+    """Docker label filter selecting one lab, or every lab when name is None."""
+    if name is None:
+        return {"label": [f"{LABEL_PREFIX}.managed=true"]}
+    return {"label": [f"{LABEL_PREFIX}.lab={name}", f"{LABEL_PREFIX}.managed=true"]}
+
+
+def network_name(name: str) -> str:
+    return f"lab-{name}-net"
+
+
+def volume_name(name: str) -> str:
+    return f"lab-{name}-shared"
