@@ -37,6 +37,7 @@ class Step:
     max_restarts: int = 0
     nnodes: str = ""  # torchrun --nnodes override, e.g. "1:2" for elastic membership
     fault: tuple[tuple[str, str], ...] = ()
+    timeout: int | None = None  # overrides the exercise's timeout for this step
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ def load_exercise(path: Path) -> Exercise:
             max_restarts=int(merged["max_restarts"]),
             nnodes=str(merged.get("nnodes", defaults["nnodes"]) or ""),
             fault=_pairs(raw.get("fault"), f"{where}: fault"),
+            timeout=int(raw["timeout"]) if "timeout" in raw else None,
         )
         if step.launcher not in LAUNCHERS:
             raise SpecError(f"{where}: launcher '{step.launcher}' unknown", f"use one of {', '.join(LAUNCHERS)}")

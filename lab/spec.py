@@ -80,7 +80,7 @@ class LabSpec:
 
     name: str = DEFAULT_NAME
     nodes: int = 2
-    nproc_per_node: int = 1
+    nproc_per_node: int | None = None  # None: each exercise uses its own default
     cpus: float | None = None
     memory: int | None = None
     image: str = "auto"
@@ -93,17 +93,13 @@ class LabSpec:
             raise SpecError(f"--nodes must be at least 1, got {self.nodes}", "try --nodes 2")
         if self.nodes > MAX_NODES:
             raise SpecError(f"--nodes {self.nodes} is more than the {MAX_NODES} a lab supports", "try --nodes 2")
-        if self.nproc_per_node < 1 or self.nproc_per_node > 64:
+        if self.nproc_per_node is not None and not 1 <= self.nproc_per_node <= 64:
             raise SpecError(f"--nproc-per-node must be 1..64, got {self.nproc_per_node}", "try --nproc-per-node 2")
         if self.cpus is not None and self.cpus <= 0:
             raise SpecError(f"--cpus must be positive, got {self.cpus}", "try --cpus 1")
 
     def node_list(self) -> list[Node]:
         return [Node(self.name, index) for index in range(self.nodes)]
-
-    @property
-    def world_size(self) -> int:
-        return self.nodes * self.nproc_per_node
 
     @property
     def master_addr(self) -> str:

@@ -1,0 +1,50 @@
+# Set-up and checks for `lab`. On a fresh machine: `make demo` and `make test` do everything.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The torch installed into the venv, and into the node image (the image copies the venv's version).
+TORCH_VERSION ?= 2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: setup engine image demo test test-fast bench clean help
+
+help:
+	@echo "make demo       2-node lab, every exercise run and checked, torn down"
+	@echo "make test       the whole test suite (brings up the Docker engine, builds the image)"
+	@echo "make test-fast  unit tests only, no containers"
+	@echo "make bench      benchmarks (see bench/)"
+	@echo "make setup | engine | image | clean"
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "torch==$(TORCH_VERSION)"
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+engine:
+	bash docker/engine.sh
+
+image: setup engine
+	$(BIN)/lab image build
+
+demo: image
+	$(BIN)/lab up --nodes 2
+	$(BIN)/lab status
+	$(BIN)/lab run --all; status=$$?; $(BIN)/lab down; exit $$status
+
+test: image
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
+
+bench: image
+	$(BIN)/python bench/run.py
+
+clean:
+	-$(BIN)/lab down --all
+	rm -rf $(VENV) .lab

@@ -1,0 +1,329 @@
+"""The `lab` command: parses options, calls the library, prints. No logic lives here."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from lab import labs, paths
+from lab.errors import LabError, SpecError
+from lab.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+NODE_COLOURS = ["cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta"]
+RANK_PATTERN = re.compile(r"^\[rank (\d+)\]\s?")
+
+
+def name_option(func):
+    return click.option("--name", default=DEFAULT_NAME, show_default=True, metavar="NAME",
+                        help="Which lab (several can run side by side).")(func)
+
+
+def json_option(func):
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")(func)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="lab")
+def cli():
+    """A multi-node PyTorch distributed lab on one machine.
+
+    \b
+    Simulated nodes are Docker containers (node0, node1, ...) on their own network,
+    provisioned with ansible, so you can rehearse multi-node jobs before you get a cluster.
+
+    \b
+    Typical session:
+      lab up --nodes 2          start two nodes (builds the node image the first time)
+      lab status                see them
+      lab exercises             list the exercises
+      lab run exercise03        torchrun across both nodes, then check the results
+      lab down                  remove everything the lab created
+
+    Files (keys, logs, run records) live under .lab/ at the repo root (LAB_HOME overrides).
+    """
+
+
+class StatusLine:
+    """Progress callback: one transient spinner line for long work."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.status = None
+
+    def __enter__(self):
+        if not self.quiet:
+            self.status = console.status("starting", spinner="dots")
+            self.status.__enter__()
+        return self
+
+    def __call__(self, message: str) -> None:
+        if self.status is not None:
+            self.status.update(message[:150])
+
+    def __exit__(self, *exc):
+        if self.status is not None:
+            self.status.__exit__(*exc)
+
+
+@cli.command()
+@click.option("--nodes", type=click.IntRange(min=None), default=2, show_default=True, help="How many nodes (containers).")
+@click.option("--nproc-per-node", type=int, default=None, help="Processes per node for every run (default: each exercise's own).")
+@name_option
+@click.option("--cpus", type=float, default=None, help="CPU limit per node, e.g. 1 or 0.5.")
+@click.option("--memory", default=None, metavar="SIZE", help="Memory limit per node, e.g. 2g or 768m.")
+@click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
+@json_option
+def up(nodes, nproc_per_node, name, cpus, memory, recreate, rebuild, as_json):
+    """Start a lab of NODES containers and wait until every node answers.
+
+    Running it again with the same options does nothing; with different options it
+    refuses unless --recreate is given. The first run builds the node image (a minute
+    or two, see README); later runs start in seconds.
+
+    \b
+    Examples:
+      lab up --nodes 2
+      lab up --nodes 4 --cpus 0.5 --memory 1g --name big
+    """
+    spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
+                   memory=parse_memory(memory) if memory else None)
+    with StatusLine(as_json) as progress:
+        result = labs.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
+    if as_json:
+        print(json.dumps({"name": name, "changed": result.changed, "seconds": round(result.seconds, 2),
+                          "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
+        return
+    verb = f"up in {result.seconds:.1f} s" if result.changed else "already up, nothing to do"
+    console.print(f"lab '{name}' {verb}: {labs.describe(spec)}")
+    for notice in result.notices:
+        console.print(f"[yellow]note:[/] {notice}")
+    _print_nodes(result.nodes)
+    if result.provision:
+        _print_provision(result.provision)
+
+
+def _print_provision(result) -> None:
+    for node in result.nodes:
+        console.print(("[green]ok[/] " if node.ok else "[red]FAILED[/] ") + node.summary(), highlight=False)
+    console.print(f"[dim]provisioned in {result.seconds:.1f} s; ansible log: {result.log}[/]")
+
+
+@cli.command()
+@name_option
+@json_option
+def provision(name, as_json):
+    """Rerun the ansible provisioning playbook on every node of the lab.
+
+    It checks python/torch, backends and GPUs, that every peer resolves, and writes
+    /etc/lab/env (MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE) on each node.
+    """
+    with StatusLine(as_json) as progress:
+        progress("provisioning with ansible")
+        result = labs.provision(name)
+    if as_json:
+        print(json.dumps({"log": str(result.log), "seconds": round(result.seconds, 2),
+                          "nodes": [{"host": n.host, "ok": n.ok, "facts": n.facts, "error": n.error} for n in result.nodes]}, indent=2))
+        return
+    _print_provision(result)
+
+
+def _print_nodes(nodes) -> None:
+    table = Table(box=None, pad_edge=False)
+    for column in ("node", "hostname", "ip", "state", "cpus", "memory", "gpus", "ssh", "faults"):
+        table.add_column(column)
+    for node in nodes:
+        node = node if isinstance(node, dict) else node.to_dict()
+        table.add_row(f"node{node['index']}", node["hostname"], node["ip"] or "-", node["state"],
+                      f"{node['cpus']:g}" if node["cpus"] else "host", format_bytes(node["memory"]) if node["memory"] else "host",
+                      ",".join(node["gpus"]) or "none", f"127.0.0.1:{node['ssh_port']}" if node["ssh_port"] else "-",
+                      ",".join(node["faults"]) or "-")
+    console.print(table)
+
+
+@cli.command()
+@click.option("--name", default=None, metavar="NAME", help="Only this lab (default: every lab).")
+@json_option
+def status(name, as_json):
+    """Show labs and their nodes: hostnames, IPs, state, limits, GPUs, SSH ports."""
+    report = labs.status(name)
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    if not report:
+        console.print("no lab is up (start one with `lab up --nodes 2`)")
+        return
+    for lab_name, lab in report.items():
+        spec = LabSpec.from_dict(lab["spec"]) if lab["spec"] else None
+        console.print(f"[bold]lab '{lab_name}'[/]: " + (labs.describe(spec) if spec else "leftovers only (run `lab down`)"))
+        _print_nodes(lab["nodes"])
+
+
+@cli.command()
+@click.option("--name", default=DEFAULT_NAME, show_default=True, metavar="NAME", help="Which lab to remove.")
+@click.option("--all", "every", is_flag=True, help="Remove every lab on this engine.")
+@json_option
+def down(name, every, as_json):
+    """Remove a lab's containers, network and volume (found by label, also after a crash).
+
+    Run records under .lab/runs stay.
+    """
+    removed = labs.down(None if every else name)
+    if as_json:
+        print(json.dumps(removed))
+        return
+    target = "every lab" if every else f"lab '{name}'"
+    if not any(removed.values()):
+        console.print(f"nothing to remove for {target}")
+        return
+    console.print(f"removed {target}: {removed['containers']} container(s), {removed['networks']} network(s), "
+                  f"{removed['volumes']} volume(s)")
+
+
+@cli.group()
+def image():
+    """Build or inspect the node image."""
+
+
+@image.command("build")
+@click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
+def image_build(rebuild):
+    """Build the node image (base: local image, else pull, else debootstrap)."""
+    from lab.docker_driver import DockerDriver
+    from lab.image import ensure_node_image
+
+    driver = DockerDriver()
+    with StatusLine(False) as progress:
+        tag = ensure_node_image(driver.client, progress, rebuild=rebuild)
+    console.print(f"node image: {tag}")
+
+
+@cli.command("exercises")
+@json_option
+def exercises_command(as_json):
+    """List the exercises, one line each."""
+    from lab.exercises import discover
+
+    found = discover()
+    if as_json:
+        print(json.dumps([{"name": e.name, "title": e.title, "summary": e.summary, "nodes": e.nodes,
+                           "nproc_per_node": e.nproc_per_node, "steps": [s.name for s in e.steps]} for e in found], indent=2))
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("exercise", "title", "what it shows"):
+        table.add_column(column)
+    for exercise in found:
+        table.add_row(exercise.name, exercise.title, exercise.summary)
+    console.print(table)
+
+
+class LiveReporter:
+    """Prints each node's output with a coloured node (and rank) prefix."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def line(self, node: int, text: str) -> None:
+        if self.quiet:
+            return
+        colour = NODE_COLOURS[node % len(NODE_COLOURS)]
+        match = RANK_PATTERN.match(text)
+        prefix = f"node{node}"
+        if match:
+            prefix += f" r{match.group(1)}"
+            text = text[match.end():]
+        console.print(f"[{colour}]{prefix:>9} |[/] ", end="")
+        console.print(text, markup=False, highlight=False)
+
+    def event(self, text: str) -> None:
+        if not self.quiet:
+            console.print(f"[bold]>> {text}[/]", highlight=False)
+
+
+def _print_checks(record) -> None:
+    table = Table(title=f"{record.exercise} ({record.run_id})", title_justify="left", box=None, pad_edge=False)
+    table.add_column("result")
+    table.add_column("check")
+    table.add_column("detail")
+    for check in record.checks:
+        table.add_row("[green]PASS[/]" if check.passed else "[red]FAIL[/]", check.name, check.detail, )
+    console.print(table)
+    verdict = "[green]PASSED[/]" if record.passed else f"[red]{record.status.upper()}[/]"
+    console.print(f"{record.exercise}: {verdict} in {record.seconds:.1f} s; record: {record.path}")
+
+
+@cli.command()
+@click.argument("exercise", required=False)
+@click.option("--all", "run_all", is_flag=True, help="Run every exercise in order.")
+@name_option
+@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="Override processes per node.")
+@click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
+              help="auto: nccl where every rank has its own GPU, else gloo.")
+@click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds per step (default: the exercise's).")
+@click.option("--driver", type=click.Choice(["docker", "local"]), default="docker", show_default=True,
+              help="local runs the 'nodes' as plain processes on this host (a native baseline).")
+@click.option("--nodes", type=click.IntRange(1, 64), default=2, show_default=True, help="Node count for --driver local.")
+@click.option("--quiet", is_flag=True, help="Do not stream the nodes' output.")
+@json_option
+def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, as_json):
+    """Run EXERCISE (e.g. exercise03 or 3) across every node and check its results.
+
+    Output of every node streams live with a node/rank prefix. A record (per-node logs,
+    per-rank JSON, checks, timings) is kept under .lab/runs/<id>/. Exits 0 only if every
+    check passes.
+    """
+    from lab import session
+
+    if not exercise and not run_all:
+        raise SpecError("name an exercise or pass --all", "see `lab exercises`")
+    if exercise and run_all:
+        raise SpecError("name an exercise or pass --all, not both")
+    reporter = LiveReporter(quiet or as_json)
+    records = session.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
+                                    timeout, reporter)
+    if as_json:
+        print(json.dumps([record.to_dict() for record in records], indent=2))
+    else:
+        for record in records:
+            _print_checks(record)
+        if len(records) > 1:
+            console.print(", ".join(f"{r.exercise} {'PASS' if r.passed else 'FAIL'}" for r in records))
+    if not all(record.passed for record in records):
+        sys.exit(1)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except LabError as error:
+        errors.print(f"[red]error:[/] {error.message}", highlight=False, markup=True)
+        if error.hint:
+            errors.print(f"[dim]hint:[/] {error.hint}", highlight=False)
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        errors.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        errors.print("interrupted: every process of the run was stopped")
+        sys.exit(130)
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx else "lab"
+        errors.print(f"[red]error:[/] {error.format_message()}", highlight=False)
+        errors.print(f"[dim]hint:[/] see `{command} --help`", highlight=False)
+        sys.exit(2)
+    except click.ClickException as error:
+        errors.print(f"[red]error:[/] {error.format_message()}", highlight=False)
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as exit_:
+        sys.exit(exit_.exit_code)
+
+
+if __name__ == "__main__":
+    main()

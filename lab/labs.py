@@ -1,0 +1,168 @@
+"""Lab lifecycle: up, status, down. Glue between the model, the image, Docker and ansible."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lab import image as node_image
+from lab import paths
+from lab.docker_driver import DockerDriver, MountPlan, NodeState
+from lab.errors import LabError, LabStateError, ProvisionError
+from lab.exercises import exercises_root
+from lab.provision import ProvisionResult, run_playbook, write_inventory
+from lab.spec import LabSpec
+from lab.sshkeys import ensure_key
+
+Progress = Callable[[str], None]
+SSH_WAIT_SECONDS = 60
+
+
+@dataclass
+class UpResult:
+    spec: LabSpec
+    changed: bool
+    image: str
+    nodes: list[NodeState]
+    seconds: float
+    notices: list[str] = field(default_factory=list)
+    provision: ProvisionResult | None = None
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: Progress = _quiet,
+       driver: DockerDriver | None = None) -> UpResult:
+    """Bring the lab to `spec`; a no-op when it already is. Never leaves a half-created lab behind."""
+    started = time.monotonic()
+    driver = driver or DockerDriver()
+    current = driver.existing_spec(spec.name)
+    if current is not None and current.fingerprint() != spec.fingerprint():
+        if not recreate:
+            raise LabStateError(
+                f"lab '{spec.name}' is already up with a different spec ({describe(current)})",
+                "add --recreate to replace it, or `lab down` first",
+            )
+        progress(f"removing lab '{spec.name}' to recreate it")
+        down(spec.name, driver=driver)
+        current = None
+    states = driver.node_states(spec.name)
+    if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
+        return UpResult(spec, False, "", states, time.monotonic() - started)
+    spec.check_fits(*driver.host_resources())
+    image = node_image.ensure_node_image(driver.client, progress, rebuild=rebuild)
+    lab_dir = paths.lab_dir(spec.name)
+    _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}")
+    plan = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key)
+    progress(f"starting {spec.nodes} node(s)")
+    try:
+        driver.create_lab(spec, image, {node.index: plan for node in spec.node_list()}, {})
+        states = driver.node_states(spec.name)
+        progress("waiting for every node to answer")
+        wait_for_ssh(states)
+        progress("provisioning with ansible")
+        provisioned = provision(spec.name, driver=driver)
+    except (LabError, KeyboardInterrupt):
+        if current is None:
+            down(spec.name, driver=driver)
+        raise
+    return UpResult(spec, True, image, driver.node_states(spec.name), time.monotonic() - started,
+                    provision=provisioned)
+
+
+def provision(name: str, driver: DockerDriver | None = None) -> ProvisionResult:
+    """(Re)run the provisioning playbook on every node of lab `name`; fail if any node fails."""
+    driver, spec, states = require(name, driver)
+    key = paths.lab_dir(name) / "ssh" / "id_ed25519"
+    inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory")
+    result = run_playbook(name, inventory)
+    if not result.ok:
+        failed = [node.summary() for node in result.nodes if not node.ok] or ["no node reported"]
+        raise ProvisionError(f"provisioning failed: {'; '.join(failed)}", f"full ansible log: {result.log}")
+    return result
+
+
+def wait_for_ssh(states: list[NodeState], seconds: float = SSH_WAIT_SECONDS) -> None:
+    """Every node's sshd sends its banner on the published loopback port."""
+    with ThreadPoolExecutor(max_workers=max(1, len(states))) as pool:
+        answered = list(pool.map(lambda s: _ssh_banner(s.ssh_port, seconds), states))
+    silent = [state.hostname for state, ok in zip(states, answered) if not ok]
+    if silent:
+        raise LabStateError(f"{', '.join(silent)} did not answer within {seconds:.0f} s",
+                            "see `docker logs` of that node's container")
+
+
+def _ssh_banner(port: int | None, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while port and time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
+                if conn.recv(16).startswith(b"SSH-"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def require(name: str, driver: DockerDriver | None = None) -> tuple[DockerDriver, LabSpec, list[NodeState]]:
+    """The running lab `name`, or a one-line error saying how to get one."""
+    driver = driver or DockerDriver()
+    spec = driver.existing_spec(name)
+    if spec is None:
+        others = driver.lab_names()
+        hint = f"labs up now: {', '.join(others)}; pass --name" if others else "start one with `lab up --nodes 2`"
+        raise LabStateError(f"no lab named '{name}' is up", hint)
+    states = driver.node_states(name)
+    stopped = [s.hostname for s in states if s.state != "running"]
+    if stopped:
+        raise LabStateError(f"lab '{name}': {', '.join(stopped)} not running",
+                            "`lab fault unpause`/`lab up` again, or `lab up --recreate`")
+    return driver, spec, states
+
+
+def status(name: str | None, driver: DockerDriver | None = None) -> dict[str, dict]:
+    """Every lab (or one) with its spec and nodes, for `lab status`."""
+    driver = driver or DockerDriver()
+    names = [name] if name else driver.lab_names()
+    report = {}
+    for lab_name in names:
+        spec = driver.existing_spec(lab_name)
+        if spec is None:
+            if name:
+                raise LabStateError(f"no lab named '{name}' is up", "start one with `lab up --nodes 2 --name NAME`")
+            report[lab_name] = {"spec": None, "nodes": []}
+            continue
+        report[lab_name] = {"spec": spec.to_dict(), "nodes": [s.to_dict() for s in driver.node_states(lab_name)]}
+    return report
+
+
+def down(name: str | None, driver: DockerDriver | None = None) -> dict[str, int]:
+    """Remove lab `name` (None: every lab) by label, and its per-lab folder; run records stay."""
+    driver = driver or DockerDriver()
+    names = [name] if name else driver.lab_names()
+    removed = driver.remove_lab(name)
+    for lab_name in names:
+        shutil.rmtree(paths.lab_dir(lab_name), ignore_errors=True)
+    return removed
+
+
+def describe(spec: LabSpec) -> str:
+    parts = [f"{spec.nodes} nodes"]
+    if spec.nproc_per_node:
+        parts.append(f"{spec.nproc_per_node} proc/node")
+    if spec.cpus:
+        parts.append(f"{spec.cpus:g} cpus")
+    if spec.memory:
+        parts.append(f"{spec.memory // 1024**2} MiB")
+    if spec.image != "auto":
+        parts.append(f"image {spec.image}")
+    if spec.gpus != "none":
+        parts.append(f"gpus {spec.gpus}")
+    return ", ".join(parts)

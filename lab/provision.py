@@ -1,0 +1,120 @@
+"""The ansible driver: write an inventory for the lab's nodes and run playbooks/provision.yml.
+
+The playbook knows nothing of Docker; the same function provisions real hosts when given
+their inventory instead of the lab's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lab import paths
+from lab.errors import ProvisionError
+from lab.spec import MASTER_PORT, LabSpec
+
+PLAYBOOKS = paths.REPO_ROOT / "playbooks"
+REPORT_TASK = "Report node"
+NODE_PYTHON = "/opt/lab-venv/bin/python"
+
+
+@dataclass
+class NodeReport:
+    host: str
+    ok: bool
+    facts: dict = field(default_factory=dict)
+    error: str = ""
+
+    def summary(self) -> str:
+        if not self.ok:
+            return f"{self.host}: FAILED {self.error}"
+        probe = self.facts.get("probe", {})
+        gpus = probe.get("gpus") or []
+        unresolved = self.facts.get("unresolved") or []
+        return (f"{self.host}: python {probe.get('python')}, torch {probe.get('torch')}, "
+                f"backends {'/'.join(probe.get('backends', []))}, "
+                f"{len(gpus)} GPU(s){' (' + ', '.join(gpus) + ')' if gpus else ''}, "
+                f"peers {'all resolve' if not unresolved else 'unresolved: ' + ', '.join(unresolved)}")
+
+
+@dataclass
+class ProvisionResult:
+    nodes: list[NodeReport]
+    log: Path
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.nodes) and all(node.ok for node in self.nodes)
+
+
+def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: Path, python: str = NODE_PYTHON) -> Path:
+    """An INI inventory addressing each node through its loopback SSH port."""
+    lines = ["[lab]"]
+    for index, port in sorted(ssh_ports.items()):
+        lines.append(f"node{index} ansible_host=127.0.0.1 ansible_port={port} node_rank={index}")
+    peers = ",".join(f"'node{index}'" for index in sorted(ssh_ports))
+    lines += [
+        "",
+        "[lab:vars]",
+        "ansible_user=root",
+        f"ansible_ssh_private_key_file={key}",
+        "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'",
+        "ansible_python_interpreter=/usr/bin/python3",
+        f"lab_python={python}",
+        f"nnodes={spec.nodes}",
+        f"nproc_per_node={spec.nproc_per_node or 1}",
+        f"master_addr={spec.master_addr}",
+        f"master_port={MASTER_PORT}",
+        f"lab_peers=[{peers}]",
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_playbook(lab_name: str, inventory: Path, playbook: str = "provision.yml") -> ProvisionResult:
+    """Run a playbook with ansible-runner; keep the full log under .lab/logs/<lab>/."""
+    import ansible_runner
+
+    started = time.monotonic()
+    private = paths.lab_dir(lab_name) / "ansible"
+    shutil.rmtree(private, ignore_errors=True)
+    private.mkdir(parents=True)
+    # ansible-runner starts ansible-playbook from PATH; the venv's bin is not on it unless activated.
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    runner = ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(PLAYBOOKS),
+        playbook=str(PLAYBOOKS / playbook),
+        inventory=str(inventory),
+        quiet=True,
+        envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
+    )
+    log_dir = paths.logs_dir() / lab_name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"provision-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    log.write_text(runner.stdout.read() if runner.stdout else "")
+    reports: dict[str, NodeReport] = {}
+    for event in runner.events:
+        data = event.get("event_data", {})
+        host = data.get("host")
+        if not host:
+            continue
+        if event.get("event") == "runner_on_ok" and data.get("task") == REPORT_TASK:
+            reports[host] = NodeReport(host, True, data["res"].get("msg", {}))
+        elif event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
+            result = data.get("res", {})
+            message = result.get("msg") or result.get("stderr") or "failed"
+            reports[host] = NodeReport(host, False, reports.get(host, NodeReport(host, False)).facts,
+                                       f"at '{data.get('task')}': {str(message).splitlines()[0][:200]}")
+    result = ProvisionResult(sorted(reports.values(), key=lambda r: r.host), log, time.monotonic() - started)
+    if runner.status == "failed" and not reports:
+        raise ProvisionError(f"ansible failed before reaching any node (status {runner.rc})", f"see {log}")
+    return result

@@ -1,0 +1,231 @@
+"""Run an exercise's steps across the nodes, inject its faults, check it, and keep a record.
+
+The runner streams every node's output through a Reporter (the CLI prints it), enforces
+each step's timeout, and always leaves a run record under `.lab/runs/<id>/`, also for runs
+that failed, timed out or were interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol
+
+from lab import paths
+from lab.checks import Check, RunOutcome, StepOutcome
+from lab.exercises import Exercise, LaunchContext, Step, step_command
+from lab.transports import Transport, pump
+
+POLL_SECONDS = 0.2
+
+
+class Reporter(Protocol):
+    def line(self, node: int, text: str) -> None: ...
+    def event(self, text: str) -> None: ...
+
+
+@dataclass
+class RunOptions:
+    nnodes: int
+    nproc_per_node: int | None = None
+    backend: str = "auto"
+    timeout: int | None = None
+    lab_name: str = "default"
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    exercise: str
+    lab: str
+    path: Path
+    checks: list[Check] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    status: str = "running"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_dict(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "exercise": self.exercise,
+            "lab": self.lab,
+            "status": self.status,
+            "passed": self.passed,
+            "seconds": round(self.seconds, 2),
+            "steps": self.steps,
+            "checks": [check.__dict__ for check in self.checks],
+            "path": str(self.path),
+        }
+
+
+def new_run_id(label: str) -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3] + f"-{label}"
+
+
+def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, reporter: Reporter) -> RunRecord:
+    nproc = options.nproc_per_node or exercise.nproc_per_node
+    run_id = new_run_id(exercise.name)
+    record = RunRecord(run_id, exercise.name, options.lab_name, paths.runs_dir() / run_id)
+    record.path.mkdir(parents=True, exist_ok=True)
+    outcome = RunOutcome(nnodes=options.nnodes, nproc_per_node=nproc, backend=options.backend)
+    started = time.monotonic()
+    host_run_dir = transport.host_shared_dir / "runs" / run_id
+    try:
+        for step in exercise.steps:
+            reporter.event(f"{exercise.name} step '{step.name}' on {options.nnodes} node(s) x {nproc} process(es)")
+            step_outcome, summary = _run_step(exercise, step, transport, options, nproc, run_id, reporter)
+            outcome.steps[step.name] = step_outcome
+            record.steps.append(summary)
+            _save_step(record.path, host_run_dir, step_outcome)
+        record.checks = _checks(exercise, outcome)
+        record.status = "passed" if all(check.passed for check in record.checks) else "failed"
+    except KeyboardInterrupt:
+        record.status = "interrupted"
+        _kill_everywhere(transport, options.nnodes, run_id)
+        raise
+    finally:
+        record.seconds = time.monotonic() - started
+        _save_record(record)
+    return record
+
+
+def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
+              run_id: str, reporter: Reporter) -> tuple[StepOutcome, dict]:
+    shared = transport.shared_dir
+    port = transport.pick_port()
+    events: queue.Queue = queue.Queue()
+    logs: dict[int, list[str]] = {index: [] for index in range(options.nnodes)}
+    exit_codes: dict[int, int | None] = {}
+    (transport.host_shared_dir / "runs" / run_id / "results" / step.name).mkdir(parents=True, exist_ok=True)
+    (transport.host_shared_dir / "runs" / run_id / "work").mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    for index in range(options.nnodes):
+        ctx = LaunchContext(
+            node_rank=index, nnodes=options.nnodes, nproc_per_node=nproc,
+            master_addr=transport.master_addr, master_port=port, python=transport.python,
+            exercises_dir=transport.exercises_dir,
+            results_dir=f"{shared}/runs/{run_id}/results/{step.name}",
+            work_dir=f"{shared}/runs/{run_id}/work",
+            run_id=f"{run_id}-{step.name}", backend=options.backend,
+        )
+        argv, env = step_command(exercise, step, ctx)
+        process = transport.start(index, argv, env)
+        pump(process, lambda text, i=index: events.put(("line", i, text)), lambda code, i=index: events.put(("exit", i, code)))
+    timeout = options.timeout or step.timeout or exercise.timeout
+    fault = dict(step.fault)
+    fault_done = not fault
+    timed_out = False
+    while len(exit_codes) < options.nnodes:
+        try:
+            kind, index, payload = events.get(timeout=POLL_SECONDS)
+            if kind == "line":
+                logs[index].append(payload)
+                reporter.line(index, payload)
+            else:
+                exit_codes[index] = payload
+        except queue.Empty:
+            pass
+        if not fault_done:
+            fault_done = _maybe_inject(fault, transport, f"{run_id}-{step.name}", run_id, reporter)
+        if not timed_out and time.monotonic() - started > timeout:
+            timed_out = True
+            _report_timeout(step, transport, run_id, options, nproc, exit_codes, timeout, reporter)
+            _kill_everywhere(transport, options.nnodes, f"{run_id}-{step.name}")
+    results = _read_results(transport.host_shared_dir / "runs" / run_id / "results" / step.name)
+    outcome = StepOutcome(step.name, results=results, exit_codes=exit_codes,
+                          logs={index: "\n".join(lines) for index, lines in logs.items()}, expect=step.expect)
+    summary = {"step": step.name, "expect": step.expect, "exit_codes": exit_codes, "timed_out": timed_out,
+               "seconds": round(time.monotonic() - started, 2), "ranks_reported": sorted(results),
+               "fault": fault or None, "fault_injected": bool(fault) and fault_done}
+    return outcome, summary
+
+
+def _maybe_inject(fault: dict, transport: Transport, process_run_id: str, run_id: str, reporter: Reporter) -> bool:
+    trigger = transport.host_shared_dir / "runs" / run_id / "work" / fault.get("when_file", "")
+    if not trigger.exists():
+        return False
+    node = int(fault.get("node", 1))
+    action = fault.get("action", "kill-worker")
+    killed = transport.kill(node, process_run_id, "worker" if action == "kill-worker" else "all")
+    reporter.event(f"fault: {action} on node{node} ({killed} process(es) killed) after {fault.get('when_file')} appeared")
+    return True
+
+
+def _report_timeout(step: Step, transport: Transport, run_id: str, options: RunOptions, nproc: int,
+                    exit_codes: dict, timeout: int, reporter: Reporter) -> None:
+    results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
+    reported = set(_read_results(results_dir))
+    missing_ranks = sorted(set(range(options.nnodes * nproc)) - reported)
+    still_running = [f"node{index}" for index in range(options.nnodes) if index not in exit_codes]
+    exited = [f"node{index} (exit {code})" for index, code in sorted(exit_codes.items()) if code != 0]
+    parts = [f"step '{step.name}' timed out after {timeout} s"]
+    if missing_ranks:
+        parts.append(f"ranks that never reported: {_ranges(missing_ranks)}")
+    if exited:
+        parts.append(f"nodes that failed early: {', '.join(exited)}")
+    if still_running:
+        parts.append(f"stopping {', '.join(still_running)}")
+    reporter.event("; ".join(parts))
+
+
+def _ranges(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers)) if len(numbers) < 8 else f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
+
+
+def _kill_everywhere(transport: Transport, nnodes: int, process_run_id_prefix: str) -> None:
+    for index in range(nnodes):
+        transport.kill(index, process_run_id_prefix, "all")
+
+
+def _read_results(folder: Path) -> dict[int, dict]:
+    results = {}
+    for path in sorted(folder.glob("rank*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+            results[int(data.get("rank", path.stem[4:]))] = data
+        except (ValueError, OSError):
+            continue
+    return results
+
+
+def _checks(exercise: Exercise, outcome: RunOutcome) -> list[Check]:
+    checks = []
+    for step in outcome.steps.values():
+        if step.expect == "pass":
+            failed = {node: code for node, code in step.exit_codes.items() if code != 0}
+            checks.append(Check(f"{step.name}: every node exited 0", not failed, f"exit codes {failed}" if failed else ""))
+    try:
+        checks += list(exercise.load_checker()(outcome))
+    except Exception as error:  # a checker crash on malformed results is a failed run, not a lab crash
+        checks.append(Check("checker ran", False, f"{type(error).__name__}: {error}"))
+    return checks
+
+
+def _save_step(record_dir: Path, host_run_dir: Path, step: StepOutcome) -> None:
+    logs_dir = record_dir / "logs"
+    logs_dir.mkdir(exist_ok=True)
+    for index, text in step.logs.items():
+        (logs_dir / f"node{index}-{step.name}.log").write_text(text + "\n")
+    source = host_run_dir / "results" / step.name
+    if source.is_dir():
+        shutil.copytree(source, record_dir / "results" / step.name, dirs_exist_ok=True)
+
+
+def _save_record(record: RunRecord) -> None:
+    (record.path / "run.json").write_text(json.dumps(record.to_dict(), indent=2) + "\n")
+    latest = paths.runs_dir() / "latest"
+    try:
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(record.path.name)
+    except OSError:
+        pass

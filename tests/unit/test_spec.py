@@ -1,0 +1,83 @@
+import pytest
+
+from lab.errors import SpecError
+from lab.spec import (
+    MIN_NODE_MEMORY,
+    LabSpec,
+    lab_filter,
+    lab_labels,
+    network_name,
+    node_labels,
+    parse_memory,
+    volume_name,
+)
+
+
+def test_defaults_and_nodes():
+    spec = LabSpec()
+    assert spec.nodes == 2 and spec.name == "default"
+    assert [n.hostname for n in spec.node_list()] == ["node0", "node1"]
+    assert spec.node_list()[1].resource_name == "lab-default-node1"
+    assert spec.master_addr == "node0"
+
+
+@pytest.mark.parametrize("nodes", [0, -1, 65])
+def test_node_count_out_of_range(nodes):
+    with pytest.raises(SpecError):
+        LabSpec(nodes=nodes)
+
+
+@pytest.mark.parametrize("name", ["", "UPPER", "1abc", "has space", "x" * 40, "a_b"])
+def test_bad_names(name):
+    with pytest.raises(SpecError) as error:
+        LabSpec(name=name)
+    assert error.value.hint
+
+
+@pytest.mark.parametrize("text,expected", [("512m", 512 * 1024**2), ("2g", 2 * 1024**3), ("1.5G", int(1.5 * 1024**3)), ("2048MB", 2048 * 1024**2)])
+def test_parse_memory(text, expected):
+    assert parse_memory(text) == expected
+
+
+@pytest.mark.parametrize("text", ["lots", "12q", "1m", ""])
+def test_parse_memory_rejects(text):
+    with pytest.raises(SpecError):
+        parse_memory(text)
+
+
+def test_fingerprint_tracks_every_field():
+    base = LabSpec(nodes=2)
+    assert base.fingerprint() == LabSpec(nodes=2).fingerprint()
+    assert base.fingerprint() != LabSpec(nodes=3).fingerprint()
+    assert base.fingerprint() != LabSpec(nodes=2, cpus=1.0).fingerprint()
+    assert LabSpec.from_dict(base.to_dict()) == base
+
+
+def test_check_fits_refuses_what_the_host_cannot_hold():
+    host_memory = 4 * 1024**3
+    LabSpec(nodes=4).check_fits(2, host_memory)
+    with pytest.raises(SpecError) as error:
+        LabSpec(nodes=64).check_fits(2, host_memory)
+    assert f"--nodes {host_memory // MIN_NODE_MEMORY}" in error.value.hint
+    with pytest.raises(SpecError):
+        LabSpec(nodes=2, cpus=4).check_fits(2, host_memory)
+    with pytest.raises(SpecError):
+        LabSpec(nodes=2, memory=3 * 1024**3).check_fits(2, host_memory)
+
+
+def test_labels_name_the_lab_and_node():
+    spec = LabSpec(name="demo", nodes=3)
+    labels = node_labels(spec, spec.node_list()[2])
+    assert labels["com.docker.compose.project"] == "lab-demo"
+    assert labels["io.lab.lab"] == "demo"
+    assert labels["io.lab.node"] == "2"
+    assert labels["io.lab.fingerprint"] == spec.fingerprint()
+    assert LabSpec.from_dict(__import__("json").loads(labels["io.lab.spec"])) == spec
+    assert lab_labels("demo").items() <= labels.items()
+
+
+def test_filters_and_object_names():
+    assert lab_filter("demo") == {"label": ["io.lab.lab=demo", "io.lab.managed=true"]}
+    assert lab_filter(None) == {"label": ["io.lab.managed=true"]}
+    assert network_name("demo") == "lab-demo-net"
+    assert volume_name("demo") == "lab-demo-shared"
