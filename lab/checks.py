@@ -85,3 +85,68 @@ def same_value(name: str, results: dict[int, dict], key: str) -> Check:
     distinct = set(map(repr, values.values()))
     passed = bool(values) and len(distinct) == 1 and None not in values.values()
     return Check(name, passed, "" if passed else f"per-rank {key}: {values}")
+
+
+def in_step(step_name: str, check: Check) -> Check:
+    """The same check, named after the step it looked at (multi-step exercises check each step)."""
+    return Check(f"{step_name}: {check.name}", check.passed, check.detail)
+
+
+def every_rank(name: str, results: dict[int, dict], key: str, expected) -> Check:
+    """Each rank reports `expected` under `key`; `expected` may be a function of that rank's result."""
+    wrong = {}
+    for rank, result in sorted(results.items()):
+        want = expected(result) if callable(expected) else expected
+        if result.get(key) != want:
+            wrong[rank] = f"expected {want!r}, got {result.get(key)!r}"
+    passed = bool(results) and not wrong
+    detail = "no results" if not results else "; ".join(f"rank {rank}: {text}" for rank, text in wrong.items())
+    return Check(name, passed, "" if passed else detail)
+
+
+def _groups(results: dict[int, dict], group_key: str) -> dict:
+    groups: dict = {}
+    for rank, result in sorted(results.items()):
+        groups.setdefault(result.get(group_key), []).append(rank)
+    return groups
+
+
+def local_ranks_per_group(results: dict[int, dict], group_key: str, ngroups: int, nproc: int) -> Check:
+    """Groups (nodes) 0..ngroups-1 each hold local ranks 0..nproc-1, once each."""
+    groups = _groups(results, group_key)
+    wrong = []
+    if sorted(groups, key=repr) != list(range(ngroups)):
+        wrong.append(f"{group_key} values {sorted(groups, key=repr)}, expected {list(range(ngroups))}")
+    for group, ranks in sorted(groups.items(), key=lambda item: repr(item[0])):
+        local = sorted((results[rank].get("local_rank") for rank in ranks), key=repr)
+        if local != list(range(nproc)):
+            wrong.append(f"{group_key} {group} has local ranks {local}")
+    passed = bool(results) and not wrong
+    return Check(f"each of {ngroups} nodes has local ranks 0..{nproc - 1}", passed, "; ".join(wrong))
+
+
+def group_shares_host(results: dict[int, dict], group_key: str) -> Check:
+    """All ranks of one group (node) ran on the same hostname."""
+    split = {group: sorted({results[rank].get("hostname") for rank in ranks}, key=repr)
+             for group, ranks in _groups(results, group_key).items()}
+    wrong = {group: hosts for group, hosts in split.items() if len(hosts) != 1}
+    passed = bool(results) and not wrong
+    detail = "; ".join(f"{group_key} {group} ran on {hosts}" for group, hosts in wrong.items())
+    return Check("ranks of each node share one hostname", passed, detail)
+
+
+def distinct_hosts(results: dict[int, dict], group_key: str, ngroups: int) -> Check:
+    """Each group (node) ran on a hostname of its own, and there are `ngroups` of them."""
+    owners: dict = {}
+    for result in results.values():
+        owners.setdefault(result.get("hostname"), set()).add(result.get(group_key))
+    shared = {host: sorted(groups, key=repr) for host, groups in owners.items() if len(groups) > 1}
+    passed = len(owners) == ngroups and not shared
+    parts = [] if len(owners) == ngroups else [f"{len(owners)} distinct hostnames {sorted(owners, key=repr)}"]
+    parts += [f"{host} hosts {group_key} {groups}" for host, groups in shared.items()]
+    return Check(f"{ngroups} nodes ran on {ngroups} distinct hosts", passed, "; ".join(parts))
+
+
+def expect_below(name: str, actual, bound) -> Check:
+    passed = isinstance(actual, (int, float)) and isinstance(bound, (int, float)) and actual < bound
+    return Check(name, passed, "" if passed else f"expected below {bound!r}, got {actual!r}")

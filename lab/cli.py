@@ -78,10 +78,11 @@ class StatusLine:
 @name_option
 @click.option("--cpus", type=float, default=None, help="CPU limit per node, e.g. 1 or 0.5.")
 @click.option("--memory", default=None, metavar="SIZE", help="Memory limit per node, e.g. 2g or 768m.")
+@click.option("--net-admin", is_flag=True, help="Give nodes NET_ADMIN (needed by `lab fault delay`).")
 @click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
 @json_option
-def up(nodes, nproc_per_node, name, cpus, memory, recreate, rebuild, as_json):
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, recreate, rebuild, as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -94,7 +95,7 @@ def up(nodes, nproc_per_node, name, cpus, memory, recreate, rebuild, as_json):
       lab up --nodes 4 --cpus 0.5 --memory 1g --name big
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
-                   memory=parse_memory(memory) if memory else None)
+                   memory=parse_memory(memory) if memory else None, net_admin=net_admin)
     with StatusLine(as_json) as progress:
         result = labs.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
     if as_json:
@@ -185,6 +186,31 @@ def down(name, every, as_json):
         return
     console.print(f"removed {target}: {removed['containers']} container(s), {removed['networks']} network(s), "
                   f"{removed['volumes']} volume(s)")
+
+
+@cli.command()
+@click.argument("action", type=click.Choice(["kill", "stop", "pause", "unpause", "partition", "heal", "delay"]))
+@click.argument("node")
+@name_option
+@click.option("--ms", type=click.IntRange(0, 60000), default=None, help="delay: added latency in milliseconds.")
+@click.option("--jitter", type=click.IntRange(0, 60000), default=None, help="delay: +/- jitter in milliseconds.")
+@click.option("--rate", default=None, metavar="RATE", help="delay: bandwidth limit, e.g. 100mbit.")
+def fault(action, node, name, ms, jitter, rate):
+    """Inject a fault into NODE (node1 or 1) of a running lab; `heal` undoes them all.
+
+    
+    kill       SIGKILL the node's container (like pulling the plug)
+    stop       stop it gracefully
+    pause      freeze every process (unpause to continue)
+    partition  disconnect it from the lab network
+    delay      tc netem latency/jitter/rate on its interface (needs `lab up --net-admin`)
+    heal       start, unpause, reconnect and clear delays
+
+    Faults show in `lab status`.
+    """
+    from lab.faults import inject
+
+    console.print(inject(name, action, node, ms=ms, jitter=jitter, rate=rate))
 
 
 @cli.group()
@@ -297,6 +323,56 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
             console.print(", ".join(f"{r.exercise} {'PASS' if r.passed else 'FAIL'}" for r in records))
     if not all(record.passed for record in records):
         sys.exit(1)
+
+
+@cli.command("runs")
+@json_option
+def runs_command(as_json):
+    """List recorded runs (newest last)."""
+    from lab.records import list_runs
+
+    runs = list_runs()
+    if as_json:
+        print(json.dumps(runs, indent=2))
+        return
+    if not runs:
+        console.print("no runs recorded yet (try `lab run exercise01`)")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("run", "exercise", "lab", "status", "seconds", "checks"):
+        table.add_column(column)
+    for record in runs:
+        checks = record.get("checks", [])
+        passed = sum(1 for check in checks if check.get("passed"))
+        table.add_row(record["run_id"], record.get("exercise", "?"), record.get("lab", "?"), record.get("status", "?"),
+                      f"{record.get('seconds', 0):.1f}", f"{passed}/{len(checks)}")
+    console.print(table)
+
+
+@cli.command("show")
+@click.argument("run", default="latest")
+@json_option
+def show_command(run, as_json):
+    """Print one recorded RUN (id, id prefix, exercise name, or 'latest')."""
+    from lab.records import load_run
+
+    record = load_run(run)
+    if as_json:
+        print(json.dumps(record, indent=2))
+        return
+    console.print(f"[bold]{record['run_id']}[/]: {record.get('exercise')} on lab '{record.get('lab')}', "
+                  f"{record.get('status')} in {record.get('seconds', 0):.1f} s")
+    for step in record.get("steps", []):
+        codes = ", ".join(f"node{node}={code}" for node, code in step.get("exit_codes", {}).items())
+        extra = " (timed out)" if step.get("timed_out") else ""
+        console.print(f"  step {step['step']} (expect {step.get('expect')}): {codes}{extra}, {step.get('seconds')} s")
+    table = Table(box=None, pad_edge=False)
+    for column in ("result", "check", "detail"):
+        table.add_column(column)
+    for check in record.get("checks", []):
+        table.add_row("[green]PASS[/]" if check["passed"] else "[red]FAIL[/]", check["name"], check.get("detail", ""))
+    console.print(table)
+    console.print(f"record: {record.get('path')}" + (f"; curves: {record['curves']}" if record.get("curves") else ""))
 
 
 def main() -> None:

@@ -143,7 +143,7 @@ class DockerDriver:
             cpus=host_config.get("NanoCpus", 0) / 1e9 or None,
             memory=host_config.get("Memory") or None,
             gpus=[gpu for gpu in labels.get(f"{LABEL_PREFIX}.gpus", "").split(",") if gpu],
-            faults=[fault for fault in labels.get(f"{LABEL_PREFIX}.faults", "").split(",") if fault],
+            faults=_derived_faults(attrs, bool(lab_net)),
         )
 
     # --- create -------------------------------------------------------------------------------
@@ -233,6 +233,19 @@ class DockerDriver:
             if int(container.labels[f"{LABEL_PREFIX}.node"]) == index:
                 return container
         raise LabStateError(f"lab '{name}' has no node{index}", "see `lab status` for its nodes")
+
+
+def _derived_faults(attrs: dict, on_lab_network: bool) -> list[str]:
+    """Faults visible from the container itself; netem delays are added by lab.faults."""
+    state = attrs["State"]
+    faults = []
+    if state.get("Paused"):
+        faults.append("paused")
+    if state["Status"] == "exited":
+        faults.append("killed" if state.get("ExitCode") in (137, -1) else "stopped")
+    if state["Status"] == "running" and not on_lab_network:
+        faults.append("partitioned")
+    return faults
 
 
 def _labels(obj) -> dict:

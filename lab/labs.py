@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lab import image as node_image
 from lab import paths
 from lab.docker_driver import DockerDriver, MountPlan, NodeState
 from lab.errors import LabError, LabStateError, ProvisionError
 from lab.exercises import exercises_root
+from lab.faults import recorded_delays
 from lab.provision import ProvisionResult, run_playbook, write_inventory
 from lab.spec import LabSpec
 from lab.sshkeys import ensure_key
@@ -56,10 +56,13 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
         return UpResult(spec, False, "", states, time.monotonic() - started)
     spec.check_fits(*driver.host_resources())
-    image = node_image.ensure_node_image(driver.client, progress, rebuild=rebuild)
+    from lab.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
+
+    image = ensure_node_image(driver.client, progress, rebuild=rebuild)
     lab_dir = paths.lab_dir(spec.name)
     _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}")
-    plan = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key)
+    plan = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key,
+                     cap_add=["NET_ADMIN"] if spec.net_admin else [])
     progress(f"starting {spec.nodes} node(s)")
     try:
         driver.create_lab(spec, image, {node.index: plan for node in spec.node_list()}, {})
@@ -139,7 +142,13 @@ def status(name: str | None, driver: DockerDriver | None = None) -> dict[str, di
                 raise LabStateError(f"no lab named '{name}' is up", "start one with `lab up --nodes 2 --name NAME`")
             report[lab_name] = {"spec": None, "nodes": []}
             continue
-        report[lab_name] = {"spec": spec.to_dict(), "nodes": [s.to_dict() for s in driver.node_states(lab_name)]}
+        delays = recorded_delays(lab_name)
+        nodes = []
+        for state in driver.node_states(lab_name):
+            if str(state.index) in delays:
+                state.faults.append(f"delay {delays[str(state.index)]}")
+            nodes.append(state.to_dict())
+        report[lab_name] = {"spec": spec.to_dict(), "nodes": nodes}
     return report
 
 

@@ -19,6 +19,7 @@ from typing import Protocol
 from lab import paths
 from lab.checks import Check, RunOutcome, StepOutcome
 from lab.exercises import Exercise, LaunchContext, Step, step_command
+from lab.records import plot_curves
 from lab.transports import Transport, pump
 
 POLL_SECONDS = 0.2
@@ -48,6 +49,7 @@ class RunRecord:
     steps: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     status: str = "running"
+    curves: Path | None = None
 
     @property
     def passed(self) -> bool:
@@ -64,6 +66,7 @@ class RunRecord:
             "steps": self.steps,
             "checks": [check.__dict__ for check in self.checks],
             "path": str(self.path),
+            "curves": str(self.curves) if self.curves else None,
         }
 
 
@@ -87,6 +90,7 @@ def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, 
             record.steps.append(summary)
             _save_step(record.path, host_run_dir, step_outcome)
         record.checks = _checks(exercise, outcome)
+        record.curves = plot_curves(record.path)
         record.status = "passed" if all(check.passed for check in record.checks) else "failed"
     except KeyboardInterrupt:
         record.status = "interrupted"

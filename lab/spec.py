@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from lab.errors import SpecError
 
@@ -85,7 +85,7 @@ class LabSpec:
     memory: int | None = None
     image: str = "auto"
     gpus: str = "none"
-    extra: dict = field(default_factory=dict)
+    net_admin: bool = False  # only granted when asked for: `lab fault delay` needs it for tc netem
 
     def __post_init__(self):
         validate_name(self.name)

@@ -1,0 +1,129 @@
+"""Fault injection on a running lab: kill, stop, pause, partition, delay, heal.
+
+Partitions disconnect a node from the lab network (no privileges needed); delays use
+tc netem inside the node, which needs NET_ADMIN, granted only by `lab up --net-admin`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import docker.errors
+
+from lab import paths
+from lab.docker_driver import DockerDriver, engine_errors
+from lab.errors import LabStateError, SpecError
+from lab.spec import network_name
+
+ACTIONS = ("kill", "stop", "pause", "unpause", "partition", "heal", "delay")
+INTERFACE = "eth0"
+
+
+def _delays_file(name: str):
+    return paths.lab_dir(name) / "faults.json"
+
+
+def recorded_delays(name: str) -> dict[str, str]:
+    """node index -> netem description, as last set by `lab fault delay`."""
+    try:
+        return json.loads(_delays_file(name).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _record_delay(name: str, index: int, description: str | None) -> None:
+    delays = recorded_delays(name)
+    if description:
+        delays[str(index)] = description
+    else:
+        delays.pop(str(index), None)
+    path = _delays_file(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(delays))
+
+
+def parse_node(text: str, nodes: int) -> int:
+    """'node1' or '1' -> 1, within the lab's node count."""
+    raw = text.removeprefix("node")
+    if not raw.isdigit() or int(raw) >= nodes:
+        raise SpecError(f"no node '{text}' in this lab", f"use node0..node{nodes - 1}")
+    return int(raw)
+
+
+def netem_args(ms: int | None, jitter: int | None, rate: str | None) -> list[str]:
+    if ms is None and rate is None:
+        raise SpecError("delay needs --ms and/or --rate", "e.g. lab fault delay node1 --ms 50 --jitter 10")
+    if jitter and ms is None:
+        raise SpecError("--jitter needs --ms")
+    args = []
+    if ms is not None:
+        args += ["delay", f"{ms}ms"] + ([f"{jitter}ms"] if jitter else [])
+    if rate is not None:
+        args += ["rate", rate]
+    return args
+
+
+def inject(name: str, action: str, node_text: str, ms: int | None = None, jitter: int | None = None,
+           rate: str | None = None, driver: DockerDriver | None = None) -> str:
+    """Apply `action` to one node; returns a one-line description of what was done."""
+    driver = driver or DockerDriver()
+    spec = driver.existing_spec(name)
+    if spec is None:
+        raise LabStateError(f"no lab named '{name}' is up", "start one with `lab up --nodes 2`")
+    index = parse_node(node_text, spec.nodes)
+    container = driver.container(name, index)
+    network = network_name(name)
+    with engine_errors(f"{action} node{index}"):
+        if action == "kill":
+            _require_running(container, index)
+            container.kill()
+        elif action == "stop":
+            container.stop(timeout=5)
+        elif action == "pause":
+            _require_running(container, index)
+            container.pause()
+        elif action == "unpause":
+            if container.status == "paused":
+                container.unpause()
+        elif action == "partition":
+            _require_running(container, index)
+            try:
+                driver.client.networks.get(network).disconnect(container)
+            except docker.errors.APIError:
+                pass  # already disconnected
+        elif action == "delay":
+            _require_running(container, index)
+            if not spec.net_admin:
+                raise LabStateError("delays need NET_ADMIN, which this lab was not given",
+                                    "recreate it with `lab up --recreate --net-admin ...`")
+            args = netem_args(ms, jitter, rate)
+            code, output = container.exec_run(["tc", "qdisc", "replace", "dev", INTERFACE, "root", "netem", *args])
+            if code != 0:
+                raise LabStateError(f"tc refused the delay: {output.decode().strip()}")
+            _record_delay(name, index, " ".join(args))
+        elif action == "heal":
+            _heal(driver, container, index, network, spec.net_admin)
+            _record_delay(name, index, None)
+        else:
+            raise SpecError(f"unknown fault '{action}'", f"use one of {', '.join(ACTIONS)}")
+    return f"node{index}: {action}" + (f" {' '.join(netem_args(ms, jitter, rate))}" if action == "delay" else "")
+
+
+def _require_running(container, index: int) -> None:
+    container.reload()
+    if container.status != "running":
+        raise LabStateError(f"node{index} is {container.status}", "`lab fault heal` it (or `lab up`) first")
+
+
+def _heal(driver: DockerDriver, container, index: int, network: str, net_admin: bool) -> None:
+    """Undo every fault: start, unpause, reconnect to the lab network, clear netem."""
+    container.reload()
+    if container.status == "paused":
+        container.unpause()
+    elif container.status != "running":
+        container.start()
+    container.reload()
+    if network not in (container.attrs["NetworkSettings"].get("Networks") or {}):
+        driver.client.networks.get(network).connect(container, aliases=[f"node{index}"])
+    if net_admin:
+        container.exec_run(["tc", "qdisc", "del", "dev", INTERFACE, "root"])
