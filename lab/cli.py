@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -323,6 +324,122 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
             console.print(", ".join(f"{r.exercise} {'PASS' if r.passed else 'FAIL'}" for r in records))
     if not all(record.passed for record in records):
         sys.exit(1)
+
+
+def _finish_adhoc(record, as_json) -> None:
+    if as_json:
+        print(json.dumps(record.to_dict(), indent=2))
+    else:
+        codes = ", ".join(f"node{node}={code}" for node, code in record.steps[0]["exit_codes"].items())
+        console.print(f"{record.exercise}: {record.status.upper()} in {record.seconds:.1f} s ({codes}); record: {record.path}")
+    if not record.passed:
+        sys.exit(1)
+
+
+@cli.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--node", "node_list", multiple=True, type=click.IntRange(0, 63), metavar="I",
+              help="Run on node I (repeatable). Default: every node.")
+@click.option("--all", "every", is_flag=True, help="Run on every node (the default).")
+@click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable).")
+@click.option("--copy", type=click.Path(path_type=Path), default=None,
+              help="Copy this file or folder into the run's working directory on the shared folder first.")
+@click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
+@name_option
+@json_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def exec_command(node_list, every, env_pairs, copy, timeout, name, as_json, command):
+    """Run COMMAND on the nodes, with placeholders filled in per node.
+
+    
+    Placeholders: {node_rank} {nnodes} {rank} {world_size} {master_addr} {master_port}
+    (one process per node, so rank = node_rank). MASTER_ADDR/MASTER_PORT/NODE_RANK/NNODES
+    are set too. The working directory is this run's folder on the shared mount.
+
+    
+    A script written for two terminals (--rank/--world-size + MASTER_ADDR/PORT):
+      lab exec --copy train.py -- python train.py --rank {rank} --world-size {world_size}
+    """
+    from lab import adhoc, session
+
+    if command and command[0] == "--":
+        command = command[1:]
+    transport, nnodes = session.transport_for(name, "docker", 0)
+    nodes = sorted(set(node_list)) if node_list and not every else list(range(nnodes))
+    if any(index >= nnodes for index in nodes):
+        raise SpecError(f"lab '{name}' has nodes 0..{nnodes - 1}", "see `lab status`")
+    record = adhoc.run_exec(transport, name, nnodes, nodes, list(command), adhoc.parse_env(env_pairs), copy, timeout,
+                            LiveReporter(as_json))
+    _finish_adhoc(record, as_json)
+
+
+@cli.command("torchrun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--rdzv", type=click.Choice(["static", "c10d"]), default="static", show_default=True,
+              help="static: exact --node-rank placement; c10d: elastic rendezvous on node0.")
+@click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable).")
+@click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
+@name_option
+@json_option
+@click.argument("script", type=click.Path(path_type=Path))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, as_json, script, args):
+    """Run an unmodified training SCRIPT with torchrun on every node.
+
+    The script's folder is copied to the run's folder on the shared mount and the job runs
+    from there, so checkpoints written to relative paths are shared by all nodes.
+
+    
+    Example:
+      lab torchrun --nproc-per-node 2 my_project/train.py --epochs 3
+    """
+    from lab import adhoc, session
+
+    transport, nnodes = session.transport_for(name, "docker", 0)
+    record = adhoc.run_torchrun(transport, name, nnodes, nproc_per_node, rdzv, script, list(args),
+                                adhoc.parse_env(env_pairs), timeout, LiveReporter(as_json))
+    _finish_adhoc(record, as_json)
+
+
+@cli.group()
+def export():
+    """Write the lab or an exercise in formats a real setup uses (compose, Slurm)."""
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    output.write_text(text)
+    errors.print(f"wrote {output}")
+
+
+@export.command("compose")
+@name_option
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="File to write (default: stdout).")
+def export_compose(name, output):
+    """A docker-compose.yml equivalent to the running lab (same image, mounts, labels, network)."""
+    from lab.export import compose_yaml
+
+    labs.require(name)
+    _write(compose_yaml(name), output)
+
+
+@export.command("slurm")
+@click.argument("exercise")
+@click.option("--nodes", type=click.IntRange(1, 4096), default=None, help="Nodes to ask for (default: the exercise's).")
+@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="Processes per node (default: the exercise's).")
+@click.option("--gpus-per-node", type=click.IntRange(0, 64), default=0, show_default=True)
+@click.option("--partition", default=None, help="Slurm partition.")
+@click.option("--time", "time_limit", default="00:30:00", show_default=True, help="Slurm time limit.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="File to write (default: stdout).")
+def export_slurm(exercise, nodes, nproc_per_node, gpus_per_node, partition, time_limit, output):
+    """An sbatch script running EXERCISE with srun + torchrun (head node = rendezvous)."""
+    from lab.exercises import find
+    from lab.export import slurm_script
+
+    found = find(exercise)
+    _write(slurm_script(found, nodes or found.nodes, nproc_per_node or found.nproc_per_node, gpus_per_node,
+                        partition, time_limit), output)
 
 
 @cli.command("runs")

@@ -187,7 +187,6 @@ def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[li
         "NPROC_PER_NODE": str(ctx.nproc_per_node),
         "MASTER_ADDR": ctx.master_addr,
         "MASTER_PORT": str(ctx.master_port),
-        "LAB_RUN_ID": ctx.run_id,
         "LAB_STEP": step.name,
         "LAB_RESULTS_DIR": ctx.results_dir,
         "LAB_WORK_DIR": ctx.work_dir,
@@ -200,19 +199,23 @@ def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[li
     env.update(dict(step.env))
     if step.launcher == "per-node":
         return [ctx.python, program, *step.args], env
+    argv = torchrun_argv(ctx, rdzv=step.rdzv, max_restarts=step.max_restarts, nnodes=step.nnodes)
+    return argv + [program, *step.args], env
+
+
+def torchrun_argv(ctx: LaunchContext, rdzv: str = "c10d", max_restarts: int = 0, nnodes: str = "") -> list[str]:
+    """torchrun's own options for one node: static ranks (--node-rank) or c10d rendezvous on the master."""
     argv = [
         ctx.python, "-m", "torch.distributed.run",
-        f"--nnodes={step.nnodes or ctx.nnodes}",
+        f"--nnodes={nnodes or ctx.nnodes}",
         f"--nproc-per-node={ctx.nproc_per_node}",
-        f"--max-restarts={step.max_restarts}",
+        f"--max-restarts={max_restarts}",
     ]
-    if step.rdzv == "static":
-        argv += [f"--node-rank={ctx.node_rank}", f"--master-addr={ctx.master_addr}", f"--master-port={ctx.master_port}"]
-    else:
-        argv += [
-            "--rdzv-backend=c10d",
-            f"--rdzv-endpoint={ctx.master_addr}:{ctx.master_port}",
-            f"--rdzv-id={ctx.run_id}",
-            f"--rdzv-conf=join_timeout={ctx.pg_timeout}",
-        ]
-    return argv + [program, *step.args], env
+    if rdzv == "static":
+        return argv + [f"--node-rank={ctx.node_rank}", f"--master-addr={ctx.master_addr}", f"--master-port={ctx.master_port}"]
+    return argv + [
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={ctx.master_addr}:{ctx.master_port}",
+        f"--rdzv-id={ctx.run_id}",
+        f"--rdzv-conf=join_timeout={ctx.pg_timeout}",
+    ]

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from lab import paths
 from lab.checks import Check, RunOutcome, StepOutcome
@@ -23,6 +23,7 @@ from lab.records import plot_curves
 from lab.transports import Transport, pump
 
 POLL_SECONDS = 0.2
+GRACE_SECONDS = 15
 
 
 class Reporter(Protocol):
@@ -98,37 +99,35 @@ def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, 
         raise
     finally:
         record.seconds = time.monotonic() - started
-        _save_record(record)
+        save_record(record)
     return record
 
 
-def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
-              run_id: str, reporter: Reporter) -> tuple[StepOutcome, dict]:
-    shared = transport.shared_dir
-    port = transport.pick_port()
+@dataclass
+class LaunchResult:
+    exit_codes: dict[int, int | None]
+    logs: dict[int, str]
+    timed_out: bool
+    seconds: float
+
+
+def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
+           timeout: float, reporter: Reporter, on_timeout: Callable[[dict], None] | None = None,
+           watch: Callable[[], None] | None = None, cwd: str | None = None) -> LaunchResult:
+    """Start one command per node, stream their output, and wait; kill everything at the timeout.
+
+    `watch` is called while waiting (fault injection); `on_timeout` gets the exit codes seen so far.
+    A node whose stream never ends (paused container, lost engine) is given up GRACE_SECONDS later.
+    """
     events: queue.Queue = queue.Queue()
-    logs: dict[int, list[str]] = {index: [] for index in range(options.nnodes)}
+    logs: dict[int, list[str]] = {index: [] for index in commands}
     exit_codes: dict[int, int | None] = {}
-    (transport.host_shared_dir / "runs" / run_id / "results" / step.name).mkdir(parents=True, exist_ok=True)
-    (transport.host_shared_dir / "runs" / run_id / "work").mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    for index in range(options.nnodes):
-        ctx = LaunchContext(
-            node_rank=index, nnodes=options.nnodes, nproc_per_node=nproc,
-            master_addr=transport.master_addr, master_port=port, python=transport.python,
-            exercises_dir=transport.exercises_dir,
-            results_dir=f"{shared}/runs/{run_id}/results/{step.name}",
-            work_dir=f"{shared}/runs/{run_id}/work",
-            run_id=f"{run_id}-{step.name}", backend=options.backend,
-        )
-        argv, env = step_command(exercise, step, ctx)
-        process = transport.start(index, argv, env)
+    for index, (argv, env) in commands.items():
+        process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
         pump(process, lambda text, i=index: events.put(("line", i, text)), lambda code, i=index: events.put(("exit", i, code)))
-    timeout = options.timeout or step.timeout or exercise.timeout
-    fault = dict(step.fault)
-    fault_done = not fault
     timed_out = False
-    while len(exit_codes) < options.nnodes:
+    while len(exit_codes) < len(commands):
         try:
             kind, index, payload = events.get(timeout=POLL_SECONDS)
             if kind == "line":
@@ -138,18 +137,59 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
                 exit_codes[index] = payload
         except queue.Empty:
             pass
-        if not fault_done:
-            fault_done = _maybe_inject(fault, transport, f"{run_id}-{step.name}", run_id, reporter)
-        if not timed_out and time.monotonic() - started > timeout:
+        if watch:
+            watch()
+        elapsed = time.monotonic() - started
+        if not timed_out and elapsed > timeout:
             timed_out = True
-            _report_timeout(step, transport, run_id, options, nproc, exit_codes, timeout, reporter)
-            _kill_everywhere(transport, options.nnodes, f"{run_id}-{step.name}")
-    results = _read_results(transport.host_shared_dir / "runs" / run_id / "results" / step.name)
-    outcome = StepOutcome(step.name, results=results, exit_codes=exit_codes,
-                          logs={index: "\n".join(lines) for index, lines in logs.items()}, expect=step.expect)
-    summary = {"step": step.name, "expect": step.expect, "exit_codes": exit_codes, "timed_out": timed_out,
-               "seconds": round(time.monotonic() - started, 2), "ranks_reported": sorted(results),
-               "fault": fault or None, "fault_injected": bool(fault) and fault_done}
+            if on_timeout:
+                on_timeout(dict(exit_codes))
+            for index in commands:
+                transport.kill(index, process_run_id, "all")
+        if timed_out and elapsed > timeout + GRACE_SECONDS:
+            for index in commands:
+                exit_codes.setdefault(index, None)
+    return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
+                        time.monotonic() - started)
+
+
+def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
+              run_id: str, reporter: Reporter) -> tuple[StepOutcome, dict]:
+    shared = transport.shared_dir
+    port = transport.pick_port()
+    results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (transport.host_shared_dir / "runs" / run_id / "work").mkdir(parents=True, exist_ok=True)
+    process_run_id = f"{run_id}-{step.name}"
+    commands = {}
+    for index in range(options.nnodes):
+        ctx = LaunchContext(
+            node_rank=index, nnodes=options.nnodes, nproc_per_node=nproc,
+            master_addr=transport.master_addr, master_port=port, python=transport.python,
+            exercises_dir=transport.exercises_dir,
+            results_dir=f"{shared}/runs/{run_id}/results/{step.name}",
+            work_dir=f"{shared}/runs/{run_id}/work",
+            run_id=process_run_id, backend=options.backend,
+        )
+        commands[index] = step_command(exercise, step, ctx)
+    timeout = options.timeout or step.timeout or exercise.timeout
+    fault = dict(step.fault)
+    injected = []
+
+    def watch():
+        if fault and not injected and _maybe_inject(fault, transport, process_run_id, run_id, reporter):
+            injected.append(True)
+
+    def on_timeout(exit_codes):
+        reporter.event(_timeout_message(step.name, timeout, options.nnodes * nproc, set(_read_results(results_dir)),
+                                        exit_codes, options.nnodes))
+
+    result = launch(transport, commands, process_run_id, timeout, reporter, on_timeout, watch)
+    results = _read_results(results_dir)
+    outcome = StepOutcome(step.name, results=results, exit_codes=result.exit_codes, logs=result.logs, expect=step.expect)
+    summary = {"step": step.name, "expect": step.expect, "exit_codes": result.exit_codes, "timed_out": result.timed_out,
+               "seconds": round(result.seconds, 2), "ranks_reported": sorted(results),
+               "fault": fault or None, "fault_injected": bool(injected)}
     return outcome, summary
 
 
@@ -164,21 +204,19 @@ def _maybe_inject(fault: dict, transport: Transport, process_run_id: str, run_id
     return True
 
 
-def _report_timeout(step: Step, transport: Transport, run_id: str, options: RunOptions, nproc: int,
-                    exit_codes: dict, timeout: int, reporter: Reporter) -> None:
-    results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
-    reported = set(_read_results(results_dir))
-    missing_ranks = sorted(set(range(options.nnodes * nproc)) - reported)
-    still_running = [f"node{index}" for index in range(options.nnodes) if index not in exit_codes]
+def _timeout_message(step: str, timeout: float, world_size: int, reported: set[int], exit_codes: dict,
+                     nnodes: int) -> str:
+    missing_ranks = sorted(set(range(world_size)) - reported)
+    still_running = [f"node{index}" for index in range(nnodes) if index not in exit_codes]
     exited = [f"node{index} (exit {code})" for index, code in sorted(exit_codes.items()) if code != 0]
-    parts = [f"step '{step.name}' timed out after {timeout} s"]
+    parts = [f"step '{step}' timed out after {timeout:g} s"]
     if missing_ranks:
         parts.append(f"ranks that never reported: {_ranges(missing_ranks)}")
     if exited:
         parts.append(f"nodes that failed early: {', '.join(exited)}")
     if still_running:
         parts.append(f"stopping {', '.join(still_running)}")
-    reporter.event("; ".join(parts))
+    return "; ".join(parts)
 
 
 def _ranges(numbers: list[int]) -> str:
@@ -214,17 +252,21 @@ def _checks(exercise: Exercise, outcome: RunOutcome) -> list[Check]:
     return checks
 
 
-def _save_step(record_dir: Path, host_run_dir: Path, step: StepOutcome) -> None:
+def save_logs(record_dir: Path, step_name: str, logs: dict[int, str]) -> None:
     logs_dir = record_dir / "logs"
-    logs_dir.mkdir(exist_ok=True)
-    for index, text in step.logs.items():
-        (logs_dir / f"node{index}-{step.name}.log").write_text(text + "\n")
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    for index, text in logs.items():
+        (logs_dir / f"node{index}-{step_name}.log").write_text(text + "\n")
+
+
+def _save_step(record_dir: Path, host_run_dir: Path, step: StepOutcome) -> None:
+    save_logs(record_dir, step.name, step.logs)
     source = host_run_dir / "results" / step.name
     if source.is_dir():
         shutil.copytree(source, record_dir / "results" / step.name, dirs_exist_ok=True)
 
 
-def _save_record(record: RunRecord) -> None:
+def save_record(record: RunRecord) -> None:
     (record.path / "run.json").write_text(json.dumps(record.to_dict(), indent=2) + "\n")
     latest = paths.runs_dir() / "latest"
     try:

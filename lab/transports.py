@@ -59,7 +59,7 @@ class Transport(Protocol):
     host_shared_dir: Path  # the same folder as this host sees it
     master_addr: str
 
-    def start(self, index: int, argv: list[str], env: dict[str, str]) -> NodeProcess: ...
+    def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> NodeProcess: ...
     def kill(self, index: int, run_id: str, mode: str = "all") -> int: ...
     def pick_port(self) -> int: ...
 
@@ -80,9 +80,9 @@ class _LineSplitter:
 
 
 class DockerExecProcess:
-    def __init__(self, api, container_id: str, argv: list[str], env: dict[str, str]):
+    def __init__(self, api, container_id: str, argv: list[str], env: dict[str, str], cwd: str):
         self.api = api
-        self.exec_id = api.exec_create(container_id, argv, environment=env, workdir=SHARED_MOUNT)["Id"]
+        self.exec_id = api.exec_create(container_id, argv, environment=env, workdir=cwd)["Id"]
         self.stream = api.exec_start(self.exec_id, stream=True)
 
     def lines(self) -> Iterator[str]:
@@ -114,8 +114,9 @@ class DockerTransport:
         self.python = python or self.python
         self.containers = {int(c.labels["io.lab.node"]): c for c in driver.containers(lab_name)}
 
-    def start(self, index: int, argv: list[str], env: dict[str, str]) -> DockerExecProcess:
-        return DockerExecProcess(self.driver.client.api, self.containers[index].id, argv, {**env, "LAB_NODE": str(index)})
+    def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> DockerExecProcess:
+        return DockerExecProcess(self.driver.client.api, self.containers[index].id, argv, {**env, "LAB_NODE": str(index)},
+                                 cwd or SHARED_MOUNT)
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
         api = self.driver.client.api
@@ -154,9 +155,9 @@ class LocalTransport:
         self.host_shared_dir = host_shared_dir
         self.shared_dir = str(host_shared_dir)
 
-    def start(self, index: int, argv: list[str], env: dict[str, str]) -> LocalProcess:
+    def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> LocalProcess:
         self.host_shared_dir.mkdir(parents=True, exist_ok=True)
-        return LocalProcess(argv, {**os.environ, **env, "LAB_NODE": str(index)}, self.host_shared_dir)
+        return LocalProcess(argv, {**os.environ, **env, "LAB_NODE": str(index)}, Path(cwd or self.host_shared_dir))
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
         result = subprocess.run([self.python, "-c", KILL_SCRIPT, run_id, str(index), mode], capture_output=True, text=True)

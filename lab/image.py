@@ -1,0 +1,313 @@
+"""The node image: named after its inputs, built once, and installed offline from a local wheelhouse.
+
+The tag is a hash of everything that goes into the image (Dockerfile, pinned requirements, target
+Python and platform, base reference), computed without pip or the network, so a warm `lab up`
+only asks the engine whether that tag exists. A cold build resolves a Debian base (local, pulled,
+or debootstrapped), downloads the wheels on the host, and builds with no network inside the build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TextIO
+
+import docker
+import docker.errors
+import requests.exceptions
+from packaging.specifiers import SpecifierSet
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from lab import paths
+from lab.bootstrap import BASE_TAG, TAIL_LINES, Progress, bootstrap_base, logged_failure, run_logged
+from lab.docker_driver import engine_errors
+from lab.errors import ImageError
+from lab.spec import LABEL_PREFIX
+
+DOCKERFILE = paths.REPO_ROOT / "docker" / "Dockerfile"
+IMAGE_REPOSITORY = "lab-node"
+CONFIGURED_BASE = "debian:bookworm-slim"
+# Names older than manylinux_2_X, by the glibc minor each stands for; the two oldest exist for Intel only.
+LEGACY_MANYLINUX = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+INTEL_ONLY_LEGACY = {"manylinux2010", "manylinux1"}
+
+Pins = dict[str, str | None]
+
+
+def host_arch() -> str:
+    """The engine's CPU architecture as wheel tags spell it (the host's: engines run native images)."""
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The interpreter and platform the node image runs wheels on: Debian bookworm's."""
+
+    python: tuple[int, int] = (3, 11)
+    glibc: tuple[int, int] = (2, 36)
+    arch: str = field(default_factory=host_arch)
+
+    def platforms(self) -> list[str]:
+        """manylinux platform tags the image accepts, most specific first."""
+        found = []
+        for minor in range(self.glibc[1], 4, -1):
+            found.append(f"manylinux_{self.glibc[0]}_{minor}_{self.arch}")
+            legacy = LEGACY_MANYLINUX.get(minor)
+            if legacy and (legacy not in INTEL_ONLY_LEGACY or self.arch in ("x86_64", "i686")):
+                found.append(f"{legacy}_{self.arch}")
+        return found
+
+    def tags(self) -> list[Tag]:
+        """Wheel tags the image's interpreter accepts, in pip's order of preference."""
+        abi = f"cp{self.python[0]}{self.python[1]}"
+        return [*cpython_tags(self.python, [abi], self.platforms()),
+                *compatible_tags(self.python, abi, self.platforms())]
+
+    def pip_args(self) -> list[str]:
+        """`pip download` options that fetch wheels for this target whatever Python runs pip."""
+        args = ["--only-binary=:all:", "--implementation", "cp", "--python-version", "%d.%d" % self.python,
+                "--abi", "cp%d%d" % self.python]
+        for name in self.platforms():
+            args += ["--platform", name]
+        return args
+
+    def describe(self) -> str:
+        """For messages: 'Python 3.11, manylinux x86_64'."""
+        return f"Python {self.python[0]}.{self.python[1]}, manylinux {self.arch}"
+
+
+TARGET = Target()
+
+
+def host_pins() -> Pins:
+    """torch at the host's version (the nodes must match it), numpy at the host's when it has one."""
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        raise ImageError("torch is not installed for this Python, so the node image has no version to match",
+                         "run `make setup`, which installs torch and lab into .venv") from None
+    try:
+        numpy = importlib.metadata.version("numpy")
+    except importlib.metadata.PackageNotFoundError:
+        numpy = None
+    return {"torch": torch, "numpy": numpy}
+
+
+def requirement_lines(pins: Pins) -> list[str]:
+    return [f"{name}=={version}" if version else name for name, version in pins.items()]
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def node_image_tag() -> str:
+    """`lab-node:<hash>` of everything that goes into the node image; milliseconds, no pip, no network."""
+    inputs = {
+        "dockerfile": DOCKERFILE.read_text(),
+        "requirements": requirement_lines(host_pins()),
+        "python": list(TARGET.python),
+        "platforms": TARGET.platforms(),
+        "base": CONFIGURED_BASE,
+    }
+    return f"{IMAGE_REPOSITORY}:{_digest(inputs)}"
+
+
+# --- base resolution ---------------------------------------------------------------------------
+class PullFailed(Exception):
+    """The engine could not pull an image: no registry reachable, or no such image."""
+
+
+class BaseEngine(Protocol):
+    """What base resolution needs from an engine; a fake in the unit tests."""
+
+    def has_image(self, ref: str) -> bool: ...
+    def pull(self, ref: str) -> None: ...
+    def bootstrap(self, on_progress: Progress) -> str: ...
+
+
+class DockerBaseEngine:
+    """BaseEngine over the Docker SDK."""
+
+    def __init__(self, client: docker.DockerClient):
+        self.client = client
+
+    def has_image(self, ref: str) -> bool:
+        try:
+            self.client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return False
+        return True
+
+    def pull(self, ref: str) -> None:
+        repository, _, tag = ref.partition(":")
+        try:
+            self.client.images.pull(repository, tag=tag or "latest")
+        except (docker.errors.APIError, requests.exceptions.ReadTimeout) as error:
+            text = getattr(error, "explanation", None) or str(error)
+            raise PullFailed(text.splitlines()[0] if text else type(error).__name__) from None
+
+    def bootstrap(self, on_progress: Progress) -> str:
+        return bootstrap_base(self.client, on_progress)
+
+
+def resolve_base(engine: BaseEngine, on_progress: Progress) -> str:
+    """The base image to build on: a local Debian image, else a pulled one, else a bootstrapped one."""
+    for ref in (CONFIGURED_BASE, BASE_TAG):
+        if engine.has_image(ref):
+            on_progress(f"base image: {ref} (local)")
+            return ref
+    on_progress(f"pulling {CONFIGURED_BASE}")
+    try:
+        engine.pull(CONFIGURED_BASE)
+    except PullFailed as error:
+        on_progress(f"cannot pull {CONFIGURED_BASE} ({error}); building a base with debootstrap instead")
+        return engine.bootstrap(on_progress)
+    on_progress(f"base image: {CONFIGURED_BASE} (pulled)")
+    return CONFIGURED_BASE
+
+
+# --- wheelhouse ------------------------------------------------------------------------------
+def wheelhouse_dir() -> Path:
+    return paths.cache_dir() / "wheelhouse"
+
+
+def select_wheels(filenames: list[str], pins: Pins, tags: list[Tag]) -> dict[str, str]:
+    """Project -> the wheel file that goes into the build context.
+
+    One wheel per project: the pinned version for pinned projects, else the newest; among wheels of
+    that version, the one whose tag the target prefers. Wheels the target cannot install are skipped.
+    """
+    rank = {tag: index for index, tag in enumerate(tags)}
+    wanted = {canonicalize_name(name): SpecifierSet(f"=={version}") for name, version in pins.items() if version}
+    best: dict[str, tuple] = {}
+    for filename in filenames:
+        try:
+            name, version, _, file_tags = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            continue
+        ranks = [rank[tag] for tag in file_tags if tag in rank]
+        if not ranks or (name in wanted and not wanted[name].contains(version, prereleases=True)):
+            continue
+        key = (version, -min(ranks))
+        if name not in best or key > best[name][0]:
+            best[name] = (key, filename)
+    return {name: filename for name, (_, filename) in best.items()}
+
+
+def fill_wheelhouse(pins: Pins, target: Target, log: TextIO, log_path: Path, on_progress: Progress) -> list[Path]:
+    """The wheels to install, downloaded by the host's pip unless an earlier download already holds them."""
+    house = wheelhouse_dir()
+    house.mkdir(parents=True, exist_ok=True)
+    requirements = requirement_lines(pins)
+    # Marks a finished download of these requirements: their dependencies are in the wheelhouse too.
+    complete = house / f".complete-{_digest([requirements, list(target.python), target.platforms()])}"
+
+    def selection() -> tuple[dict[str, str], set[str]]:
+        selected = select_wheels(os.listdir(house), pins, target.tags())
+        return selected, {canonicalize_name(name) for name in pins} - selected.keys()
+
+    selected, missing = selection()
+    if complete.exists() and not missing:
+        on_progress(f"wheelhouse already holds {' '.join(requirements)}")
+    else:
+        on_progress(f"downloading wheels for {' '.join(requirements)} ({target.describe()}) into {house}")
+        command = [sys.executable, "-m", "pip", "download", "--dest", str(house), "--progress-bar", "off",
+                   "--disable-pip-version-check", *target.pip_args(), *requirements]
+        status, tail = run_logged(command, log, on_progress)
+        if status != 0:
+            raise logged_failure(f"pip could not download {' '.join(requirements)} for {target.describe()}",
+                                 tail, log_path, house)
+        selected, missing = selection()
+        if missing:
+            raise ImageError(f"pip finished but the wheelhouse has no {target.describe()} wheel of {', '.join(sorted(missing))}",
+                             f"look at what pip chose in {log_path}")
+        complete.touch()
+    return [house / filename for filename in sorted(selected.values())]
+
+
+# --- build -----------------------------------------------------------------------------------
+def _engine_disk(client: docker.DockerClient) -> Path | None:
+    """Where the engine keeps images, when that is on this host (not in a VM)."""
+    root = Path(client.info().get("DockerRootDir") or "/nonexistent")
+    return root if root.exists() else None
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wheels: list[Path],
+                nocache: bool, log: TextIO, log_path: Path, on_progress: Progress) -> None:
+    """Build the Dockerfile on `base` with a context of just the Dockerfile and `wheels`; tag it `tag`."""
+    context = Path(tempfile.mkdtemp(prefix="image-context-", dir=paths.cache_dir()))
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    error = None
+    try:
+        shutil.copy(DOCKERFILE, context / "Dockerfile")
+        (context / "wheelhouse").mkdir()
+        for wheel in wheels:
+            _link_or_copy(wheel, context / "wheelhouse" / wheel.name)
+        requirements = " ".join(requirement_lines(pins))
+        try:
+            stream = client.api.build(
+                path=str(context), tag=tag, decode=True, rm=True, forcerm=True, pull=False, nocache=nocache,
+                buildargs={"BASE": base, "REQUIREMENTS": requirements},
+                labels={f"{LABEL_PREFIX}.image.base": base, f"{LABEL_PREFIX}.image.requirements": requirements},
+            )
+            for chunk in stream:
+                if "error" in chunk:
+                    error = chunk["error"].strip()
+                for line in (chunk.get("error") or chunk.get("stream") or "").splitlines():
+                    log.write(line + "\n")
+                    if line.strip():
+                        tail.append(line.strip())
+                        on_progress(line.strip())
+        except docker.errors.APIError as refusal:
+            raise ImageError(f"Docker refused to build the node image: {refusal.explanation or refusal}",
+                             f"check `docker info` and the engine's log; full log: {log_path}") from None
+    finally:
+        shutil.rmtree(context, ignore_errors=True)
+    if error:
+        raise logged_failure(f"the node image build failed: {error.splitlines()[-1][:300]}", list(tail),
+                             log_path, _engine_disk(client))
+
+
+def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuild: bool = False) -> str:
+    """The node image's tag, building the image first unless the engine already has it (or `rebuild`)."""
+    tag = node_image_tag()
+    with engine_errors("build the node image"):
+        if not rebuild and DockerBaseEngine(client).has_image(tag):
+            return tag
+        started = time.monotonic()
+        paths.logs_dir().mkdir(parents=True, exist_ok=True)
+        paths.cache_dir().mkdir(parents=True, exist_ok=True)
+        log_path = paths.logs_dir() / f"image-build-{tag.replace(':', '-')}.log"
+        with log_path.open("w") as log:
+            def progress(line: str) -> None:
+                log.write(line + "\n")
+                log.flush()
+                on_progress(line)
+
+            progress(f"building {tag} (log: {log_path})")
+            base = resolve_base(DockerBaseEngine(client), progress)
+            pins = host_pins()
+            wheels = fill_wheelhouse(pins, TARGET, log, log_path, on_progress)
+            build_image(client, tag, base, pins, wheels, rebuild, log, log_path, on_progress)
+            progress(f"built {tag} on {base} in {time.monotonic() - started:.0f} s")
+    return tag
