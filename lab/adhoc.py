@@ -25,13 +25,14 @@ def fill_placeholders(argv: list[str], values: dict[str, object]) -> list[str]:
     """Replace {node_rank}, {rank}, ... in every argument; unknown names are an error, {{ }} escapes."""
     filled = []
     for arg in argv:
-        for _, field_name, _, _ in string.Formatter().parse(arg):
-            if field_name is not None and field_name not in values:
-                raise SpecError(f"unknown placeholder {{{field_name}}} in '{arg}'",
-                                f"known: {', '.join('{' + name + '}' for name in PLACEHOLDERS)}")
         try:
+            names = [field for _, field, _, _ in string.Formatter().parse(arg) if field is not None]
+            unknown = [name for name in names if name not in values]
+            if unknown:
+                raise SpecError(f"unknown placeholder {{{unknown[0]}}} in '{arg}'",
+                                f"known: {', '.join('{' + name + '}' for name in PLACEHOLDERS)}")
             filled.append(arg.format(**values))
-        except (ValueError, IndexError) as error:
+        except ValueError as error:
             raise SpecError(f"cannot fill placeholders in '{arg}': {error}", "write a literal brace as {{ or }}") from None
     return filled
 

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lab import labs, paths
 from lab.errors import LabError, SpecError
 from lab.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+# Wide enough for tables when piped (rich assumes 80 columns without a terminal).
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
 NODE_COLOURS = ["cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta"]
 RANK_PATTERN = re.compile(r"^\[rank (\d+)\]\s?")
 
@@ -496,9 +498,9 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except LabError as error:
-        errors.print(f"[red]error:[/] {error.message}", highlight=False, markup=True)
+        errors.print(f"[red]error:[/] {escape(error.message)}")
         if error.hint:
-            errors.print(f"[dim]hint:[/] {error.hint}", highlight=False)
+            errors.print(f"[dim]hint:[/] {escape(error.hint)}")
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         errors.print("aborted")
@@ -508,14 +510,29 @@ def main() -> None:
         sys.exit(130)
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx else "lab"
-        errors.print(f"[red]error:[/] {error.format_message()}", highlight=False)
-        errors.print(f"[dim]hint:[/] see `{command} --help`", highlight=False)
+        errors.print(f"[red]error:[/] {escape(error.format_message())}")
+        errors.print(f"[dim]hint:[/] see `{command} --help`")
         sys.exit(2)
     except click.ClickException as error:
-        errors.print(f"[red]error:[/] {error.format_message()}", highlight=False)
+        errors.print(f"[red]error:[/] {escape(error.format_message())}")
         sys.exit(error.exit_code)
     except click.exceptions.Exit as exit_:
         sys.exit(exit_.exit_code)
+    except Exception as error:  # a bug: keep the traceback in a log, show one line
+        log = _crash_log()
+        errors.print(f"[red]internal error:[/] {escape(type(error).__name__)}: {escape(str(error))}")
+        errors.print(f"[dim]hint:[/] this is a bug in lab; the traceback is in {log}")
+        sys.exit(70)
+
+
+def _crash_log() -> Path:
+    import traceback
+
+    log = paths.logs_dir() / "crash.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as handle:
+        handle.write(traceback.format_exc() + "\n")
+    return log
 
 
 if __name__ == "__main__":

@@ -148,15 +148,16 @@ def discover(root: Path | None = None) -> list[Exercise]:
 
 
 def find(name: str, root: Path | None = None) -> Exercise:
-    """Accept 'exercise03', '03', '3' or the folder name."""
-    exercises = discover(root)
+    """Accept 'exercise03', '03', '3' or the folder name; only that exercise's manifest is read."""
+    root = root or exercises_root()
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and DIR_PATTERN.match(p.name)) if root.is_dir() else []
     wanted = name.strip().lower()
     if wanted.isdigit():
         wanted = f"exercise{int(wanted):02d}"
-    for exercise in exercises:
-        if wanted in (exercise.name, exercise.folder):
-            return exercise
-    known = ", ".join(exercise.name for exercise in exercises) or "none"
+    for folder in folders:
+        if wanted in (folder.name, folder.name.split("_", 1)[0]):
+            return load_exercise(folder)
+    known = ", ".join(folder.name.split("_", 1)[0] for folder in folders) or "none"
     raise SpecError(f"no exercise named '{name}'", f"run `lab exercises` to list them (known: {known})")
 
 

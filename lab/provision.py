@@ -95,7 +95,8 @@ def run_playbook(lab_name: str, inventory: Path, playbook: str = "provision.yml"
         playbook=str(PLAYBOOKS / playbook),
         inventory=str(inventory),
         quiet=True,
-        envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
+        envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "16"},
     )
     log_dir = paths.logs_dir() / lab_name
     log_dir.mkdir(parents=True, exist_ok=True)
