@@ -28,7 +28,8 @@ def env_int(name: str, default: int | None = None) -> int:
 
 
 def node_rank() -> int:
-    return env_int("NODE_RANK", env_int("GROUP_RANK", 0))
+    """NODE_RANK from the lab, GROUP_RANK from torchrun, SLURM_NODEID under srun."""
+    return env_int("NODE_RANK", env_int("GROUP_RANK", env_int("SLURM_NODEID", 0)))
 
 
 def nnodes() -> int:
@@ -122,3 +123,29 @@ def _json_default(value):
 def fail(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
     raise SystemExit(1)
+
+
+def torchrun_env() -> dict[str, int]:
+    """The identity torchrun gives each worker, read from its environment."""
+    return {
+        "rank": env_int("RANK"),
+        "local_rank": env_int("LOCAL_RANK"),
+        "world_size": env_int("WORLD_SIZE"),
+        "group_rank": env_int("GROUP_RANK"),
+        "local_world_size": env_int("LOCAL_WORLD_SIZE"),
+    }
+
+
+def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """DDP around `model` on `device`: one GPU per process (device_ids) with NCCL, no device_ids on CPU."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = model.to(device)
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def global_mean(value: float, device: torch.device) -> float:
+    """Mean of a per-rank number over all ranks (every rank gets the same answer)."""
+    total = torch.tensor([float(value)], dtype=torch.float64, device=device)
+    dist.all_reduce(total)
+    return total.item() / dist.get_world_size()

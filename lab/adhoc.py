@@ -67,7 +67,7 @@ def _finish(label: str, lab_name: str, run_id: str, command: list[str], result) 
     record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
     record.status = "passed" if not failed else "failed"
     record.steps = [{"step": "main", "command": command, "exit_codes": result.exit_codes, "timed_out": result.timed_out,
-                     "seconds": round(result.seconds, 2)}]
+                     "seconds": round(result.seconds, 2), "oom_killed": result.oom_killed}]
     save_logs(record.path, "main", result.logs)
     save_record(record)
     return record

@@ -7,7 +7,12 @@ build one by hand with wrong values and expect failing checks.
 
 from __future__ import annotations
 
+import importlib.util
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 
 
 @dataclass
@@ -150,3 +155,62 @@ def distinct_hosts(results: dict[int, dict], group_key: str, ngroups: int) -> Ch
 def expect_below(name: str, actual, bound) -> Check:
     passed = isinstance(actual, (int, float)) and isinstance(bound, (int, float)) and actual < bound
     return Check(name, passed, "" if passed else f"expected below {bound!r}, got {actual!r}")
+
+
+def all_different(name: str, results: dict[int, dict], key: str) -> Check:
+    """Every rank reports its own value under `key`: replicas that must NOT agree."""
+    values = {rank: result.get(key) for rank, result in results.items()}
+    passed = len(values) > 1 and None not in values.values() and len(set(map(repr, values.values()))) == len(values)
+    return Check(name, passed, "" if passed else f"per-rank {key}: {values}")
+
+
+def _close(actual, expected, tolerance: float) -> bool:
+    if isinstance(expected, (list, tuple)):
+        return (isinstance(actual, (list, tuple)) and len(actual) == len(expected)
+                and all(_close(a, e, tolerance) for a, e in zip(actual, expected)))
+    if not isinstance(actual, (int, float)) or isinstance(actual, bool):
+        return False
+    return abs(actual - expected) <= tolerance * max(1.0, abs(expected))
+
+
+def every_rank_close(name: str, results: dict[int, dict], key: str, expected, tolerance: float = 1e-5) -> Check:
+    """every_rank for floats (or lists of them) computed in float32: equal within a relative `tolerance`."""
+    wrong = {}
+    for rank, result in sorted(results.items()):
+        want = expected(result) if callable(expected) else expected
+        if not _close(result.get(key), want, tolerance):
+            wrong[rank] = f"expected {want!r}, got {result.get(key)!r}"
+    passed = bool(results) and not wrong
+    detail = "no results" if not results else "; ".join(f"rank {rank}: {text}" for rank, text in wrong.items())
+    return Check(name, passed, "" if passed else detail)
+
+
+# What a node's exit status looks like when the lab killed it (step timeout, fault): no status,
+# SIGKILL as a subprocess reports it, SIGKILL through a shell or `docker exec`.
+KILLED_STATUSES = (None, -9, 137)
+
+
+def failed_on_its_own(step: StepOutcome) -> Check:
+    """Every node exited non-zero by itself, before the lab had to kill it: a failure that is fast and reported."""
+    wrong = {node: code for node, code in sorted(step.exit_codes.items()) if code == 0 or code in KILLED_STATUSES}
+    passed = bool(step.exit_codes) and not wrong
+    detail = "no exit codes" if not step.exit_codes else f"exit codes {wrong} (0 = did not fail, None/-9/137 = killed)"
+    return Check(f"{step.name}: every node failed on its own (non-zero exit, not killed)", passed, "" if passed else detail)
+
+
+def log_matches(name: str, step: StepOutcome, pattern: str, nodes: Iterable[int]) -> Check:
+    """Each of `nodes` printed something matching the regex `pattern`: the telltale of an expected failure."""
+    regex = re.compile(pattern)
+    nodes = list(nodes)
+    missing = [node for node in nodes if not regex.search(step.logs.get(node, ""))]
+    passed = bool(nodes) and not missing
+    return Check(name, passed, "" if passed else f"no match for /{pattern}/ in the log of node(s) {missing or nodes}")
+
+
+def load_sibling(anchor_file: str, name: str) -> ModuleType:
+    """Import `name`.py from the folder of `anchor_file` (a checker's __file__): data the exercise's program shares."""
+    path = Path(anchor_file).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"lab_sibling_{path.parent.name}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

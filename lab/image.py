@@ -8,6 +8,7 @@ or debootstrapped), downloads the wheels on the host, and builds with no network
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -36,6 +37,8 @@ from lab.errors import ImageError
 from lab.spec import LABEL_PREFIX
 
 DOCKERFILE = paths.REPO_ROOT / "docker" / "Dockerfile"
+# The Dockerfile's venv stage carries this label: its image (torch twice over) is removed after a build.
+VENV_STAGE_LABEL = f"{LABEL_PREFIX}.image.stage=venv"
 IMAGE_REPOSITORY = "lab-node"
 CONFIGURED_BASE = "debian:bookworm-slim"
 # Names older than manylinux_2_X, by the glibc minor each stands for; the two oldest exist for Intel only.
@@ -286,6 +289,9 @@ def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wh
     if error:
         raise logged_failure(f"the node image build failed: {error.splitlines()[-1][:300]}", list(tail),
                              log_path, _engine_disk(client))
+    for stage in client.images.list(filters={"dangling": True, "label": VENV_STAGE_LABEL}):
+        with contextlib.suppress(docker.errors.APIError):  # a concurrent build may still use it
+            client.images.remove(stage.id)
 
 
 def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuild: bool = False) -> str:

@@ -109,6 +109,7 @@ class LaunchResult:
     logs: dict[int, str]
     timed_out: bool
     seconds: float
+    oom_killed: list[int] = field(default_factory=list)
 
 
 def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
@@ -122,6 +123,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     events: queue.Queue = queue.Queue()
     logs: dict[int, list[str]] = {index: [] for index in commands}
     exit_codes: dict[int, int | None] = {}
+    oom_before = {index: transport.oom_kills(index) for index in commands}
     started = time.monotonic()
     for index, (argv, env) in commands.items():
         process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
@@ -149,8 +151,14 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
         if timed_out and elapsed > timeout + GRACE_SECONDS:
             for index in commands:
                 exit_codes.setdefault(index, None)
+    if any(code is None for code in exit_codes.values()):
+        transport.check_alive()
+    oom_killed = [index for index, before in oom_before.items()
+                  if before is not None and (transport.oom_kills(index) or 0) > before]
+    for index in oom_killed:
+        reporter.event(f"node{index}: a process was killed by the kernel for exceeding the node's memory limit (OOM)")
     return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
-                        time.monotonic() - started)
+                        time.monotonic() - started, oom_killed)
 
 
 def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
@@ -188,7 +196,7 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
     results = _read_results(results_dir)
     outcome = StepOutcome(step.name, results=results, exit_codes=result.exit_codes, logs=result.logs, expect=step.expect)
     summary = {"step": step.name, "expect": step.expect, "exit_codes": result.exit_codes, "timed_out": result.timed_out,
-               "seconds": round(result.seconds, 2), "ranks_reported": sorted(results),
+               "seconds": round(result.seconds, 2), "ranks_reported": sorted(results), "oom_killed": result.oom_killed,
                "fault": fault or None, "fault_injected": bool(injected)}
     return outcome, summary
 

@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
+from lab.docker_driver import ENGINE_HINT
+from lab.errors import EngineError
 from lab.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
@@ -62,6 +64,8 @@ class Transport(Protocol):
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> NodeProcess: ...
     def kill(self, index: int, run_id: str, mode: str = "all") -> int: ...
     def pick_port(self) -> int: ...
+    def oom_kills(self, index: int) -> int | None: ...
+    def check_alive(self) -> None: ...
 
 
 class _LineSplitter:
@@ -130,6 +134,26 @@ class DockerTransport:
     def pick_port(self) -> int:
         return 29500
 
+    def oom_kills(self, index: int) -> int | None:
+        """OOM kills so far in the node's memory cgroup (v1 or v2); None when unknown."""
+        try:
+            code, output = self.containers[index].exec_run(["cat", "/sys/fs/cgroup/memory.events",
+                                                             "/sys/fs/cgroup/memory/memory.oom_control"])
+        except Exception:
+            return None
+        for line in output.decode(errors="replace").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return None
+
+    def check_alive(self) -> None:
+        """Raise EngineError when the engine stopped answering (streams then end without exit codes)."""
+        try:
+            self.driver.client.ping()
+        except Exception:
+            raise EngineError("lost the Docker engine during the run", ENGINE_HINT) from None
+
 
 class LocalProcess:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path):
@@ -167,6 +191,12 @@ class LocalTransport:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             return probe.getsockname()[1]
+
+    def oom_kills(self, index: int) -> int | None:
+        return None
+
+    def check_alive(self) -> None:
+        pass
 
 
 def pump(process: NodeProcess, on_line: Callable[[str], None], on_exit: Callable[[int | None], None]) -> threading.Thread:

@@ -1,0 +1,30 @@
+"""Exercise 01: one process per node joins a process group through env://.
+
+Each node runs this program once. The node's rank comes from NODE_RANK, the world size
+from NNODES, and the meeting point from MASTER_ADDR/MASTER_PORT (node0): that is all
+`init_process_group(init_method="env://")` needs. One all_reduce then proves the group works.
+"""
+
+import os
+
+import torch
+import torch.distributed as dist
+
+import labkit
+
+
+def main() -> None:
+    rank = labkit.node_rank()
+    world_size = labkit.nnodes()
+    labkit.log(rank, f"joining a group of {world_size} via {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")
+    backend, device = labkit.init(rank=rank, world_size=world_size)
+    # Every rank contributes rank + 1, so the sum is 1 + 2 + ... + world_size.
+    total = torch.tensor([rank + 1], dtype=torch.int64, device=device)
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    labkit.log(rank, f"joined with backend {backend}; all_reduce sum = {total.item()}")
+    labkit.write_result(rank, world_size=dist.get_world_size(), backend=backend, all_reduce_sum=total.item())
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
