@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.checks import Check
-from lab.errors import SpecError
+from lab.errors import LabError, SpecError
 from lab.exercises import LaunchContext, torchrun_argv
 from lab.runner import Reporter, RunRecord, launch, new_run_id, save_logs, save_record
 from lab.transports import Transport
@@ -61,26 +61,42 @@ def _stage(transport: Transport, run_id: str, copy: Path | None) -> tuple[str, s
     return str(host), f"{transport.shared_dir}/runs/{run_id}/work"
 
 
-def _finish(label: str, lab_name: str, run_id: str, command: list[str], result) -> RunRecord:
-    record = RunRecord(run_id, label, lab_name, paths.runs_dir() / run_id, seconds=result.seconds)
-    failed = {node: code for node, code in result.exit_codes.items() if code != 0}
-    record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
-    record.status = "passed" if not failed else "failed"
-    record.steps = [{"step": "main", "command": command, "exit_codes": result.exit_codes, "timed_out": result.timed_out,
-                     "seconds": round(result.seconds, 2), "oom_killed": result.oom_killed}]
-    save_logs(record.path, "main", result.logs)
-    save_record(record)
+def _launch_recorded(label: str, lab_name: str, run_id: str, command: list[str], transport: Transport,
+                     commands: dict, timeout: int | None, reporter: Reporter, cwd: str) -> RunRecord:
+    """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost."""
+    record = RunRecord(run_id, label, lab_name, paths.runs_dir() / run_id)
+    step = {"step": "main", "command": command}
+    record.steps = [step]
+    try:
+        result = launch(transport, commands, run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd)
+    except KeyboardInterrupt:
+        record.status = "interrupted"
+        raise
+    except LabError as error:
+        record.status, record.error = "error", error.message
+        raise
+    else:
+        failed = {node: code for node, code in result.exit_codes.items() if code != 0}
+        record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
+        record.status = "passed" if not failed else "failed"
+        record.seconds = result.seconds
+        step.update(exit_codes=result.exit_codes, timed_out=result.timed_out, seconds=round(result.seconds, 2),
+                    oom_killed=result.oom_killed)
+        save_logs(record.path, "main", result.logs)
+    finally:
+        record.path.mkdir(parents=True, exist_ok=True)
+        save_record(record)
     return record
 
 
 def run_exec(transport: Transport, lab_name: str, nnodes: int, nodes: list[int], argv: list[str], env: dict[str, str],
-             copy: Path | None, timeout: int | None, reporter: Reporter) -> RunRecord:
+             copy: Path | None, timeout: int | None, reporter: Reporter, master_port: int | None = None) -> RunRecord:
     """Run `argv` on `nodes`, one process per node, placeholders filled per node."""
     if not argv:
         raise SpecError("no command given", "put it after --, e.g. lab exec --all -- hostname")
     run_id = new_run_id("exec")
     _, node_dir = _stage(transport, run_id, copy)
-    port = transport.pick_port()
+    port = transport.pick_port(master_port)
     commands = {}
     for index in nodes:
         values = {"node_rank": index, "nnodes": nnodes, "rank": index, "world_size": nnodes,
@@ -89,19 +105,19 @@ def run_exec(transport: Transport, lab_name: str, nnodes: int, nodes: list[int],
                     "NNODES": str(nnodes), "PYTHONUNBUFFERED": "1", **env}
         commands[index] = (fill_placeholders(argv, values), node_env)
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
-    result = launch(transport, commands, run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=node_dir)
-    return _finish("exec", lab_name, run_id, argv, result)
+    return _launch_recorded("exec", lab_name, run_id, argv, transport, commands, timeout, reporter, node_dir)
 
 
 def run_torchrun(transport: Transport, lab_name: str, nnodes: int, nproc_per_node: int, rdzv: str, script: Path,
-                 args: list[str], env: dict[str, str], timeout: int | None, reporter: Reporter) -> RunRecord:
+                 args: list[str], env: dict[str, str], timeout: int | None, reporter: Reporter,
+                 master_port: int | None = None) -> RunRecord:
     """torchrun an unmodified script on every node; its folder is copied to the run's shared folder."""
     if not script.is_file():
         raise SpecError(f"script '{script}' not found", "give the path of a Python file on this machine")
     run_id = new_run_id("torchrun")
     _, node_dir = _stage(transport, run_id, script.resolve().parent)
     node_script = f"{node_dir}/{script.resolve().parent.name}/{script.name}"
-    port = transport.pick_port()
+    port = transport.pick_port(master_port)
     commands = {}
     for index in range(nnodes):
         ctx = LaunchContext(node_rank=index, nnodes=nnodes, nproc_per_node=nproc_per_node,
@@ -111,5 +127,5 @@ def run_torchrun(transport: Transport, lab_name: str, nnodes: int, nproc_per_nod
         commands[index] = (torchrun_argv(ctx, rdzv=rdzv) + [node_script, *args],
                            {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **env})
     reporter.event(f"torchrun {script.name} on {nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
-    result = launch(transport, commands, run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=node_dir)
-    return _finish("torchrun", lab_name, run_id, [script.name, *args], result)
+    return _launch_recorded("torchrun", lab_name, run_id, [script.name, *args], transport, commands, timeout, reporter,
+                            node_dir)

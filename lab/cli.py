@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lab import labs, paths
-from lab.errors import LabError, SpecError
+from lab.errors import LabError, SpecError, host_error
 from lab.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 
 # Wide enough for tables when piped (rich assumes 80 columns without a terminal).
@@ -26,6 +26,11 @@ RANK_PATTERN = re.compile(r"^\[rank (\d+)\]\s?")
 def name_option(func):
     return click.option("--name", default=DEFAULT_NAME, show_default=True, metavar="NAME",
                         help="Which lab (several can run side by side).")(func)
+
+
+def master_port_option(func):
+    return click.option("--master-port", type=click.IntRange(1024, 65535), default=None, metavar="PORT",
+                        help="Rendezvous port on node0 (default: 29500, or a free one if that is taken).")(func)
 
 
 def json_option(func):
@@ -245,12 +250,11 @@ def exercises_command(as_json):
         print(json.dumps([{"name": e.name, "title": e.title, "summary": e.summary, "nodes": e.nodes,
                            "nproc_per_node": e.nproc_per_node, "steps": [s.name for s in e.steps]} for e in found], indent=2))
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("exercise", "title", "what it shows"):
-        table.add_column(column)
+    # Plain aligned lines, not a table: a table wraps long summaries; these are cut at the terminal's width.
+    title_width = max((len(exercise.title) for exercise in found), default=0)
     for exercise in found:
-        table.add_row(exercise.name, exercise.title, exercise.summary)
-    console.print(table)
+        console.print(f"{exercise.name}  {exercise.title:<{title_width}}  {exercise.summary}", markup=False,
+                      no_wrap=True, overflow="ellipsis", crop=True)
 
 
 class LiveReporter:
@@ -272,8 +276,8 @@ class LiveReporter:
         console.print(text, markup=False, highlight=False)
 
     def event(self, text: str) -> None:
-        if not self.quiet:
-            console.print(f"[bold]>> {text}[/]", highlight=False)
+        """Events (timeouts, faults, OOM kills) are shown even when quiet: on stderr, so --json stays clean."""
+        (errors if self.quiet else console).print(f"[bold]>> {escape(text)}[/]", highlight=False)
 
 
 def _print_checks(record) -> None:
@@ -282,7 +286,7 @@ def _print_checks(record) -> None:
     table.add_column("check")
     table.add_column("detail")
     for check in record.checks:
-        table.add_row("[green]PASS[/]" if check.passed else "[red]FAIL[/]", check.name, check.detail, )
+        table.add_row("[green]PASS[/]" if check.passed else "[red]FAIL[/]", escape(check.name), escape(check.detail))
     console.print(table)
     verdict = "[green]PASSED[/]" if record.passed else f"[red]{record.status.upper()}[/]"
     console.print(f"{record.exercise}: {verdict} in {record.seconds:.1f} s; record: {record.path}")
@@ -300,8 +304,9 @@ def _print_checks(record) -> None:
               help="local runs the 'nodes' as plain processes on this host (a native baseline).")
 @click.option("--nodes", type=click.IntRange(1, 64), default=2, show_default=True, help="Node count for --driver local.")
 @click.option("--quiet", is_flag=True, help="Do not stream the nodes' output.")
+@master_port_option
 @json_option
-def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, as_json):
+def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, master_port, as_json):
     """Run EXERCISE (e.g. exercise03 or 3) across every node and check its results.
 
     Output of every node streams live with a node/rank prefix. A record (per-node logs,
@@ -316,7 +321,7 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
         raise SpecError("name an exercise or pass --all, not both")
     reporter = LiveReporter(quiet or as_json)
     records = session.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
-                                    timeout, reporter)
+                                    timeout, reporter, master_port)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
     else:
@@ -347,9 +352,10 @@ def _finish_adhoc(record, as_json) -> None:
               help="Copy this file or folder into the run's working directory on the shared folder first.")
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
 @name_option
+@master_port_option
 @json_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def exec_command(node_list, every, env_pairs, copy, timeout, name, as_json, command):
+def exec_command(node_list, every, env_pairs, copy, timeout, name, master_port, as_json, command):
     """Run COMMAND on the nodes, with placeholders filled in per node.
 
     
@@ -370,7 +376,7 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, as_json, comm
     if any(index >= nnodes for index in nodes):
         raise SpecError(f"lab '{name}' has nodes 0..{nnodes - 1}", "see `lab status`")
     record = adhoc.run_exec(transport, name, nnodes, nodes, list(command), adhoc.parse_env(env_pairs), copy, timeout,
-                            LiveReporter(as_json))
+                            LiveReporter(as_json), master_port)
     _finish_adhoc(record, as_json)
 
 
@@ -381,10 +387,11 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, as_json, comm
 @click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable).")
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
 @name_option
+@master_port_option
 @json_option
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, as_json, script, args):
+def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, master_port, as_json, script, args):
     """Run an unmodified training SCRIPT with torchrun on every node.
 
     The script's folder is copied to the run's folder on the shared mount and the job runs
@@ -398,7 +405,7 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, as_json, sc
 
     transport, nnodes = session.transport_for(name, "docker", 0)
     record = adhoc.run_torchrun(transport, name, nnodes, nproc_per_node, rdzv, script, list(args),
-                                adhoc.parse_env(env_pairs), timeout, LiveReporter(as_json))
+                                adhoc.parse_env(env_pairs), timeout, LiveReporter(as_json), master_port)
     _finish_adhoc(record, as_json)
 
 
@@ -485,11 +492,18 @@ def show_command(run, as_json):
         codes = ", ".join(f"node{node}={code}" for node, code in step.get("exit_codes", {}).items())
         extra = " (timed out)" if step.get("timed_out") else ""
         console.print(f"  step {step['step']} (expect {step.get('expect')}): {codes}{extra}, {step.get('seconds')} s")
+        if step.get("problem"):
+            console.print(f"    {step['problem']}", markup=False)
+        if step.get("oom_killed"):
+            console.print(f"    OOM-killed on node(s) {', '.join(map(str, step['oom_killed']))}")
+    if record.get("error"):
+        console.print(f"  error: {record['error']}", markup=False)
     table = Table(box=None, pad_edge=False)
     for column in ("result", "check", "detail"):
         table.add_column(column)
     for check in record.get("checks", []):
-        table.add_row("[green]PASS[/]" if check["passed"] else "[red]FAIL[/]", check["name"], check.get("detail", ""))
+        table.add_row("[green]PASS[/]" if check["passed"] else "[red]FAIL[/]", escape(check["name"]),
+                      escape(check.get("detail") or ""))
     console.print(table)
     console.print(f"record: {record.get('path')}" + (f"; curves: {record['curves']}" if record.get("curves") else ""))
 
@@ -498,15 +512,9 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except LabError as error:
-        errors.print(f"[red]error:[/] {escape(error.message)}")
-        if error.hint:
-            errors.print(f"[dim]hint:[/] {escape(error.hint)}")
-        sys.exit(error.exit_code)
-    except click.exceptions.Abort:
-        errors.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        errors.print("interrupted: every process of the run was stopped")
+        _fail(error)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        errors.print("interrupted: whatever this command had started on the nodes was stopped")
         sys.exit(130)
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx else "lab"
@@ -518,11 +526,20 @@ def main() -> None:
         sys.exit(error.exit_code)
     except click.exceptions.Exit as exit_:
         sys.exit(exit_.exit_code)
+    except OSError as error:  # disk full, permission denied: the host's problem, said in one line
+        _fail(host_error(error))
     except Exception as error:  # a bug: keep the traceback in a log, show one line
         log = _crash_log()
         errors.print(f"[red]internal error:[/] {escape(type(error).__name__)}: {escape(str(error))}")
         errors.print(f"[dim]hint:[/] this is a bug in lab; the traceback is in {log}")
         sys.exit(70)
+
+
+def _fail(error: LabError) -> None:
+    errors.print(f"[red]error:[/] {escape(error.message)}")
+    if error.hint:
+        errors.print(f"[dim]hint:[/] {escape(error.hint)}")
+    sys.exit(error.exit_code)
 
 
 def _crash_log() -> Path:

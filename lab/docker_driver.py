@@ -187,6 +187,7 @@ class DockerDriver:
             shm_size="512m",
             nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
             mem_limit=spec.memory,
+            memswap_limit=spec.memory,  # no swap beyond the limit: a node out of memory is OOM-killed, not thrashing
             devices=plan.devices or None,
             device_requests=plan.device_requests or None,
             cap_add=plan.cap_add or None,

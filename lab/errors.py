@@ -55,3 +55,21 @@ class RunError(LabError):
     """An exercise or command could not be launched or did not finish."""
 
     exit_code = 7
+
+
+class HostError(LabError):
+    """This machine refused: disk full, permission denied, read-only filesystem."""
+
+    exit_code = 8
+
+
+def host_error(error: OSError) -> HostError:
+    """An OSError from writing lab files, as one line naming the path and what to do."""
+    where = f" {error.filename}" if error.filename else ""
+    reason = error.strerror or str(error)
+    hints = {
+        28: "free some disk space (`docker system df` shows what the engine holds), or set LAB_HOME to another disk",
+        13: "run as a user who may write there, or set LAB_HOME to a folder you own",
+        30: "set LAB_HOME to a writable folder",
+    }
+    return HostError(f"cannot use{where}: {reason}", hints.get(error.errno, "check the path and try again"))

@@ -25,10 +25,16 @@ def _delays_file(name: str):
 
 def recorded_delays(name: str) -> dict[str, str]:
     """node index -> netem description, as last set by `lab fault delay`."""
-    try:
-        return json.loads(_delays_file(name).read_text())
-    except (OSError, ValueError):
+    path = _delays_file(name)
+    if not path.exists():
         return {}
+    try:
+        delays = json.loads(path.read_text())
+    except ValueError:
+        delays = None
+    if not isinstance(delays, dict):
+        raise LabStateError(f"state file {path} is corrupted", "delete it and run `lab fault heal NODE` on delayed nodes")
+    return delays
 
 
 def _record_delay(name: str, index: int, description: str | None) -> None:

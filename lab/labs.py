@@ -11,12 +11,12 @@ from typing import Callable
 
 from lab import paths
 from lab.docker_driver import DockerDriver, MountPlan, NodeState
-from lab.errors import LabError, LabStateError, ProvisionError
+from lab.errors import LabStateError, ProvisionError
 from lab.exercises import exercises_root
 from lab.faults import recorded_delays
 from lab.provision import ProvisionResult, run_playbook, write_inventory
 from lab.spec import LabSpec
-from lab.sshkeys import ensure_key
+from lab.sshkeys import checked_key, ensure_key
 
 Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
@@ -60,7 +60,8 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
 
     image = ensure_node_image(driver.client, progress, rebuild=rebuild)
     lab_dir = paths.lab_dir(spec.name)
-    _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}")
+    # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
+    _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}", fresh=current is None)
     plan = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key,
                      cap_add=["NET_ADMIN"] if spec.net_admin else [])
     progress(f"starting {spec.nodes} node(s)")
@@ -71,7 +72,7 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
         wait_for_ssh(states)
         progress("provisioning with ansible")
         provisioned = provision(spec.name, driver=driver)
-    except (LabError, KeyboardInterrupt):
+    except BaseException:  # any failure, Ctrl-C included: a new lab is removed again, never left half-made
         if current is None:
             down(spec.name, driver=driver)
         raise
@@ -82,7 +83,7 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
 def provision(name: str, driver: DockerDriver | None = None) -> ProvisionResult:
     """(Re)run the provisioning playbook on every node of lab `name`; fail if any node fails."""
     driver, spec, states = require(name, driver)
-    key = paths.lab_dir(name) / "ssh" / "id_ed25519"
+    key, _ = checked_key(paths.lab_dir(name) / "ssh")
     inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory")
     result = run_playbook(name, inventory)
     if not result.ok:

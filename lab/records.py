@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from lab import paths
-from lab.errors import SpecError
+from lab.errors import LabStateError, SpecError
 
 
 def list_runs() -> list[dict]:
@@ -33,7 +33,11 @@ def load_run(run: str) -> dict:
         raise SpecError(f"no run '{run}'", "see `lab runs` for recorded runs")
     if len({r.get("exercise") for r in matches}) > 1 and not any(r["run_id"] == run for r in matches):
         raise SpecError(f"'{run}' matches {len(matches)} runs", "give more of the run id")
-    return matches[-1]
+    found = matches[-1]
+    if found.get("status") == "unreadable":
+        raise LabStateError(f"run record {found['path']}/run.json is corrupted",
+                            "its logs and results are still in that folder; remove the folder to drop the run")
+    return found
 
 
 def plot_curves(record_dir: Path) -> Path | None:

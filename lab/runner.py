@@ -18,6 +18,7 @@ from typing import Callable, Protocol
 
 from lab import paths
 from lab.checks import Check, RunOutcome, StepOutcome
+from lab.errors import LabError
 from lab.exercises import Exercise, LaunchContext, Step, step_command
 from lab.records import plot_curves
 from lab.transports import Transport, pump
@@ -38,6 +39,7 @@ class RunOptions:
     backend: str = "auto"
     timeout: int | None = None
     lab_name: str = "default"
+    master_port: int | None = None  # None: 29500, or a free port when that is taken
 
 
 @dataclass
@@ -51,6 +53,7 @@ class RunRecord:
     seconds: float = 0.0
     status: str = "running"
     curves: Path | None = None
+    error: str = ""
 
     @property
     def passed(self) -> bool:
@@ -68,6 +71,7 @@ class RunRecord:
             "checks": [check.__dict__ for check in self.checks],
             "path": str(self.path),
             "curves": str(self.curves) if self.curves else None,
+            "error": self.error or None,
         }
 
 
@@ -95,7 +99,9 @@ def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, 
         record.status = "passed" if all(check.passed for check in record.checks) else "failed"
     except KeyboardInterrupt:
         record.status = "interrupted"
-        _kill_everywhere(transport, options.nnodes, run_id)
+        raise
+    except LabError as error:
+        record.status, record.error = "error", error.message
         raise
     finally:
         record.seconds = time.monotonic() - started
@@ -125,32 +131,38 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     exit_codes: dict[int, int | None] = {}
     oom_before = {index: transport.oom_kills(index) for index in commands}
     started = time.monotonic()
-    for index, (argv, env) in commands.items():
-        process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
-        pump(process, lambda text, i=index: events.put(("line", i, text)), lambda code, i=index: events.put(("exit", i, code)))
     timed_out = False
-    while len(exit_codes) < len(commands):
-        try:
-            kind, index, payload = events.get(timeout=POLL_SECONDS)
-            if kind == "line":
-                logs[index].append(payload)
-                reporter.line(index, payload)
-            else:
-                exit_codes[index] = payload
-        except queue.Empty:
-            pass
-        if watch:
-            watch()
-        elapsed = time.monotonic() - started
-        if not timed_out and elapsed > timeout:
-            timed_out = True
-            if on_timeout:
-                on_timeout(dict(exit_codes))
-            for index in commands:
-                transport.kill(index, process_run_id, "all")
-        if timed_out and elapsed > timeout + GRACE_SECONDS:
-            for index in commands:
-                exit_codes.setdefault(index, None)
+    try:
+        for index, (argv, env) in commands.items():
+            process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
+            pump(process, lambda text, i=index: events.put(("line", i, text)),
+                 lambda code, i=index: events.put(("exit", i, code)))
+        while len(exit_codes) < len(commands):
+            try:
+                kind, index, payload = events.get(timeout=POLL_SECONDS)
+                if kind == "line":
+                    logs[index].append(payload)
+                    reporter.line(index, payload)
+                else:
+                    exit_codes[index] = payload
+            except queue.Empty:
+                pass
+            if watch:
+                watch()
+            elapsed = time.monotonic() - started
+            if not timed_out and elapsed > timeout:
+                timed_out = True
+                if on_timeout:
+                    on_timeout(dict(exit_codes))
+                for index in commands:
+                    transport.kill(index, process_run_id, "all")
+            if timed_out and elapsed > timeout + GRACE_SECONDS:
+                for index in commands:
+                    exit_codes.setdefault(index, None)
+    except BaseException:  # Ctrl-C, a node refusing to start: nothing of this launch may outlive it, on any node
+        for index in commands:
+            transport.kill(index, process_run_id, "all")
+        raise
     if any(code is None for code in exit_codes.values()):
         transport.check_alive()
     oom_killed = [index for index, before in oom_before.items()
@@ -164,7 +176,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
 def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
               run_id: str, reporter: Reporter) -> tuple[StepOutcome, dict]:
     shared = transport.shared_dir
-    port = transport.pick_port()
+    port = transport.pick_port(options.master_port)
     results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
     results_dir.mkdir(parents=True, exist_ok=True)
     (transport.host_shared_dir / "runs" / run_id / "work").mkdir(parents=True, exist_ok=True)
@@ -188,16 +200,19 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
         if fault and not injected and _maybe_inject(fault, transport, process_run_id, run_id, reporter):
             injected.append(True)
 
+    problems = []
+
     def on_timeout(exit_codes):
-        reporter.event(_timeout_message(step.name, timeout, options.nnodes * nproc, set(_read_results(results_dir)),
-                                        exit_codes, options.nnodes))
+        problems.append(_timeout_message(step.name, timeout, options.nnodes * nproc, set(_read_results(results_dir)),
+                                         exit_codes, options.nnodes))
+        reporter.event(problems[-1])
 
     result = launch(transport, commands, process_run_id, timeout, reporter, on_timeout, watch)
     results = _read_results(results_dir)
     outcome = StepOutcome(step.name, results=results, exit_codes=result.exit_codes, logs=result.logs, expect=step.expect)
     summary = {"step": step.name, "expect": step.expect, "exit_codes": result.exit_codes, "timed_out": result.timed_out,
                "seconds": round(result.seconds, 2), "ranks_reported": sorted(results), "oom_killed": result.oom_killed,
-               "fault": fault or None, "fault_injected": bool(injected)}
+               "fault": fault or None, "fault_injected": bool(injected), "problem": problems[0] if problems else None}
     return outcome, summary
 
 
@@ -229,11 +244,6 @@ def _timeout_message(step: str, timeout: float, world_size: int, reported: set[i
 
 def _ranges(numbers: list[int]) -> str:
     return ", ".join(map(str, numbers)) if len(numbers) < 8 else f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
-
-
-def _kill_everywhere(transport: Transport, nnodes: int, process_run_id_prefix: str) -> None:
-    for index in range(nnodes):
-        transport.kill(index, process_run_id_prefix, "all")
 
 
 def _read_results(folder: Path) -> dict[int, dict]:

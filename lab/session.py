@@ -17,12 +17,13 @@ def transport_for(lab_name: str, driver_kind: str, local_nodes: int):
 
 
 def run_exercises(name: str | None, lab_name: str, driver_kind: str, local_nodes: int, nproc_per_node: int | None,
-                  backend: str, timeout: int | None, reporter: Reporter) -> list[RunRecord]:
+                  backend: str, timeout: int | None, reporter: Reporter, master_port: int | None = None) -> list[RunRecord]:
     """Run one exercise, or all of them (name None) in order; every run keeps its own record."""
     exercises = [find(name)] if name else discover()
     transport, nnodes = transport_for(lab_name, driver_kind, local_nodes)
     if driver_kind == "docker" and nproc_per_node is None:
         nproc_per_node = labs.require(lab_name)[1].nproc_per_node
     options = RunOptions(nnodes=nnodes, nproc_per_node=nproc_per_node, backend=backend, timeout=timeout,
+                         master_port=master_port,
                          lab_name=lab_name if driver_kind == "docker" else "local")
     return [run_exercise(exercise, transport, options, reporter) for exercise in exercises]

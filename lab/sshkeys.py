@@ -8,12 +8,14 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from lab.errors import LabStateError
 
-def ensure_key(folder: Path, comment: str) -> tuple[Path, Path]:
-    """Create the key pair in `folder` if missing; return (private, public) paths."""
+
+def ensure_key(folder: Path, comment: str, fresh: bool = False) -> tuple[Path, Path]:
+    """Create the key pair in `folder` if missing (always, when `fresh`); return (private, public) paths."""
     folder.mkdir(parents=True, exist_ok=True)
     private, public = folder / "id_ed25519", folder / "id_ed25519.pub"
-    if not private.exists() or not public.exists():
+    if fresh or not private.exists() or not public.exists():
         key = Ed25519PrivateKey.generate()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption())
@@ -22,5 +24,18 @@ def ensure_key(folder: Path, comment: str) -> tuple[Path, Path]:
             handle.write(pem)
         openssh = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
         public.write_bytes(openssh + f" {comment}\n".encode())
+    return checked_key(folder)
+
+
+def checked_key(folder: Path) -> tuple[Path, Path]:
+    """The lab's existing key pair, made 0600; a missing or unparsable key is the user's state to repair."""
+    private, public = folder / "id_ed25519", folder / "id_ed25519.pub"
+    hint = "`lab up --recreate` makes a new key (the running nodes accept only the old one)"
+    if not private.is_file():
+        raise LabStateError(f"the lab's SSH key {private} is missing", hint)
     os.chmod(private, 0o600)
+    try:
+        serialization.load_ssh_private_key(private.read_bytes(), password=None)
+    except ValueError:
+        raise LabStateError(f"the lab's SSH key {private} is corrupted", hint) from None
     return private, public

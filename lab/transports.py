@@ -6,16 +6,19 @@ plain host processes (used for native comparisons in bench/ and for quick iterat
 
 from __future__ import annotations
 
+import io
 import os
-import socket
+import shlex
 import subprocess
 import sys
+import tarfile
 import threading
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Protocol
 
-from lab.docker_driver import ENGINE_HINT
-from lab.errors import EngineError
+from lab.docker_driver import ENGINE_HINT, engine_errors
+from lab.errors import EngineError, RunError
 from lab.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
@@ -47,6 +50,32 @@ print(len(victims))
 """
 
 
+# Runs on the master node: bind the port (0: any free one) the way a TCPStore would; print it, or -1 if taken.
+PORT_PROBE = r"""
+import socket, sys
+probe = socket.socket()
+probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    probe.bind(("", int(sys.argv[1])))
+except OSError:
+    print(-1)
+else:
+    print(probe.getsockname()[1])
+"""
+DEFAULT_MASTER_PORT = 29500
+
+
+def choose_port(probe: Callable[[int], int], wanted: int | None, where: str) -> int:
+    """The wanted port if free (error if taken); else the usual 29500, or any free port when that is taken."""
+    if wanted is not None:
+        if probe(wanted) != wanted:
+            raise RunError(f"port {wanted} is already in use on {where}",
+                           "choose another --master-port, or leave it out to get a free one")
+        return wanted
+    port = probe(DEFAULT_MASTER_PORT)
+    return port if port == DEFAULT_MASTER_PORT else probe(0)
+
+
 class NodeProcess(Protocol):
     def lines(self) -> Iterator[str]: ...
     def wait(self) -> int | None: ...
@@ -63,7 +92,7 @@ class Transport(Protocol):
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> NodeProcess: ...
     def kill(self, index: int, run_id: str, mode: str = "all") -> int: ...
-    def pick_port(self) -> int: ...
+    def pick_port(self, wanted: int | None = None) -> int: ...
     def oom_kills(self, index: int) -> int | None: ...
     def check_alive(self) -> None: ...
 
@@ -119,8 +148,9 @@ class DockerTransport:
         self.containers = {int(c.labels["io.lab.node"]): c for c in driver.containers(lab_name)}
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> DockerExecProcess:
-        return DockerExecProcess(self.driver.client.api, self.containers[index].id, argv, {**env, "LAB_NODE": str(index)},
-                                 cwd or SHARED_MOUNT)
+        with engine_errors(f"start a process on node{index}"):
+            return DockerExecProcess(self.driver.client.api, self.containers[index].id, argv,
+                                     {**env, "LAB_NODE": str(index)}, cwd or SHARED_MOUNT)
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
         api = self.driver.client.api
@@ -131,8 +161,12 @@ class DockerTransport:
         except Exception:  # a stopped or removed container has nothing left to kill
             return 0
 
-    def pick_port(self) -> int:
-        return 29500
+    def pick_port(self, wanted: int | None = None) -> int:
+        def probe(port: int) -> int:
+            code, output = self.containers[0].exec_run([self.python, "-c", PORT_PROBE, str(port)])
+            return int(output.decode().strip() or -1) if code == 0 else -1
+
+        return choose_port(probe, wanted, "node0")
 
     def oom_kills(self, index: int) -> int | None:
         """OOM kills so far in the node's memory cgroup (v1 or v2); None when unknown."""
@@ -187,16 +221,134 @@ class LocalTransport:
         result = subprocess.run([self.python, "-c", KILL_SCRIPT, run_id, str(index), mode], capture_output=True, text=True)
         return int(result.stdout.strip() or 0)
 
-    def pick_port(self) -> int:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            return probe.getsockname()[1]
+    def pick_port(self, wanted: int | None = None) -> int:
+        def probe(port: int) -> int:
+            result = subprocess.run([self.python, "-c", PORT_PROBE, str(port)], capture_output=True, text=True)
+            return int(result.stdout.strip() or -1)
+
+        return choose_port(probe, wanted, "this host")
 
     def oom_kills(self, index: int) -> int | None:
         return None
 
     def check_alive(self) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class SshHost:
+    """How this machine reaches one real node: address, port, user, key and extra ssh options."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    key: Path | None = None
+    ssh_options: tuple[str, ...] = ("-o", "StrictHostKeyChecking=accept-new")
+
+    def ssh_argv(self) -> list[str]:
+        """`ssh` that never prompts (BatchMode): a missing key or unknown host fails at once instead of hanging."""
+        argv = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", str(self.port)]
+        if self.key:
+            argv += ["-i", str(self.key), "-o", "IdentitiesOnly=yes"]
+        return argv + list(self.ssh_options) + [f"{self.user}@{self.address}" if self.user else self.address]
+
+
+def remote_command(argv: list[str], env: dict[str, str], cwd: str) -> str:
+    """One shell line for the node's sshd: make and enter `cwd`, then exec argv with env (env K=V ... argv)."""
+    assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in env.items())
+    return (f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && "
+            f"exec env {assignments} {' '.join(shlex.quote(arg) for arg in argv)}")
+
+
+class SshProcess(LocalProcess):
+    """A local `ssh` client whose output is the remote program's; `after_exit` runs once it ended."""
+
+    def __init__(self, argv: list[str], after_exit: Callable[[], None]):
+        self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        self.after_exit = after_exit
+
+    def wait(self) -> int | None:
+        code = self.popen.wait()
+        self.after_exit()
+        return code
+
+
+class SshTransport:
+    """Every node is a real machine reached with `ssh`; no shared filesystem is needed.
+
+    Each node writes its results under its own `shared_dir`; when a node's process ends, the step's
+    results folder (LAB_RESULTS_DIR) is copied back over ssh (tar) into `host_shared_dir`, where the
+    runner reads it. Fault steps that wait for a trigger file in the work folder need a shared folder.
+    """
+
+    def __init__(self, hosts: list[SshHost], host_shared_dir: Path, python: str, exercises_dir: str, shared_dir: str,
+                 master_addr: str):
+        self.hosts = hosts
+        self.host_shared_dir = host_shared_dir
+        self.python = python
+        self.exercises_dir = exercises_dir
+        self.shared_dir = shared_dir
+        self.master_addr = master_addr
+
+    def _run(self, index: int, command: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(self.hosts[index].ssh_argv() + [command], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout)
+
+    def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> SshProcess:
+        env = {**env, "LAB_NODE": str(index)}
+        results = env.get("LAB_RESULTS_DIR")
+        command = remote_command(argv, env, cwd or self.shared_dir)
+        return SshProcess(self.hosts[index].ssh_argv() + [command],
+                          lambda: self.fetch(index, results) if results else None)
+
+    def fetch(self, index: int, node_folder: str) -> None:
+        """Copy `node_folder` (inside shared_dir on the node) to the same place under host_shared_dir."""
+        try:
+            relative = PurePosixPath(node_folder).relative_to(self.shared_dir)
+            result = self._run(index, f"tar -C {shlex.quote(self.shared_dir)} -cf - {shlex.quote(str(relative))}")
+            if result.returncode == 0:
+                with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
+                    archive.extractall(self.host_shared_dir, filter="data")
+        except (ValueError, OSError, subprocess.TimeoutExpired, tarfile.TarError):
+            pass  # nothing came back: the checks report the ranks whose results are missing
+
+    def kill(self, index: int, run_id: str, mode: str = "all") -> int:
+        command = " ".join(shlex.quote(arg) for arg in [self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])
+        try:
+            return int(self._run(index, command).stdout.strip() or 0)
+        except (ValueError, subprocess.TimeoutExpired):
+            return 0
+
+    def pick_port(self, wanted: int | None = None) -> int:
+        def probe(port: int) -> int:
+            host = self.hosts[0]
+            try:
+                result = self._run(0, " ".join(shlex.quote(arg) for arg in [self.python, "-c", PORT_PROBE, str(port)]))
+            except subprocess.TimeoutExpired:
+                result = subprocess.CompletedProcess([], 255, b"", b"timed out")
+            if result.returncode != 0:
+                reason = (result.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+                raise RunError(f"cannot run {self.python} on {host.name} ({host.address}:{host.port}): {reason}",
+                               "check the inventory's address, port, user, key and lab_python")
+            return int(result.stdout.strip() or -1)
+
+        return choose_port(probe, wanted, self.hosts[0].name)
+
+    def oom_kills(self, index: int) -> int | None:
+        return None
+
+    def check_alive(self) -> None:
+        """Raise RunError naming the first node that no longer answers ssh (streams ended without exit codes)."""
+        for index, host in enumerate(self.hosts):
+            try:
+                answered = self._run(index, "true", timeout=20).returncode == 0
+            except subprocess.TimeoutExpired:
+                answered = False
+            if not answered:
+                raise RunError(f"lost {host.name} ({host.address}:{host.port}) during the run",
+                               f"check that `ssh -p {host.port} {host.address}` still works")
 
 
 def pump(process: NodeProcess, on_line: Callable[[str], None], on_exit: Callable[[int | None], None]) -> threading.Thread:
