@@ -12,9 +12,9 @@ from pathlib import Path
 
 from lab import paths
 from lab.checks import Check
-from lab.errors import LabError, SpecError
+from lab.errors import SpecError
 from lab.exercises import LaunchContext, torchrun_argv
-from lab.runner import Reporter, RunRecord, launch, new_run_id, save_logs, save_record
+from lab.runner import Reporter, RunRecord, launch, new_run_id, recording, save_logs
 from lab.transports import Transport
 
 PLACEHOLDERS = ("node_rank", "nnodes", "rank", "world_size", "master_addr", "master_port")
@@ -67,25 +67,14 @@ def _launch_recorded(label: str, lab_name: str, run_id: str, command: list[str],
     record = RunRecord(run_id, label, lab_name, paths.runs_dir() / run_id)
     step = {"step": "main", "command": command}
     record.steps = [step]
-    try:
+    with recording(record):
         result = launch(transport, commands, run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd)
-    except KeyboardInterrupt:
-        record.status = "interrupted"
-        raise
-    except LabError as error:
-        record.status, record.error = "error", error.message
-        raise
-    else:
         failed = {node: code for node, code in result.exit_codes.items() if code != 0}
         record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
         record.status = "passed" if not failed else "failed"
-        record.seconds = result.seconds
         step.update(exit_codes=result.exit_codes, timed_out=result.timed_out, seconds=round(result.seconds, 2),
                     oom_killed=result.oom_killed)
         save_logs(record.path, "main", result.logs)
-    finally:
-        record.path.mkdir(parents=True, exist_ok=True)
-        save_record(record)
     return record
 
 

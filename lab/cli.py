@@ -87,10 +87,14 @@ class StatusLine:
 @click.option("--cpus", type=float, default=None, help="CPU limit per node, e.g. 1 or 0.5.")
 @click.option("--memory", default=None, metavar="SIZE", help="Memory limit per node, e.g. 2g or 768m.")
 @click.option("--net-admin", is_flag=True, help="Give nodes NET_ADMIN (needed by `lab fault delay`).")
+@click.option("--gpus", default="auto", show_default=True, metavar="auto|none|all|N",
+              help="NVIDIA GPUs for the nodes: auto (all when there are any), none, all (split across nodes), N per node.")
+@click.option("--image", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
+              help="host: no image build; nodes mount this host's /usr and Python (with its torch) read-only.")
 @click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
 @json_option
-def up(nodes, nproc_per_node, name, cpus, memory, net_admin, recreate, rebuild, as_json):
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recreate, rebuild, as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -101,17 +105,18 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, recreate, rebuild, 
     Examples:
       lab up --nodes 2
       lab up --nodes 4 --cpus 0.5 --memory 1g --name big
+      lab up --nodes 2 --image host --gpus auto
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
-                   memory=parse_memory(memory) if memory else None, net_admin=net_admin)
+                   memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin)
     with StatusLine(as_json) as progress:
         result = labs.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
     if as_json:
         print(json.dumps({"name": name, "changed": result.changed, "seconds": round(result.seconds, 2),
-                          "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
+                          "notices": result.notices, "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
         return
     verb = f"up in {result.seconds:.1f} s" if result.changed else "already up, nothing to do"
-    console.print(f"lab '{name}' {verb}: {labs.describe(spec)}")
+    console.print(f"lab '{name}' {verb}: {labs.describe(result.spec)}")
     for notice in result.notices:
         console.print(f"[yellow]note:[/] {notice}")
     _print_nodes(result.nodes)
@@ -173,6 +178,40 @@ def status(name, as_json):
         spec = LabSpec.from_dict(lab["spec"]) if lab["spec"] else None
         console.print(f"[bold]lab '{lab_name}'[/]: " + (labs.describe(spec) if spec else "leftovers only (run `lab down`)"))
         _print_nodes(lab["nodes"])
+
+
+@cli.command()
+@name_option
+@json_option
+def doctor(name, as_json):
+    """Check each node from inside: torch, CUDA, GPUs, gloo/nccl, NCCL version, peers.
+
+    Exits 1 when a node has a problem (torch missing, a peer that does not resolve, GPUs the
+    lab gave a node that torch cannot see).
+    """
+    from lab.doctor import diagnose
+
+    result = diagnose(name)
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        table = Table(box=None, pad_edge=False)
+        for column in ("node", "python", "torch", "cuda", "gpus", "backends", "nccl", "peers", "problems"):
+            table.add_column(column)
+        for node in result.nodes:
+            probe = node.probe
+            peers = probe.get("peers") or {}
+            gpus = probe.get("gpus") or []
+            table.add_row(node.hostname, escape(str(probe.get("python", "?"))),
+                          escape(f"{probe.get('torch')}" + (f" (CUDA {probe['cuda_build']})" if probe.get("cuda_build") else "")),
+                          "yes" if probe.get("cuda") else "no", escape(f"{len(gpus)}" + (f": {', '.join(gpus)}" if gpus else "")),
+                          "/".join(probe.get("backends") or []) or "-", probe.get("nccl") or "-",
+                          f"{sum(1 for a in peers.values() if a)}/{len(peers)} resolve",
+                          "[green]ok[/]" if node.ok else "[red]" + escape("; ".join(node.problems)) + "[/]")
+        console.print(table)
+        console.print(f"`lab run --backend auto` on lab '{name}' uses {result.backend} (1 process per node)")
+    if not result.ok:
+        sys.exit(1)
 
 
 @cli.command()
@@ -304,9 +343,11 @@ def _print_checks(record) -> None:
               help="local runs the 'nodes' as plain processes on this host (a native baseline).")
 @click.option("--nodes", type=click.IntRange(1, 64), default=2, show_default=True, help="Node count for --driver local.")
 @click.option("--quiet", is_flag=True, help="Do not stream the nodes' output.")
+@click.option("--inventory", type=click.Path(path_type=Path), default=None, metavar="HOSTS.INI",
+              help="Run on the real machines of this ansible inventory, over ssh (see lab/inventory.py).")
 @master_port_option
 @json_option
-def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, master_port, as_json):
+def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, inventory, master_port, as_json):
     """Run EXERCISE (e.g. exercise03 or 3) across every node and check its results.
 
     Output of every node streams live with a node/rank prefix. A record (per-node logs,
@@ -320,8 +361,14 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
     if exercise and run_all:
         raise SpecError("name an exercise or pass --all, not both")
     reporter = LiveReporter(quiet or as_json)
-    records = session.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
-                                    timeout, reporter, master_port)
+    if inventory:
+        from lab import inventory as real_hosts
+
+        records = real_hosts.run_exercises(None if run_all else exercise, inventory, nproc_per_node, backend, timeout,
+                                           reporter, master_port)
+    else:
+        records = session.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
+                                        timeout, reporter, master_port)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
     else:

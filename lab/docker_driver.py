@@ -86,6 +86,7 @@ class MountPlan:
     device_requests: list = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     cap_add: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)  # extra container labels, e.g. the node's python
 
 
 class DockerDriver:
@@ -194,7 +195,7 @@ class DockerDriver:
         )
         net = network_name(spec.name)
         networking = api.create_networking_config({net: api.create_endpoint_config(aliases=[node.hostname])})
-        labels = node_labels(spec, node)
+        labels = {**node_labels(spec, node), **plan.labels}
         if gpus:
             labels[f"{LABEL_PREFIX}.gpus"] = gpus
         with engine_errors(f"create {node.resource_name}"):

@@ -18,6 +18,8 @@ from lab.errors import SpecError
 LAUNCHERS = ("per-node", "torchrun")
 RDZV_MODES = ("c10d", "static")
 DIR_PATTERN = re.compile(r"^exercise(\d\d)_([a-z0-9_]+)$")
+# A step's fault action -> what the runner kills on the fault's node (a mode of transports.KILL_SCRIPT).
+FAULT_KILL_MODES = {"kill-worker": "worker", "kill-node": "all"}
 
 
 def exercises_root() -> Path:
@@ -124,6 +126,9 @@ def load_exercise(path: Path) -> Exercise:
             raise SpecError(f"{where}: rdzv '{step.rdzv}' unknown", f"use one of {', '.join(RDZV_MODES)}")
         if step.expect not in ("pass", "fail"):
             raise SpecError(f"{where}: expect must be pass or fail")
+        if step.fault and dict(step.fault).get("action", "kill-worker") not in FAULT_KILL_MODES:
+            raise SpecError(f"{where}: fault action '{dict(step.fault)['action']}' unknown",
+                            f"use one of {', '.join(FAULT_KILL_MODES)}")
         if not step.program or not (path / step.program).is_file():
             raise SpecError(f"{where}: program '{step.program}' not found in {path.name}")
         steps.append(step)
@@ -204,6 +209,11 @@ def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[li
     return argv + [program, *step.args], env
 
 
+# Elastic membership (--nnodes MIN:MAX): drop a lost node after 3 missed 2-s heartbeats and close a round 5 s after
+# MIN nodes joined; torch's defaults (15 s, 30 s) outlast a lab step.
+ELASTIC_RDZV_CONF = "last_call_timeout=5,keep_alive_interval=2,keep_alive_max_attempt=3"
+
+
 def torchrun_argv(ctx: LaunchContext, rdzv: str = "c10d", max_restarts: int = 0, nnodes: str = "") -> list[str]:
     """torchrun's own options for one node: static ranks (--node-rank) or c10d rendezvous on the master."""
     argv = [
@@ -218,5 +228,6 @@ def torchrun_argv(ctx: LaunchContext, rdzv: str = "c10d", max_restarts: int = 0,
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={ctx.master_addr}:{ctx.master_port}",
         f"--rdzv-id={ctx.run_id}",
-        f"--rdzv-conf=join_timeout={ctx.pg_timeout}",
+        f"--rdzv-conf=join_timeout={ctx.pg_timeout},is_host={str(ctx.node_rank == 0).lower()}"
+        + (f",{ELASTIC_RDZV_CONF}" if ":" in nnodes else ""),
     ]

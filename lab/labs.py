@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import socket
 import time
@@ -14,8 +15,9 @@ from lab.docker_driver import DockerDriver, MountPlan, NodeState
 from lab.errors import LabStateError, ProvisionError
 from lab.exercises import exercises_root
 from lab.faults import recorded_delays
+from lab.gpu import TOOLKIT_CAPABILITIES, GpuPlan, detect_host, plan_gpus
 from lab.provision import ProvisionResult, run_playbook, write_inventory
-from lab.spec import LabSpec
+from lab.spec import PYTHON_LABEL, LabSpec
 from lab.sshkeys import checked_key, ensure_key
 
 Progress = Callable[[str], None]
@@ -42,6 +44,8 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
     """Bring the lab to `spec`; a no-op when it already is. Never leaves a half-created lab behind."""
     started = time.monotonic()
     driver = driver or DockerDriver()
+    gpu_plan = plan_gpus(spec.gpus, spec.nodes, detect_host(driver.runtimes()))
+    spec = dataclasses.replace(spec, gpus=gpu_plan.resolved)  # the lab records what `auto` found
     current = driver.existing_spec(spec.name)
     if current is not None and current.fingerprint() != spec.fingerprint():
         if not recreate:
@@ -56,17 +60,22 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
         return UpResult(spec, False, "", states, time.monotonic() - started)
     spec.check_fits(*driver.host_resources())
-    from lab.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
+    if spec.image == "host":
+        from lab.host_image import ensure_host_image
 
-    image = ensure_node_image(driver.client, progress, rebuild=rebuild)
+        image = ensure_host_image(driver.client, progress)
+    else:
+        from lab.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
+
+        image = ensure_node_image(driver.client, progress, rebuild=rebuild)
     lab_dir = paths.lab_dir(spec.name)
     # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
     _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}", fresh=current is None)
-    plan = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key,
+    base = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key,
                      cap_add=["NET_ADMIN"] if spec.net_admin else [])
     progress(f"starting {spec.nodes} node(s)")
     try:
-        driver.create_lab(spec, image, {node.index: plan for node in spec.node_list()}, {})
+        driver.create_lab(spec, image, node_plans(spec, base, gpu_plan), {i: n.label for i, n in enumerate(gpu_plan.nodes)})
         states = driver.node_states(spec.name)
         progress("waiting for every node to answer")
         wait_for_ssh(states)
@@ -77,14 +86,35 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
             down(spec.name, driver=driver)
         raise
     return UpResult(spec, True, image, driver.node_states(spec.name), time.monotonic() - started,
-                    provision=provisioned)
+                    notices=gpu_plan.notices, provision=provisioned)
+
+
+def node_plans(spec: LabSpec, base: MountPlan, gpu_plan: GpuPlan) -> dict[int, MountPlan]:
+    """Each node's MountPlan: `base`, plus the host's Python for `--image host`, plus the node's GPUs."""
+    binds, environment, labels = {}, {}, {}
+    if spec.image == "host":
+        from lab.host_image import host_binds, host_python, node_environment
+
+        python = host_python()
+        binds, environment, labels = host_binds(python), node_environment(python), {PYTHON_LABEL: python.executable}
+    plans = {}
+    for node, gpus in zip(spec.node_list(), gpu_plan.nodes):
+        requests = [{"Driver": "nvidia", "DeviceIDs": gpus.device_ids, "Capabilities": [list(TOOLKIT_CAPABILITIES)]}]
+        plans[node.index] = dataclasses.replace(
+            base, extra_binds={**binds, **gpus.binds}, devices=gpus.devices,
+            device_requests=requests if gpus.device_ids else [], environment={**environment, **gpus.environment},
+            labels=labels)
+    return plans
 
 
 def provision(name: str, driver: DockerDriver | None = None) -> ProvisionResult:
     """(Re)run the provisioning playbook on every node of lab `name`; fail if any node fails."""
     driver, spec, states = require(name, driver)
     key, _ = checked_key(paths.lab_dir(name) / "ssh")
-    inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory")
+    python = next((c.labels[PYTHON_LABEL] for c in driver.containers(name) if PYTHON_LABEL in c.labels), None)
+    interpreters = {"python": python, "interpreter": python} if python else {}  # `--image host`: the host's python
+    inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory",
+                                **interpreters)
     result = run_playbook(name, inventory)
     if not result.ok:
         failed = [node.summary() for node in result.nodes if not node.ok] or ["no node reported"]

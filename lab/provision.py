@@ -52,7 +52,8 @@ class ProvisionResult:
         return bool(self.nodes) and all(node.ok for node in self.nodes)
 
 
-def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: Path, python: str = NODE_PYTHON) -> Path:
+def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: Path, python: str = NODE_PYTHON,
+                    interpreter: str = "/usr/bin/python3") -> Path:
     """An INI inventory addressing each node through its loopback SSH port."""
     lines = ["[lab]"]
     for index, port in sorted(ssh_ports.items()):
@@ -64,7 +65,7 @@ def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: P
         "ansible_user=root",
         f"ansible_ssh_private_key_file={key}",
         "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'",
-        "ansible_python_interpreter=/usr/bin/python3",
+        f"ansible_python_interpreter={interpreter}",
         f"lab_python={python}",
         f"nnodes={spec.nodes}",
         f"nproc_per_node={spec.nproc_per_node or 1}",

@@ -19,12 +19,15 @@ MEMORY_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)b?$", re.IGNORECASE)
 DEFAULT_NAME = "default"
 LABEL_PREFIX = "io.lab"
 PROJECT_LABEL = "com.docker.compose.project"
+PYTHON_LABEL = f"{LABEL_PREFIX}.python"  # the interpreter a node runs, when not the node image's venv
 # A node that runs a small DDP job needs about this much; used to refuse labs the host cannot hold.
 MIN_NODE_MEMORY = 512 * 1024**2
 MAX_NODES = 64
 MASTER_PORT = 29500
 SHARED_MOUNT = "/lab/shared"
 EXERCISES_MOUNT = "/lab/exercises"
+GPU_MODES = ("auto", "none", "all")
+IMAGE_CHOICES = ("auto", "host")  # host: the host's own Python environment, mounted read-only (lab/host_image.py)
 
 
 def parse_memory(text: str) -> int:
@@ -46,6 +49,15 @@ def format_bytes(value: int | None) -> str:
         if value >= size:
             return f"{value / size:.1f} {unit}".replace(".0 ", " ")
     return f"{value} B"
+
+
+def parse_gpus(text: str) -> str:
+    """--gpus: 'auto', 'none', 'all' or a positive count per node, normalised; anything else is a SpecError."""
+    value = str(text).strip().lower()
+    if value in GPU_MODES or (value.isdigit() and int(value) > 0):
+        return str(int(value)) if value.isdigit() else value
+    raise SpecError(f"--gpus '{text}' is not auto, none, all or a positive number",
+                    "use --gpus auto (GPUs when the host has any), none, all, or a count per node like --gpus 1")
 
 
 def validate_name(name: str) -> str:
@@ -97,6 +109,9 @@ class LabSpec:
             raise SpecError(f"--nproc-per-node must be 1..64, got {self.nproc_per_node}", "try --nproc-per-node 2")
         if self.cpus is not None and self.cpus <= 0:
             raise SpecError(f"--cpus must be positive, got {self.cpus}", "try --cpus 1")
+        if self.image not in IMAGE_CHOICES:
+            raise SpecError(f"--image '{self.image}' is not one of {', '.join(IMAGE_CHOICES)}", "try --image host")
+        object.__setattr__(self, "gpus", parse_gpus(self.gpus))  # frozen: normalise in place
 
     def node_list(self) -> list[Node]:
         return [Node(self.name, index) for index in range(self.nodes)]

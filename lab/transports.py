@@ -19,7 +19,7 @@ from typing import Callable, Iterator, Protocol
 
 from lab.docker_driver import ENGINE_HINT, engine_errors
 from lab.errors import EngineError, RunError
-from lab.spec import EXERCISES_MOUNT, SHARED_MOUNT
+from lab.spec import EXERCISES_MOUNT, PYTHON_LABEL, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
 # LAB_RUN_ID/LAB_NODE in their environment.
@@ -41,12 +41,14 @@ for pid in filter(str.isdigit, os.listdir('/proc')):
     if mode == 'worker' and b'LOCAL_RANK' not in env:
         continue
     victims.append(int(pid))
+killed = 0
 for pid in sorted(victims)[: 1 if mode == 'worker' else None]:
     try:
         os.kill(pid, signal.SIGKILL)
+        killed += 1
     except ProcessLookupError:
         pass
-print(len(victims))
+print(killed)
 """
 
 
@@ -144,8 +146,9 @@ class DockerTransport:
         self.driver = driver
         self.lab_name = lab_name
         self.host_shared_dir = host_shared_dir
-        self.python = python or self.python
         self.containers = {int(c.labels["io.lab.node"]): c for c in driver.containers(lab_name)}
+        labelled = [c.labels[PYTHON_LABEL] for c in self.containers.values() if PYTHON_LABEL in c.labels]
+        self.python = python or (labelled[0] if labelled else self.python)  # `--image host` nodes run the host's
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> DockerExecProcess:
         with engine_errors(f"start a process on node{index}"):

@@ -15,7 +15,7 @@ def check(run: RunOutcome) -> list[Check]:
         local_ranks_per_group(results, "node_rank", run.nnodes, k),
         group_shares_host(results, "node_rank"),
         distinct_hosts(results, "node_rank", run.nnodes),
-        every_rank("all_gather returned [rank, node_rank] of every rank", results, "gathered",
+        every_rank("all_gather returned (rank, node_rank) of every rank, in rank order", results, "gathered",
                    [[rank, rank // k] for rank in range(w)]),
         every_rank(f"all_reduce sum of ranks is W(W-1)/2 = {w * (w - 1) // 2}", results, "all_reduce_sum",
                    w * (w - 1) // 2),

@@ -1,0 +1,310 @@
+"""Benchmarks for `lab`: what the containers cost against the same work done natively, in one run.
+
+  python bench/run.py                          # every part, labs of up to --max-nodes nodes
+  python bench/run.py --only allreduce,memory  # some parts: up, memory, allreduce, exercise03
+  python bench/run.py --max-nodes 4 --cold     # --cold also times a full image rebuild (minutes)
+
+Parts (each prints a table and its ratio to the target; targets in TARGETS):
+  up          `lab up` wall time for 2, 4, 8, 16 nodes (<= --max-nodes) with the image present,
+              and how much of it is ansible provisioning
+  memory      memory per idle node of a 2-node lab: docker-stats figure (usage - inactive page
+              cache), resident memory (rss/anon) and page cache, from the node's memory cgroup
+  allreduce   gloo all_reduce, 1 KiB..64 MiB, across 2 containers vs 2 native processes on this host,
+              the same worker (bench/allreduce_worker.py) launched through the same `lab exec` code;
+              nccl-tests columns: time, algbw = bytes/time, busbw = algbw * 2(n-1)/n; PNG plot
+  exercise03  `lab run exercise03` on the 2-node lab vs `lab run exercise03 --driver local --nodes 2`
+
+Rounds alternate containers and native so that load from other work on the machine hits both;
+the best round of each is compared. Results go to bench/results/ (latest.json, allreduce.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from lab import adhoc, paths, session  # noqa: E402
+from lab.transports import LocalTransport  # noqa: E402
+
+PARTS = ("up", "memory", "allreduce", "exercise03")
+SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
+WORKER = BENCH / "allreduce_worker.py"
+RESULTS = BENCH / "results"
+TARGETS = {
+    "allreduce busbw containers/native at >= 16 MiB": ">= 0.9",
+    "exercise03 containers/native": "<= 1.3",
+    "warm `lab up` of 2 nodes": "<= 5 s",
+    "idle node memory": "<= 30 MB",
+}
+
+
+def cli(*args: str, timeout: float = 900, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, subprocess.CompletedProcess]:
+    """Run `lab ARGS` as a user would; (wall seconds, result)."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True, timeout=timeout)
+    seconds = time.monotonic() - started
+    if result.returncode not in ok_codes:
+        raise SystemExit(f"lab {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return seconds, result
+
+
+def load() -> str:
+    return "load %.2f %.2f %.2f" % os.getloadavg()
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def bench_up(name: str, max_nodes: int, cold: bool) -> dict:
+    """Fresh `lab up` per size, largest first so the 2-node lab the other parts use is left up."""
+    result = {"load_before": load(), "rows": []}
+    if cold:
+        seconds, _ = cli("image", "build", "--rebuild", timeout=3600)
+        result["cold_image_build_seconds"] = round(seconds, 1)
+    for nodes in sorted((n for n in (2, 4, 8, 16) if n <= max_nodes), reverse=True):
+        cli("down", "--name", name)
+        seconds, output = cli("up", "--nodes", str(nodes), "--name", name)
+        provision = re.search(r"provisioned in ([\d.]+) s", output.stdout)
+        provision_seconds = float(provision.group(1)) if provision else None
+        result["rows"].append({"nodes": nodes, "seconds": round(seconds, 2), "provision_seconds": provision_seconds,
+                               "start_seconds": round(seconds - (provision_seconds or 0), 2)})
+    result["load_after"] = load()
+    print(f"\n## lab up, image present ({result['load_before']})")
+    if "cold_image_build_seconds" in result:
+        print(f"cold image build: {result['cold_image_build_seconds']} s")
+    print(table(["nodes", "lab up (s)", "of which ansible (s)", "containers + ssh + CLI (s)"],
+                [[r["nodes"], r["seconds"], r["provision_seconds"], r["start_seconds"]] for r in result["rows"]]))
+    return result
+
+
+def ensure_lab(name: str) -> None:
+    _, output = cli("up", "--nodes", "2", "--name", name, "--json")
+    if json.loads(output.stdout)["changed"]:
+        time.sleep(5)  # let the fresh nodes settle before anything is measured
+
+
+def node_memory(container) -> dict:
+    """The node's memory cgroup (v1 or v2), read through the engine's stats."""
+    stats = container.stats(stream=False, one_shot=True)["memory_stats"]
+    detail = stats.get("stats", {})
+    inactive = detail.get("total_inactive_file", detail.get("inactive_file", 0))
+    resident = detail.get("total_rss", detail.get("anon", 0))
+    cache = detail.get("total_cache", detail.get("file", 0))
+    mib = 1024**2
+    code, output = container.exec_run(["ps", "-e", "-o", "rss=,comm="])
+    processes = [line.split(None, 1) for line in output.decode().splitlines() if line.strip()] if code == 0 else []
+    return {"docker_stats_mib": round((stats["usage"] - inactive) / mib, 1), "usage_mib": round(stats["usage"] / mib, 1),
+            "resident_mib": round(resident / mib, 1), "page_cache_mib": round(cache / mib, 1),
+            "processes": {comm.strip(): round(int(rss) / 1024, 1) for rss, comm in processes}}
+
+
+def bench_memory(name: str) -> dict:
+    import docker
+
+    ensure_lab(name)
+    client = docker.from_env()
+    containers = sorted(client.containers.list(filters={"label": f"io.lab.lab={name}"}), key=lambda c: c.name)
+    rows = {container.name: node_memory(container) for container in containers}
+    print(f"\n## memory per idle node ({load()})")
+    print(table(["node", "docker stats (MiB)", "cgroup usage (MiB)", "resident (MiB)", "page cache (MiB)", "processes (RSS MiB)"],
+                [[node, r["docker_stats_mib"], r["usage_mib"], r["resident_mib"], r["page_cache_mib"],
+                  ", ".join(f"{comm} {rss}" for comm, rss in r["processes"].items())] for node, r in rows.items()]))
+    return {"nodes": rows}
+
+
+class Collector:
+    """Reporter that keeps rank 0's BENCH lines and drops everything else."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.lines: list[str] = []
+
+    def line(self, node: int, text: str) -> None:
+        self.lines.append(text)
+        if text.startswith("BENCH "):
+            self.rows.append(json.loads(text[6:]))
+
+    def event(self, text: str) -> None:
+        pass
+
+
+def free_port() -> int:
+    """Any free port of this host: the usual 29500 is often taken by other jobs on a shared machine."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+def allreduce_once(transport, lab_name: str, nnodes: int, sizes: list[int], budget: float,
+                   master_port: int | None = None) -> list[dict]:
+    collector = Collector()
+    argv = [transport.python, WORKER.name, "--rank", "{rank}", "--world-size", "{world_size}",
+            "--sizes", ",".join(map(str, sizes)), "--budget", str(budget)]
+    record = adhoc.run_exec(transport, lab_name, nnodes, list(range(nnodes)), argv, {"OMP_NUM_THREADS": "1"}, WORKER,
+                            600, collector, master_port=master_port)
+    if not record.passed or len(collector.rows) != len(sizes):
+        raise SystemExit(f"all_reduce benchmark failed on {lab_name}:\n" + "\n".join(collector.lines[-20:]))
+    return collector.rows
+
+
+def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int]) -> dict:
+    ensure_lab(name)
+    containers, nnodes = session.transport_for(name, "docker", 0)
+    native = LocalTransport(paths.state_dir() / "local" / "shared", BENCH)
+    best: dict[str, dict[int, float]] = {"containers": {}, "native": {}}
+    started_load = load()
+    for _ in range(rounds):
+        for mode, transport, label in (("containers", containers, name), ("native", native, "local")):
+            for row in allreduce_once(transport, label, nnodes, sizes, budget, free_port() if mode == "native" else None):
+                previous = best[mode].get(row["bytes"])
+                best[mode][row["bytes"]] = row["seconds"] if previous is None else min(previous, row["seconds"])
+    factor = 2 * (nnodes - 1) / nnodes
+    rows = []
+    for size in sizes:
+        entry = {"bytes": size}
+        for mode in best:
+            seconds = best[mode][size]
+            algbw = size / seconds / 1e9
+            entry[mode] = {"time_us": round(seconds * 1e6, 1), "algbw": round(algbw, 3), "busbw": round(algbw * factor, 3)}
+        entry["ratio"] = round(entry["containers"]["busbw"] / entry["native"]["busbw"], 3)
+        rows.append(entry)
+    print(f"\n## gloo all_reduce, {nnodes} ranks, float32, best of {rounds} round(s) ({started_load} -> {load()})")
+    print(table(["size", "containers time (us)", "algbw (GB/s)", "busbw (GB/s)", "native time (us)", "algbw (GB/s)",
+                 "busbw (GB/s)", "busbw ratio"],
+                [[human(r["bytes"]), r["containers"]["time_us"], r["containers"]["algbw"], r["containers"]["busbw"],
+                  r["native"]["time_us"], r["native"]["algbw"], r["native"]["busbw"], r["ratio"]] for r in rows]))
+    plot(rows, RESULTS / "allreduce.png")
+    return {"ranks": nnodes, "rounds": rounds, "rows": rows, "plot": str(RESULTS / "allreduce.png")}
+
+
+def human(size: int) -> str:
+    return f"{size // 1024**2} MiB" if size >= 1024**2 else f"{size // 1024} KiB"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, (bandwidth, ratio) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, height_ratios=[3, 1])
+    sizes = [r["bytes"] for r in rows]
+    for mode, style in (("containers", "o-"), ("native", "s--")):
+        bandwidth.plot(sizes, [r[mode]["busbw"] for r in rows], style, label=mode)
+    bandwidth.set_ylabel("busbw (GB/s)")
+    bandwidth.set_title("gloo all_reduce, 2 ranks: containers vs native processes")
+    bandwidth.legend()
+    bandwidth.grid(alpha=0.3)
+    ratio.plot(sizes, [r["ratio"] for r in rows], "o-", color="black")
+    ratio.axhline(0.9, color="red", linestyle=":", label="target 0.9")
+    ratio.set_xscale("log", base=2)
+    ratio.set_xticks(sizes, [human(size) for size in sizes], rotation=45)
+    ratio.set_ylabel("ratio")
+    ratio.set_xlabel("message size")
+    ratio.legend()
+    ratio.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def bench_exercise03(name: str, rounds: int) -> dict:
+    ensure_lab(name)
+    runs: dict[str, list[dict]] = {"containers": [], "native": []}
+    started_load = load()
+    for _ in range(rounds):
+        for mode, args in (("containers", ["--name", name]), ("native", ["--driver", "local", "--nodes", "2"])):
+            # Natively every "node" is this host, so the check that nodes are distinct hosts fails (exit 1);
+            # the training itself must still have run through: all 4 ranks reported their results.
+            wall, output = cli("run", "exercise03", *args, "--quiet", "--json", ok_codes=(0, 1))
+            [record] = json.loads(output.stdout)
+            if any(len(step["ranks_reported"]) < 4 for step in record["steps"]):
+                raise SystemExit(f"exercise03 ({mode}) did not run through: see {record['path']}")
+            exit_codes = [code for step in record["steps"] for code in step["exit_codes"].values()]
+            runs[mode].append({"wall": round(wall, 2), "run": record["seconds"], "passed": record["passed"],
+                               "exit_codes": exit_codes})
+    best = {mode: min(runs[mode], key=lambda r: r["wall"]) for mode in runs}
+    ratio = round(best["containers"]["wall"] / best["native"]["wall"], 3)
+    run_ratio = round(best["containers"]["run"] / best["native"]["run"], 3)
+    print(f"\n## exercise03, best of {rounds} ({started_load} -> {load()})")
+    print(table(["", "`lab run` wall (s)", "steps (s)", "all rounds, wall (s)"],
+                [[mode, best[mode]["wall"], best[mode]["run"], ", ".join(str(r["wall"]) for r in runs[mode])]
+                 for mode in runs] + [["ratio", ratio, run_ratio, ""]]))
+    return {"runs": runs, "ratio_wall": ratio, "ratio_steps": run_ratio,
+            "median_wall": {mode: statistics.median(r["wall"] for r in runs[mode]) for mode in runs}}
+
+
+def verdicts(results: dict) -> list[list[str]]:
+    rows = []
+    if "allreduce" in results:
+        big = [r["ratio"] for r in results["allreduce"]["rows"] if r["bytes"] >= 16 * 1024**2]
+        rows.append(["allreduce busbw containers/native at >= 16 MiB", ">= 0.9", f"min {min(big)}", min(big) >= 0.9])
+    if "exercise03" in results:
+        ratio = results["exercise03"]["ratio_wall"]
+        rows.append(["exercise03 containers/native (wall)", "<= 1.3", ratio, ratio <= 1.3])
+    if "up" in results:
+        two = [r for r in results["up"]["rows"] if r["nodes"] == 2]
+        if two:
+            rows.append(["warm `lab up` of 2 nodes", "<= 5 s", f"{two[0]['seconds']} s", two[0]["seconds"] <= 5])
+    if "memory" in results:
+        worst = max(node["docker_stats_mib"] for node in results["memory"]["nodes"].values())
+        rows.append(["idle node memory (docker stats)", "<= 30 MB", f"{worst} MiB", worst * 1.048576 <= 30])
+    return [[name, target, value, "met" if ok else "MISSED"] for name, target, value, ok in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--max-nodes", type=int, default=16, help="largest lab for the `up` part")
+    parser.add_argument("--cold", action="store_true", help="also time a full node image rebuild (minutes)")
+    parser.add_argument("--name", default="bench", help="lab used (and removed at the end unless --keep)")
+    parser.add_argument("--keep", action="store_true", help="leave the lab up")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of containers and native")
+    parser.add_argument("--budget", type=float, default=0.3, help="seconds per all_reduce size and round")
+    args = parser.parse_args()
+    parts = [part.strip() for part in args.only.split(",") if part.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "cpus": os.cpu_count(), "load_start": load()}
+    try:
+        for part in PARTS:  # fixed order: `up` leaves the 2-node lab the others use
+            if part not in parts:
+                continue
+            if part == "up":
+                results["up"] = bench_up(args.name, args.max_nodes, args.cold)
+            elif part == "memory":
+                results["memory"] = bench_memory(args.name)
+            elif part == "allreduce":
+                results["allreduce"] = bench_allreduce(args.name, args.rounds, args.budget, SIZES)
+            else:
+                results["exercise03"] = bench_exercise03(args.name, args.rounds)
+    finally:
+        if not args.keep:
+            cli("down", "--name", args.name)
+    results["load_end"] = load()
+    results["verdicts"] = verdicts(results)
+    print(f"\n## targets ({results['cpus']} cpus, {results['load_start']} at start, {results['load_end']} at end)")
+    print(table(["what", "target", "measured", "verdict"], results["verdicts"]))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nfull results: {RESULTS / 'latest.json'}")
+
+
+if __name__ == "__main__":
+    main()
