@@ -15,6 +15,10 @@ import socket
 import sys
 
 import torch
+# torch.optim imports torch._dynamo on first use; imported after init_process_group it keeps the default group
+# alive past destroy_process_group, and gloo's threads left running at exit sometimes abort it (SIGABRT).
+# Importing it here, before any program calls init(), keeps every exercise clear of that.
+import torch._dynamo  # noqa: F401
 import torch.distributed as dist
 
 

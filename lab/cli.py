@@ -81,7 +81,7 @@ class StatusLine:
 
 
 @cli.command()
-@click.option("--nodes", type=click.IntRange(min=None), default=2, show_default=True, help="How many nodes (containers).")
+@click.option("--nodes", type=int, default=2, show_default=True, help="How many nodes (containers).")
 @click.option("--nproc-per-node", type=int, default=None, help="Processes per node for every run (default: each exercise's own).")
 @name_option
 @click.option("--cpus", type=float, default=None, help="CPU limit per node, e.g. 1 or 0.5.")
@@ -348,7 +348,7 @@ def _print_checks(record) -> None:
 @master_port_option
 @json_option
 def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, inventory, master_port, as_json):
-    """Run EXERCISE (e.g. exercise03 or 3) across every node and check its results.
+    """Run EXERCISE (exercise03, or just 3) across every node and check its results.
 
     Output of every node streams live with a node/rank prefix. A record (per-node logs,
     per-rank JSON, checks, timings) is kept under .lab/runs/<id>/. Exits 0 only if every
@@ -361,6 +361,8 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
     if exercise and run_all:
         raise SpecError("name an exercise or pass --all, not both")
     reporter = LiveReporter(quiet or as_json)
+    if inventory and driver == "local":
+        raise SpecError("--inventory runs on the inventory's hosts; it does not go with --driver local")
     if inventory:
         from lab import inventory as real_hosts
 
@@ -557,7 +559,7 @@ def show_command(run, as_json):
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="lab")
     except LabError as error:
         _fail(error)
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort

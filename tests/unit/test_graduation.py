@@ -171,3 +171,10 @@ def test_slurm_export_of_exercise03():
     assert "torchrun --nnodes=$SLURM_NNODES --nproc-per-node=2" in sruns[0]
     assert "--rdzv-backend=c10d --rdzv-endpoint=$head_node_ip:29500" in sruns[0]
     assert sruns[0].endswith("exercises/exercise03_torchrun/train.py --epochs 6")
+
+
+def test_run_with_a_bad_inventory_fails_before_touching_anything(tmp_path):
+    result = CliRunner().invoke(cli, ["run", "exercise01", "--inventory", str(tmp_path / "missing.ini")])
+    assert isinstance(result.exception, SpecError) and "cannot read inventory" in result.exception.message
+    result = CliRunner().invoke(cli, ["run", "exercise01", "--inventory", "x.ini", "--driver", "local"])
+    assert isinstance(result.exception, SpecError)
