@@ -11,7 +11,7 @@ import shlex
 
 import yaml
 
-from lab.docker_driver import DockerDriver
+from lab.docker_driver import NETWORK_OPTIONS, DockerDriver
 from lab.exercises import Exercise
 from lab.spec import LABEL_PREFIX, MASTER_PORT, network_name, volume_name
 
@@ -59,7 +59,8 @@ def compose_document(name: str, driver: DockerDriver | None = None) -> dict:
     return {
         "name": f"lab-{name}",
         "services": services,
-        "networks": {"lab": {"name": network_name(name), "driver": "bridge", "labels": labels}},
+        "networks": {"lab": {"name": network_name(name), "driver": "bridge", "driver_opts": NETWORK_OPTIONS,
+                             "labels": labels}},
         "volumes": {"shared": {"name": volume_name(name), "driver": "local", "labels": labels,
                                "driver_opts": {"type": "none", "o": "bind", "device": shared_device}}},
     }

@@ -119,7 +119,7 @@ def test_exported_compose_file_describes_the_lab_and_starts(two_nodes, client):
     # Bring the file up with the Docker SDK under another project name, the way compose would.
     copy = f"h4copy{uuid.uuid4().hex[:4]}"
     network_spec, volume_spec = document["networks"]["lab"], document["volumes"]["shared"]
-    network = client.networks.create(f"lab-{copy}-net", driver=network_spec["driver"],
+    network = client.networks.create(f"lab-{copy}-net", driver=network_spec["driver"], options=network_spec["driver_opts"],
                                      labels=relabel(network_spec["labels"], copy))
     volume = client.volumes.create(f"lab-{copy}-shared", driver=volume_spec["driver"],
                                    driver_opts=volume_spec["driver_opts"], labels=relabel(volume_spec["labels"], copy))

@@ -51,6 +51,11 @@ def test_node1_resolves_and_reaches_node0(client, two_nodes):
     assert output.decode().split() == [node0_ip, "SSH-2.0-"]
 
 
+def test_lab_network_carries_large_frames(client, two_nodes):
+    code, output = node_exec(client, two_nodes, 0, ["cat", "/sys/class/net/eth0/mtu"])
+    assert code == 0 and output.decode().strip() == "65520"
+
+
 def test_gloo_all_reduce_across_containers(client, two_nodes):
     import threading
 
