@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -59,21 +60,36 @@ def cli():
 
 
 class StatusLine:
-    """Progress callback: one transient spinner line for long work."""
+    """Progress callback for long work: a spinner line on a terminal, timestamped lines in a log.
+
+    Without a terminal (CI, `| tee`) a line is printed when the phase changes or every LOG_EVERY seconds,
+    so a build log shows it is alive without copying every line of pip and docker.
+    """
+
+    LOG_EVERY = 10.0
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self.status = None
+        self.last_phase, self.last_time = "", 0.0
+        self.started = time.monotonic()
 
     def __enter__(self):
-        if not self.quiet:
-            self.status = console.status("starting", spinner="dots")
+        if not self.quiet and errors.is_terminal:
+            self.status = errors.status("starting", spinner="dots")
             self.status.__enter__()
         return self
 
     def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
         if self.status is not None:
-            self.status.update(message[:150])
+            self.status.update(escape(message[:150]))
+            return
+        phase, now = message.split(":", 1)[0], time.monotonic()
+        if phase != self.last_phase or now - self.last_time >= self.LOG_EVERY:
+            errors.print(f"[{now - self.started:6.1f} s] {message[:200]}", markup=False, highlight=False)
+            self.last_phase, self.last_time = phase, now
 
     def __exit__(self, *exc):
         if self.status is not None:

@@ -15,7 +15,8 @@ ALL_REDUCE = (
     "import datetime, os, torch, torch.distributed as dist;"
     "dist.init_process_group('gloo', init_method='tcp://node0:29400', rank=int(os.environ['R']), world_size=2,"
     " timeout=datetime.timedelta(seconds=60));"
-    "t = torch.tensor([float(os.environ['R']) + 1]); dist.all_reduce(t); print('SUM', t.item())"
+    "t = torch.tensor([float(os.environ['R']) + 1]); dist.all_reduce(t); print('SUM', t.item());"
+    "dist.destroy_process_group()"
 )
 
 
