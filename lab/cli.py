@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -63,16 +64,22 @@ class StatusLine:
     """Progress callback for long work: a spinner line on a terminal, timestamped lines in a log.
 
     Without a terminal (CI, `| tee`) a line is printed when the phase changes or every LOG_EVERY seconds,
-    so a build log shows it is alive without copying every line of pip and docker.
+    so a build log shows it is alive without copying every line of pip and docker. A line waits GRACE
+    seconds before it is printed (sooner if the next one arrives), so work that fails at once ends
+    with its one-line error alone.
     """
 
     LOG_EVERY = 10.0
+    GRACE = 2.0
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self.status = None
         self.last_phase, self.last_time = "", 0.0
         self.started = time.monotonic()
+        self.pending_line: str | None = None
+        self.lock = threading.Lock()
+        self.timer: threading.Timer | None = None
 
     def __enter__(self):
         if not self.quiet and errors.is_terminal:
@@ -88,10 +95,25 @@ class StatusLine:
             return
         phase, now = message.split(":", 1)[0], time.monotonic()
         if phase != self.last_phase or now - self.last_time >= self.LOG_EVERY:
-            errors.print(f"[{now - self.started:6.1f} s] {message[:200]}", markup=False, highlight=False)
+            self._print_pending()  # a next phase means the work is under way: show the last one now
+            with self.lock:
+                self.pending_line = f"[{now - self.started:6.1f} s] {message[:200]}"
+            self.timer = threading.Timer(self.GRACE, self._print_pending)
+            self.timer.daemon = True
+            self.timer.start()
             self.last_phase, self.last_time = phase, now
 
+    def _print_pending(self) -> None:
+        with self.lock:
+            line, self.pending_line = self.pending_line, None
+            if line is not None:
+                errors.print(line, markup=False, highlight=False)
+
     def __exit__(self, *exc):
+        with self.lock:
+            self.pending_line = None
+        if self.timer is not None:
+            self.timer.cancel()
         if self.status is not None:
             self.status.__exit__(*exc)
 

@@ -139,7 +139,7 @@ def _sharing_notices(assignment: list[tuple[Gpu, ...]]) -> list[str]:
     if not shared:
         return []
     return [f"not enough GPUs to give every node its own, so they are shared ({'; '.join(shared)}); "
-            "NCCL cannot put two ranks on one GPU, so `lab run --backend auto` uses gloo on this lab"]
+            "NCCL works across nodes sharing a GPU, but they compete for its memory and time"]
 
 
 def _node_plan(mode: str, gpus: tuple[Gpu, ...], host: HostGpus) -> NodeGpuPlan:
@@ -211,24 +211,21 @@ def parse_ldconfig(text: str) -> list[str]:
 
 # --- backends -------------------------------------------------------------------------------------
 def run_backend(requested: str, node_gpus: list[list[str]], nproc_per_node: int, lab_name: str) -> str:
-    """gloo or nccl for a run: nccl needs every process on its own GPU, on every node, none shared."""
+    """gloo or nccl for a run: nccl needs every process of a node on its own GPU (LOCAL_RANK -> device).
+
+    Nodes may share a GPU: NCCL tells ranks apart by host, and two containers on one GPU were measured
+    to all_reduce fine; what NCCL refuses is two ranks of one node on the same device.
+    """
     counts = [len(gpus) for gpus in node_gpus]
-    owners: dict[str, int] = {}
-    for gpus in node_gpus:
-        for gpu in gpus:
-            owners[gpu] = owners.get(gpu, 0) + 1
-    shared = sorted(gpu for gpu, count in owners.items() if count > 1)
-    nccl_ok = bool(counts) and min(counts) >= nproc_per_node and not shared
+    nccl_ok = bool(counts) and min(counts) >= nproc_per_node
     if requested == "auto":
         return "nccl" if nccl_ok else "gloo"
     if requested == "nccl" and not nccl_ok:
         if not any(counts):
             why = f"lab '{lab_name}' has no GPUs"
-        elif shared:
-            why = f"lab '{lab_name}' shares GPU {', '.join(shared)} between nodes"
         else:
             why = (f"lab '{lab_name}' has {', '.join(f'node{i}: {c}' for i, c in enumerate(counts))} GPU(s) "
                    f"for {nproc_per_node} process(es) per node")
-        raise RunError(f"--backend nccl needs one GPU per process, but {why}",
-                       "use --backend gloo (or auto), or a lab with enough GPUs: `lab up --gpus all --recreate`")
+        raise RunError(f"--backend nccl needs one GPU per process of a node, but {why}",
+                       "use --backend gloo (or auto), fewer processes (--nproc-per-node 1), or `lab up --gpus all --recreate`")
     return requested

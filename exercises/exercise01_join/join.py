@@ -38,7 +38,7 @@ def main() -> None:
     labkit.write_result(rank, world_size=dist.get_world_size(), backend=backend, all_reduce_sum=total.item(),
                         master_addr=master_addr, master_port=int(os.environ["MASTER_PORT"]),
                         master_addr_is_this_host=owns_address(master_addr))
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

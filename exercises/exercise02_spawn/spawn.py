@@ -24,7 +24,7 @@ def worker(local_rank: int, node_rank: int, nproc: int, nnodes: int) -> None:
     labkit.log(rank, f"local rank {local_rank} on node {node_rank}; all_reduce sum of ranks = {total.item()}")
     labkit.write_result(rank, local_rank=local_rank, world_size=dist.get_world_size(), backend=backend,
                         gathered=[pair.tolist() for pair in gathered], all_reduce_sum=total.item())
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 def main() -> None:

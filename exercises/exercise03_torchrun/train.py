@@ -71,7 +71,7 @@ def main() -> None:
     labkit.write_result(rank, **ids, pg_world_size=dist.get_world_size(), backend=backend,
                         dataset_size=DATASET_SIZE, samples=len(sampler), steps=step,
                         first_loss=first_loss, final_loss=epoch_loss, params_hash=labkit.parameters_hash(model))
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

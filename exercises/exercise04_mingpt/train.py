@@ -120,7 +120,7 @@ def main() -> None:
                         loaded_params_hash=loaded_hash, first_loss=first_loss, final_loss=epoch_loss,
                         params_hash=labkit.parameters_hash(model), sample=sample, prompt=PROMPT,
                         sample_chars=args.sample_chars)
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

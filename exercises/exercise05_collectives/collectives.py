@@ -89,7 +89,7 @@ def main() -> None:
     for name, value in outcomes.items():
         labkit.log(rank, f"{name:>15}: {value}")
     labkit.write_result(rank, world_size=world, backend=backend, **outcomes)
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def main() -> None:
                         group_rank=dist.get_rank(group), group_size=dist.get_world_size(group),
                         rank_in_other_group=dist.get_rank(groups[other]), group_sum=group_sum.item(),
                         broadcast_from_last_member=from_leader.item(), world_sum=world_sum.item())
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def main() -> None:
                      f"in {messages} messages; all_reduce {by_library.tolist()}")
     labkit.write_result(rank, world_size=world, backend=backend, from_rank0=from_rank0, from_left=from_left,
                         ring_all_reduce=by_ring.tolist(), all_reduce=by_library.tolist(), ring_messages=messages)
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def main() -> None:
         labkit.log(rank, f"{name:>17}: {digest[:16]}")
     labkit.write_result(rank, world_size=ids["world_size"], backend=backend, steps=STEPS,
                         initial_hash=labkit.parameters_hash(initial), **hashes)
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

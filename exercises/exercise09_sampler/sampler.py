@@ -10,7 +10,6 @@ repeating indices, so some samples are seen twice per epoch.
 import argparse
 
 import torch
-import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import labkit
@@ -57,7 +56,7 @@ def main() -> None:
                      f"without set_epoch epoch 1: {without_set_epoch['1']}")
     labkit.write_result(rank, world_size=world, backend=backend, dataset_size=size, with_set_epoch=with_set_epoch,
                         without_set_epoch=without_set_epoch, uneven_dataset_size=uneven_size, padded_shard=padded_shard)
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

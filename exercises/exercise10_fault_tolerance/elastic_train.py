@@ -96,7 +96,7 @@ def main() -> None:
                         start_epoch=start_epoch, epochs_total=args.epochs, epochs_trained=epochs_trained,
                         history=history, dataset_size=DATASET_SIZE, samples=len(sampler), final_loss=epoch_loss,
                         params_hash=labkit.parameters_hash(model))
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def main() -> None:
                      + ", ".join(f"{name} {rounded(stats['running_mean'])}" for name, stats in synced.items()))
     labkit.write_result(rank, world_size=ids["world_size"], backend=backend, samples=batch.shape[0],
                         plain=plain_stats, synced=synced)
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

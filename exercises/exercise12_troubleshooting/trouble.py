@@ -58,7 +58,7 @@ def main() -> None:
     labkit.log(rank, f"all_reduce gave {values.tolist()}")
     labkit.write_result(rank, scenario=scenario, backend=backend, world_size=dist.get_world_size(),
                         all_reduce=values.tolist())
-    dist.destroy_process_group()
+    labkit.finish()
 
 
 if __name__ == "__main__":

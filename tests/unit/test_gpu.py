@@ -94,7 +94,7 @@ def test_count_per_node():
 def test_fewer_gpus_than_nodes_are_shared_with_a_warning():
     plan = plan_gpus("auto", 3, toolkit_host(2))
     assert [n.label for n in plan.nodes] == ["0", "1", "0"]
-    assert len(plan.notices) == 1 and "GPU 0 by node0, node2" in plan.notices[0] and "gloo" in plan.notices[0]
+    assert len(plan.notices) == 1 and "GPU 0 by node0, node2" in plan.notices[0] and "NCCL works" in plan.notices[0]
 
 
 def test_count_that_does_not_fit_wraps_and_warns():
@@ -181,11 +181,12 @@ def test_auto_backend_is_nccl_only_when_every_process_has_its_own_gpu():
     assert run_backend("auto", [[], []], 1, "x") == "gloo"
     assert run_backend("auto", [["0"], ["1"]], 1, "x") == "nccl"
     assert run_backend("auto", [["0"], ["1"]], 2, "x") == "gloo"
-    assert run_backend("auto", [["0"], ["0"]], 1, "x") == "gloo"  # shared GPU: NCCL refuses duplicate GPUs
+    assert run_backend("auto", [["0"], ["0"]], 1, "x") == "nccl"  # nodes sharing one GPU: NCCL across containers works
+    assert run_backend("auto", [["0"], ["0"]], 2, "x") == "gloo"  # two ranks of one node on one GPU: NCCL refuses
     assert run_backend("gloo", [["0"], ["1"]], 1, "x") == "gloo"
 
 
-@pytest.mark.parametrize("node_gpus,nproc,why", [([[], []], 1, "has no GPUs"), ([["0"], ["0"]], 1, "shares GPU 0"),
+@pytest.mark.parametrize("node_gpus,nproc,why", [([[], []], 1, "has no GPUs"), ([["0"], ["0"]], 2, "node0: 1"),
                                                   ([["0", "1"], ["2"]], 2, "node1: 1")])
 def test_nccl_that_cannot_work_is_one_clear_error(node_gpus, nproc, why):
     with pytest.raises(RunError, match=why) as caught:
