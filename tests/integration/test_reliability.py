@@ -43,8 +43,11 @@ def run_processes(client, name):
 
 
 def start_lab(*args, env=None):
+    """`lab` in the background, with Ctrl-C armed even when this suite runs as a background job (where the
+    shell starts everything with SIGINT ignored, and Python then keeps ignoring it)."""
     return subprocess.Popen([sys.executable, "-m", "lab.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **(env or {})})
+                            text=True, env={**os.environ, **(env or {})},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for(predicate, seconds=120, what="condition"):

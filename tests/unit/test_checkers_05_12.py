@@ -8,20 +8,7 @@ import pytest
 
 from lab.checks import RunOutcome, StepOutcome, load_sibling
 from lab.exercises import find
-
-
-def outcome(results: dict[int, dict], nnodes: int, nproc: int) -> RunOutcome:
-    step = StepOutcome("main", results=results, exit_codes={node: 0 for node in range(nnodes)})
-    return RunOutcome(nnodes=nnodes, nproc_per_node=nproc, steps={"main": step})
-
-
-def failed(checker, run: RunOutcome) -> list[str]:
-    return [check.name for check in checker(run) if not check.passed]
-
-
-def assert_fails(checker, run: RunOutcome, fragment: str) -> None:
-    names = failed(checker, run)
-    assert any(fragment in name for name in names), f"no failing check mentions {fragment!r}; failed: {names}"
+from tests.unit.checker_helpers import assert_fails, failed, outcome
 
 
 def base(rank: int, world: int, k: int = 2) -> dict:
