@@ -43,7 +43,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
 
 bench: image
-	$(BIN)/python bench/run.py
+	$(BIN)/lab bench
 
 clean:
 	-$(BIN)/lab down --all

@@ -35,12 +35,11 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from lab import adhoc, paths, session  # noqa: E402
+from lab.bench import PARTS  # noqa: E402
 from lab.transports import LocalTransport  # noqa: E402
 
-PARTS = ("up", "memory", "allreduce", "exercise03")
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
 WORKER = BENCH / "allreduce_worker.py"
-RESULTS = BENCH / "results"
 TARGETS = {
     "allreduce busbw containers/native at >= 16 MiB": ">= 0.9",
     "exercise03 containers/native": "<= 1.3",
@@ -161,7 +160,7 @@ def allreduce_once(transport, lab_name: str, nnodes: int, sizes: list[int], budg
     return collector.rows
 
 
-def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int]) -> dict:
+def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int], results_dir: Path) -> dict:
     ensure_lab(name)
     containers, nnodes = session.transport_for(name, "docker", 0)
     native = LocalTransport(paths.state_dir() / "local" / "shared", BENCH)
@@ -187,8 +186,8 @@ def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int]) -> 
                  "busbw (GB/s)", "busbw ratio"],
                 [[human(r["bytes"]), r["containers"]["time_us"], r["containers"]["algbw"], r["containers"]["busbw"],
                   r["native"]["time_us"], r["native"]["algbw"], r["native"]["busbw"], r["ratio"]] for r in rows]))
-    plot(rows, RESULTS / "allreduce.png")
-    return {"ranks": nnodes, "rounds": rounds, "rows": rows, "plot": str(RESULTS / "allreduce.png")}
+    plot(rows, results_dir / "allreduce.png")
+    return {"ranks": nnodes, "rounds": rounds, "rows": rows, "plot": str(results_dir / "allreduce.png")}
 
 
 def human(size: int) -> str:
@@ -276,11 +275,17 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave the lab up")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of containers and native")
     parser.add_argument("--budget", type=float, default=0.3, help="seconds per all_reduce size and round")
+    parser.add_argument("--results", type=Path, default=BENCH / "results", help="folder for latest.json and the plot")
+    parser.add_argument("--json", action="store_true", help="results as JSON on stdout, tables on stderr")
     args = parser.parse_args()
+    report = sys.stdout
+    if args.json:
+        sys.stdout = sys.stderr
     parts = [part.strip() for part in args.only.split(",") if part.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    args.results.mkdir(parents=True, exist_ok=True)
     results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "cpus": os.cpu_count(), "load_start": load()}
     try:
         for part in PARTS:  # fixed order: `up` leaves the 2-node lab the others use
@@ -291,7 +296,7 @@ def main() -> None:
             elif part == "memory":
                 results["memory"] = bench_memory(args.name)
             elif part == "allreduce":
-                results["allreduce"] = bench_allreduce(args.name, args.rounds, args.budget, SIZES)
+                results["allreduce"] = bench_allreduce(args.name, args.rounds, args.budget, SIZES, args.results)
             else:
                 results["exercise03"] = bench_exercise03(args.name, args.rounds)
     finally:
@@ -301,9 +306,10 @@ def main() -> None:
     results["verdicts"] = verdicts(results)
     print(f"\n## targets ({results['cpus']} cpus, {results['load_start']} at start, {results['load_end']} at end)")
     print(table(["what", "target", "measured", "verdict"], results["verdicts"]))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nfull results: {RESULTS / 'latest.json'}")
+    (args.results / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nfull results: {args.results / 'latest.json'}")
+    if args.json:
+        report.write(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":
