@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lab import labs, paths
+from lab.bench import PARTS as BENCH_PARTS
 from lab.errors import LabError, SpecError, host_error
 from lab.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 
@@ -95,6 +96,8 @@ class StatusLine:
             return
         phase, now = message.split(":", 1)[0], time.monotonic()
         if phase != self.last_phase or now - self.last_time >= self.LOG_EVERY:
+            if self.timer is not None:
+                self.timer.cancel()  # its line is printed just below; it must not fire early on the next one
             self._print_pending()  # a next phase means the work is under way: show the last one now
             with self.lock:
                 self.pending_line = f"[{now - self.started:6.1f} s] {message[:200]}"
@@ -431,8 +434,8 @@ def _finish_adhoc(record, as_json) -> None:
 
 
 @cli.command()
-@click.option("--only", default="up,memory,allreduce,exercise03", show_default=True, metavar="PARTS",
-              help="Comma-separated parts: up, memory, allreduce, exercise03.")
+@click.option("--only", default=",".join(BENCH_PARTS), show_default=True, metavar="PARTS",
+              help=f"Comma-separated parts: {', '.join(BENCH_PARTS)}.")
 @click.option("--max-nodes", type=click.IntRange(2, 64), default=16, show_default=True,
               help="Largest lab timed by the `up` part (2, 4, 8, ... up to this).")
 @click.option("--cold", is_flag=True, help="Also time a full node image rebuild (a minute or more).")

@@ -19,6 +19,7 @@ from lab.errors import EngineError, LabStateError
 from lab.spec import (
     EXERCISES_MOUNT,
     LABEL_PREFIX,
+    PYTHON_LABEL,
     SHARED_MOUNT,
     LabSpec,
     Node,
@@ -90,6 +91,11 @@ class MountPlan:
     environment: dict[str, str] = field(default_factory=dict)
     cap_add: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)  # extra container labels, e.g. the node's python
+
+
+def node_python(containers) -> str | None:
+    """The interpreter a lab's node containers run when it is not the node image's venv (`--image host`)."""
+    return next((c.labels[PYTHON_LABEL] for c in containers if PYTHON_LABEL in c.labels), None)
 
 
 class DockerDriver:

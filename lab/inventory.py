@@ -183,10 +183,9 @@ def provision(inventory: Inventory, nproc_per_node: int) -> ProvisionResult:
 
 
 def transport(inventory: Inventory) -> SshTransport:
-    first = inventory.hosts[0][1]
     return SshTransport(inventory.ssh_hosts(), paths.lab_dir(inventory.label) / "shared", inventory.python,
-                        first.get("lab_exercises_dir", EXERCISES_MOUNT), first.get("lab_shared_dir", SHARED_MOUNT),
-                        inventory.master_addr)
+                        inventory.var(0, "lab_exercises_dir", EXERCISES_MOUNT),
+                        inventory.var(0, "lab_shared_dir", SHARED_MOUNT), inventory.master_addr)
 
 
 def run_exercises(name: str | None, path: Path, nproc_per_node: int | None, backend: str, timeout: int | None,

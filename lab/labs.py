@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lab import paths
-from lab.docker_driver import DockerDriver, MountPlan, NodeState
+from lab.docker_driver import DockerDriver, MountPlan, NodeState, node_python
 from lab.errors import LabStateError, ProvisionError
 from lab.exercises import exercises_root
 from lab.faults import recorded_delays
@@ -111,7 +111,7 @@ def provision(name: str, driver: DockerDriver | None = None) -> ProvisionResult:
     """(Re)run the provisioning playbook on every node of lab `name`; fail if any node fails."""
     driver, spec, states = require(name, driver)
     key, _ = checked_key(paths.lab_dir(name) / "ssh")
-    python = next((c.labels[PYTHON_LABEL] for c in driver.containers(name) if PYTHON_LABEL in c.labels), None)
+    python = node_python(driver.containers(name))
     interpreters = {"python": python, "interpreter": python} if python else {}  # `--image host`: the host's python
     inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory",
                                 **interpreters)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from lab import paths
-from lab.checks import Check, RunOutcome, StepOutcome
+from lab.checks import Check, RunOutcome, StepOutcome, exited_cleanly
 from lab.errors import LabError
 from lab.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command
 from lab.records import plot_curves
@@ -276,11 +276,7 @@ def _checks(exercise: Exercise, outcome: RunOutcome) -> list[Check]:
     manifest_steps = {step.name: step for step in exercise.steps}
     for step in outcome.steps.values():
         if step.expect == "pass":
-            lost = _killed_node(manifest_steps.get(step.name))
-            failed = {node: code for node, code in step.exit_codes.items() if code != 0 and node != lost}
-            name = f"{step.name}: every node exited 0" if lost is None else \
-                f"{step.name}: every surviving node exited 0 (node{lost} killed on purpose)"
-            checks.append(Check(name, not failed, f"exit codes {failed}" if failed else ""))
+            checks.append(exited_cleanly(step, _killed_node(manifest_steps.get(step.name))))
     try:
         checks += list(exercise.load_checker()(outcome))
     except Exception as error:  # a checker crash on malformed results is a failed run, not a lab crash

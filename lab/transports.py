@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Protocol
 
-from lab.docker_driver import ENGINE_HINT, engine_errors
+from lab.docker_driver import ENGINE_HINT, engine_errors, node_python
 from lab.errors import EngineError, RunError
-from lab.spec import EXERCISES_MOUNT, PYTHON_LABEL, SHARED_MOUNT
+from lab.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
 # LAB_RUN_ID/LAB_NODE in their environment.
@@ -147,8 +147,7 @@ class DockerTransport:
         self.lab_name = lab_name
         self.host_shared_dir = host_shared_dir
         self.containers = {int(c.labels["io.lab.node"]): c for c in driver.containers(lab_name)}
-        labelled = [c.labels[PYTHON_LABEL] for c in self.containers.values() if PYTHON_LABEL in c.labels]
-        self.python = python or (labelled[0] if labelled else self.python)  # `--image host` nodes run the host's
+        self.python = python or node_python(self.containers.values()) or self.python  # `--image host` nodes run the host's
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> DockerExecProcess:
         with engine_errors(f"start a process on node{index}"):
@@ -261,7 +260,7 @@ def remote_command(argv: list[str], env: dict[str, str], cwd: str) -> str:
     """One shell line for the node's sshd: make and enter `cwd`, then exec argv with env (env K=V ... argv)."""
     assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in env.items())
     return (f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && "
-            f"exec env {assignments} {' '.join(shlex.quote(arg) for arg in argv)}")
+            f"exec env {assignments} {shlex.join(argv)}")
 
 
 class SshProcess(LocalProcess):
@@ -318,7 +317,7 @@ class SshTransport:
             pass  # nothing came back: the checks report the ranks whose results are missing
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
-        command = " ".join(shlex.quote(arg) for arg in [self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])
+        command = shlex.join([self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])
         try:
             return int(self._run(index, command).stdout.strip() or 0)
         except (ValueError, subprocess.TimeoutExpired):
@@ -328,7 +327,7 @@ class SshTransport:
         def probe(port: int) -> int:
             host = self.hosts[0]
             try:
-                result = self._run(0, " ".join(shlex.quote(arg) for arg in [self.python, "-c", PORT_PROBE, str(port)]))
+                result = self._run(0, shlex.join([self.python, "-c", PORT_PROBE, str(port)]))
             except subprocess.TimeoutExpired:
                 result = subprocess.CompletedProcess([], 255, b"", b"timed out")
             if result.returncode != 0:
