@@ -1,13 +1,14 @@
 """The user's own code on a real 2-node lab: `lab exec`, `lab torchrun`, and `lab export compose` brought back up."""
 
 import json
-import os
 import re
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+
+from lab import paths
 
 from .conftest import lab, lab_json
 
@@ -53,9 +54,7 @@ def node_logs(record: dict) -> dict[int, str]:
 
 def lab_json_before(command: list[str], rest: list[str]) -> dict:
     """`lab COMMAND --json REST`: --json must come before the user's command, which gets everything after it."""
-    result = lab(*command, "--json", *rest, timeout=300)
-    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
-    return json.loads(result.stdout)
+    return json.loads(lab(*command, "--json", *rest, timeout=300, check=True).stdout)
 
 
 def recorded(run_id: str) -> dict:
@@ -69,7 +68,7 @@ def test_two_terminal_script_runs_on_both_nodes_with_one_line(two_nodes, tmp_pat
         script.write_text(TWO_TERMINALS)
         options, path_on_nodes = ["--copy", str(script)], "two_terminals.py"
     else:  # the lab's shared folder on this host is /lab/shared on every node
-        shared = Path(os.environ["LAB_HOME"]) / "labs" / two_nodes / "shared"
+        shared = paths.lab_dir(two_nodes) / "shared"
         (shared / "two_terminals.py").write_text(TWO_TERMINALS)
         options, path_on_nodes = [], "/lab/shared/two_terminals.py"
     record = lab_json_before(["exec", "--name", two_nodes, *options],

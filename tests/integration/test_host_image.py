@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from .conftest import fresh_name, lab, lab_json, labelled  # noqa: F401  (fresh_name is a fixture)
+from .conftest import lab, lab_json, labelled
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -1,10 +1,11 @@
 """Graduation: `lab run --inventory` reaches the lab's containers only as SSH hosts of a hand-written inventory."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from lab import paths
 
 from .conftest import lab, lab_json
 
@@ -13,7 +14,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 def test_exercise01_runs_on_the_hosts_of_an_inventory(two_nodes, tmp_path):
     nodes = lab_json("status", "--name", two_nodes)[two_nodes]["nodes"]
-    key = Path(os.environ["LAB_HOME"]) / "labs" / two_nodes / "ssh" / "id_ed25519"
+    key = paths.lab_dir(two_nodes) / "ssh" / "id_ed25519"
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("\n".join(
         ["[nodes]"]
@@ -30,6 +31,6 @@ def test_exercise01_runs_on_the_hosts_of_an_inventory(two_nodes, tmp_path):
     assert record["status"] == "passed" and record["lab"] == "inventory-hosts"
     assert all(check["passed"] for check in record["checks"]) and len(record["checks"]) > 3
     # The results were copied back over ssh into the inventory's own folder, not read from the lab's mount.
-    copied = Path(os.environ["LAB_HOME"]) / "labs" / "inventory-hosts" / "shared" / "runs" / record["run_id"]
+    copied = paths.lab_dir("inventory-hosts") / "shared" / "runs" / record["run_id"]
     assert sorted(path.name for path in (copied / "results" / "main").iterdir()) == ["rank0.json", "rank1.json"]
 

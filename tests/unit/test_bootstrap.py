@@ -26,10 +26,7 @@ SECURITY = "http://mirror.example.invalid/debian-security"
 THIRD_PARTY = "https://packages.example.invalid/node"
 
 
-@pytest.fixture(autouse=True)
-def own_lab_home(tmp_path, monkeypatch):
-    """A fresh state folder per test: wheelhouses, logs and caches must not leak between tests."""
-    monkeypatch.setenv("LAB_HOME", str(tmp_path / "lab-home"))
+pytestmark = pytest.mark.usefixtures("own_lab_home")
 
 ONE_LINE = f"""\
 # the main archive

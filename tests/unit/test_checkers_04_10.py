@@ -10,6 +10,7 @@ from lab.checks import RunOutcome, StepOutcome, load_sibling
 from lab.errors import SpecError
 from lab.exercises import LaunchContext, find, load_exercise, step_command
 from lab.runner import _checks, _maybe_inject
+from tests.unit.checker_helpers import assert_fails, failed
 from tests.unit.test_exercise_manifest import make_exercise
 
 NNODES, NPROC = 2, 2
@@ -21,15 +22,6 @@ def run_of(steps: dict[str, dict[int, dict]], exit_codes: dict[str, dict] | None
     return RunOutcome(nnodes=NNODES, nproc_per_node=NPROC, steps={
         name: StepOutcome(name, results=results, exit_codes=exit_codes.get(name, {n: 0 for n in range(NNODES)}))
         for name, results in steps.items()})
-
-
-def failed(exercise: str, run: RunOutcome) -> list[str]:
-    return [check.name for check in find(exercise).load_checker()(run) if not check.passed]
-
-
-def assert_fails(exercise: str, run: RunOutcome, fragment: str) -> None:
-    names = failed(exercise, run)
-    assert any(fragment in name for name in names), f"no failing check mentions {fragment!r}; failed: {names}"
 
 
 # --- exercise 04: minGPT with DDP, snapshot and resume ---------------------------------------------------------
@@ -53,7 +45,7 @@ def gpt_results() -> dict[str, dict[int, dict]]:
 
 
 def test_gpt_correct_outcome_passes():
-    assert failed("04", run_of(gpt_results())) == []
+    assert failed(find("04").load_checker(), run_of(gpt_results())) == []
 
 
 @pytest.mark.parametrize("step, mutate, fragment", [
@@ -73,7 +65,7 @@ def test_gpt_correct_outcome_passes():
 def test_gpt_wrong_outcomes_fail(step, mutate, fragment):
     results = gpt_results()
     mutate(results[step])
-    assert_fails("04", run_of(results), fragment)
+    assert_fails(find("04").load_checker(), run_of(results), fragment)
 
 
 # --- exercise 10: a killed worker, then a lost node --------------------------------------------------------------
@@ -95,7 +87,7 @@ KILLED = {"kill-worker": {0: 0, 1: 0}, "kill-node": {0: 0, 1: 137}}
 
 
 def test_fault_correct_outcome_passes():
-    assert failed("10", run_of(fault_results(), KILLED)) == []
+    assert failed(find("10").load_checker(), run_of(fault_results(), KILLED)) == []
 
 
 @pytest.mark.parametrize("step, mutate, fragment", [
@@ -113,11 +105,11 @@ def test_fault_correct_outcome_passes():
 def test_fault_wrong_outcomes_fail(step, mutate, fragment):
     results = fault_results()
     mutate(results[step])
-    assert_fails("10", run_of(results, KILLED), fragment)
+    assert_fails(find("10").load_checker(), run_of(results, KILLED), fragment)
 
 
 def test_fault_node_that_finished_was_not_lost():
-    assert_fails("10", run_of(fault_results(), {"kill-worker": {0: 0, 1: 0}, "kill-node": {0: 0, 1: 0}}),
+    assert_fails(find("10").load_checker(), run_of(fault_results(), {"kill-worker": {0: 0, 1: 0}, "kill-node": {0: 0, 1: 0}}),
                  "kill-node: node1 was killed by the lab")
 
 

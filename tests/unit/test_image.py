@@ -17,10 +17,7 @@ NUMPY = "numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
 SYMPY = "sympy-1.14.0-py3-none-any.whl"
 
 
-@pytest.fixture(autouse=True)
-def own_lab_home(tmp_path, monkeypatch):
-    """A fresh state folder per test: wheelhouses, logs and caches must not leak between tests."""
-    monkeypatch.setenv("LAB_HOME", str(tmp_path / "lab-home"))
+pytestmark = pytest.mark.usefixtures("own_lab_home")
 
 
 @pytest.fixture

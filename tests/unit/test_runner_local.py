@@ -2,10 +2,7 @@
 
 import json
 import shutil
-import time
 from pathlib import Path
-
-import pytest
 
 from lab import paths
 from lab.exercises import exercises_root, load_exercise
