@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab import session  # noqa: E402
+from lab.jobs import targets  # noqa: E402
 
 
 class Timeline:
@@ -42,7 +42,7 @@ class Timeline:
 
 def profile(name: str, driver: str) -> dict:
     timeline = Timeline()
-    session.run_exercises("exercise03", name, driver, 2, None, "auto", None, timeline)
+    targets.run_exercises("exercise03", name, driver, 2, None, "auto", None, timeline)
     return {"first output": timeline.first("] group rank"), "first epoch": timeline.first("epoch 0:"),
             "last epoch": timeline.last("epoch 5:"), "end": round(time.monotonic() - timeline.started, 2)}
 

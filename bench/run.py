@@ -33,7 +33,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-from lab import adhoc, session  # noqa: E402
+from lab.jobs import adhoc, targets  # noqa: E402
 from lab.bench import PARTS  # noqa: E402
 
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
@@ -147,8 +147,8 @@ def allreduce_once(transport, lab_name: str, nnodes: int, sizes: list[int], budg
 
 def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int], results_dir: Path) -> dict:
     ensure_lab(name)
-    containers, nnodes = session.transport_for(name, "docker", 0)
-    native, _ = session.transport_for(name, "local", nnodes)
+    containers, nnodes = targets.transport_for(name, "docker", 0)
+    native, _ = targets.transport_for(name, "local", nnodes)
     best: dict[str, dict[int, float]] = {"containers": {}, "native": {}}
     started_load = load()
     for _ in range(rounds):

@@ -1,6 +1,9 @@
-"""Where the lab keeps its files on the host: one folder, `.lab/` at the repo root.
+"""Where the lab keeps its files, and where it finds the files it ships.
 
-LAB_HOME overrides it (tests use a temporary one so they never touch a user's labs).
+State (keys, logs, run records, caches) lives in one folder: `$LAB_HOME` when set, else the nearest
+`.lab/` in the current folder or one of its parents (as git finds `.git`), else `./.lab` is created
+on first use. Shipped resources (exercises/, playbooks/, docker/) are read from the wheel when the
+package is installed, or from the repository's top level in a checkout.
 """
 
 from __future__ import annotations
@@ -8,11 +11,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+BUNDLED = PACKAGE_DIR / "_resources"  # filled by the wheel build (setup.py); absent in a checkout
+RESOURCES = ("exercises", "playbooks", "docker")
+STATE_FOLDER = ".lab"
+
+
+def resource(name: str) -> Path:
+    """A shipped top-level folder (exercises, playbooks, docker): bundled copy first, else the checkout's."""
+    if name not in RESOURCES:
+        raise ValueError(f"unknown resource {name!r}")
+    bundled = BUNDLED / name
+    return bundled if bundled.is_dir() else REPO_ROOT / name
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("LAB_HOME") or REPO_ROOT / ".lab")
+    home = os.environ.get("LAB_HOME")
+    if home:
+        return Path(home)
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / STATE_FOLDER).is_dir():
+            return folder / STATE_FOLDER
+    return here / STATE_FOLDER
 
 
 def lab_dir(name: str) -> Path:

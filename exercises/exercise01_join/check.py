@@ -3,7 +3,7 @@
 The program starts one process per node whatever --nproc-per-node says, so the world is the node count.
 """
 
-from lab.checks import Check, RunOutcome, all_ranks_present, distinct_hosts, every_rank, same_value
+from lab.jobs.checks import Check, RunOutcome, all_ranks_present, distinct_hosts, every_rank, same_value
 
 
 def check(run: RunOutcome) -> list[Check]:

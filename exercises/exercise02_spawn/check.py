@@ -1,6 +1,6 @@
 """Checks for exercise 02: N*K ranks, contiguous per node, on distinct hosts, collectives right."""
 
-from lab.checks import (Check, RunOutcome, all_ranks_present, distinct_hosts, every_rank, group_shares_host,
+from lab.jobs.checks import (Check, RunOutcome, all_ranks_present, distinct_hosts, every_rank, group_shares_host,
                         local_ranks_per_group)
 
 

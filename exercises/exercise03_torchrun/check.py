@@ -2,7 +2,7 @@
 
 import math
 
-from lab.checks import (Check, RunOutcome, all_ranks_present, distinct_hosts, every_rank, expect_below,
+from lab.jobs.checks import (Check, RunOutcome, all_ranks_present, distinct_hosts, every_rank, expect_below,
                         group_shares_host, local_ranks_per_group, same_value)
 
 

@@ -3,7 +3,7 @@ continued from the train step's snapshot, the loss fell, and the trained model w
 
 import math
 
-from lab.checks import (Check, RunOutcome, all_ranks_present, every_rank, expect_below, expect_equal, in_step,
+from lab.jobs.checks import (Check, RunOutcome, all_ranks_present, every_rank, expect_below, expect_equal, in_step,
                         load_sibling, same_value)
 
 LOSS_RATIO = 0.75  # the final loss must be below this fraction of the first

@@ -1,6 +1,6 @@
 """Checks for exercise 05: each collective's result on each rank, computed here in closed form from the world size."""
 
-from lab.checks import Check, RunOutcome, all_ranks_present, every_rank
+from lab.jobs.checks import Check, RunOutcome, all_ranks_present, every_rank
 
 
 def expected_results(rank: int, world: int) -> dict[str, tuple[str, object]]:

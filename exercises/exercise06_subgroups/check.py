@@ -1,6 +1,6 @@
 """Checks for exercise 06: group membership, group ranks and per-group sums, computed here from the world size."""
 
-from lab.checks import Check, RunOutcome, all_ranks_present, every_rank
+from lab.jobs.checks import Check, RunOutcome, all_ranks_present, every_rank
 
 
 def members_of(rank: int, world: int) -> list[int]:

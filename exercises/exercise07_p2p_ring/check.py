@@ -1,6 +1,6 @@
 """Checks for exercise 07: messages reached the right ranks, and the ring all-reduce equals dist.all_reduce and the closed form."""
 
-from lab.checks import Check, RunOutcome, all_ranks_present, every_rank
+from lab.jobs.checks import Check, RunOutcome, all_ranks_present, every_rank
 
 
 def check(run: RunOutcome) -> list[Check]:

@@ -1,7 +1,7 @@
 """Checks for exercise 08: three ways of averaging give identical replicas and identical parameters; skipping the
 initial broadcast leaves the replicas different."""
 
-from lab.checks import Check, RunOutcome, all_different, all_ranks_present, every_rank, same_value
+from lab.jobs.checks import Check, RunOutcome, all_different, all_ranks_present, every_rank, same_value
 
 
 def check(run: RunOutcome) -> list[Check]:

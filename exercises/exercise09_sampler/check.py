@@ -3,7 +3,7 @@ fills an uneven dataset. Expected sizes come from the world size (10 samples per
 
 import math
 
-from lab.checks import Check, RunOutcome, all_ranks_present, every_rank
+from lab.jobs.checks import Check, RunOutcome, all_ranks_present, every_rank
 
 SAMPLES_PER_RANK = 10
 

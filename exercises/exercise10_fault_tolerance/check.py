@@ -3,7 +3,7 @@ and completed every epoch, with the world it should have had."""
 
 import math
 
-from lab.checks import (KILLED_STATUSES, Check, RunOutcome, StepOutcome, all_ranks_present, every_rank, expect_equal,
+from lab.jobs.checks import (KILLED_STATUSES, Check, RunOutcome, StepOutcome, all_ranks_present, every_rank, expect_equal,
                         in_step, same_value)
 
 KILLED_NODE = 1  # the manifest's fault: node

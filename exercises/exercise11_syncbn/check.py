@@ -1,7 +1,7 @@
 """Checks for exercise 11: plain BatchNorm keeps each rank's own statistics, synchronised BatchNorm those of the
 global batch; both recomputed here from the data definition in batches.py."""
 
-from lab.checks import Check, RunOutcome, all_different, all_ranks_present, every_rank, every_rank_close, load_sibling
+from lab.jobs.checks import Check, RunOutcome, all_different, all_ranks_present, every_rank, every_rank_close, load_sibling
 
 TOLERANCE = 1e-4  # relative; the program computes in float32
 REFERENCE = "AllReduceBatchNorm"

@@ -5,7 +5,7 @@ The messages are what torch 2.x prints with the gloo backend and LAB_PG_TIMEOUT 
 counts the clients that joined, the other nodes report why they could not reach it.
 """
 
-from lab.checks import (Check, RunOutcome, StepOutcome, all_ranks_present, every_rank, failed_on_its_own, in_step,
+from lab.jobs.checks import (Check, RunOutcome, StepOutcome, all_ranks_present, every_rank, failed_on_its_own, in_step,
                         log_matches)
 
 UNREACHABLE_ADDR = r"224\.0\.0\.1"  # trouble.py's UNREACHABLE_ADDR

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from lab.exercises import discover
+from lab.jobs.exercises import discover
 
 from .conftest import lab
 

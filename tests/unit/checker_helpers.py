@@ -1,6 +1,6 @@
 """Hand-built run outcomes for the checker tests, and asserting which check a wrong result fails."""
 
-from lab.checks import RunOutcome, StepOutcome
+from lab.jobs.checks import RunOutcome, StepOutcome
 
 
 def outcome(results: dict[int, dict], nnodes: int, nproc: int) -> RunOutcome:

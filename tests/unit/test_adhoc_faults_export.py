@@ -2,11 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from lab.adhoc import fill_placeholders, parse_env
+from lab.jobs.adhoc import fill_placeholders, parse_env
 from lab.errors import SpecError
-from lab.exercises import load_exercise
-from lab.faults import netem_args, parse_node
-from lab.export import slurm_script
+from lab.jobs.exercises import load_exercise
+from lab.nodes.faults import netem_args, parse_node
+from lab.jobs.slurm import slurm_script
 
 
 def test_placeholders_filled_per_node():

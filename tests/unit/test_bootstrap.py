@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import bootstrap, paths
-from lab.bootstrap import (
+from lab import paths
+from lab.nodes import bootstrap
+from lab.nodes.bootstrap import (
     BASE_TAG,
     AptSource,
     StageReporter,

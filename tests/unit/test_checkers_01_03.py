@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from lab.exercises import find
+from lab.jobs.exercises import find
 from tests.unit.checker_helpers import assert_fails, failed, outcome
 
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from lab.checks import RunOutcome, StepOutcome, load_sibling
+from lab.jobs.checks import RunOutcome, StepOutcome, load_sibling
 from lab.errors import SpecError
-from lab.exercises import LaunchContext, find, load_exercise, step_command
-from lab.runner import _checks, _maybe_inject
+from lab.jobs.exercises import LaunchContext, find, load_exercise, step_command
+from lab.jobs.runner import _checks, _maybe_inject
 from tests.unit.checker_helpers import assert_fails, failed
 from tests.unit.test_exercise_manifest import make_exercise
 

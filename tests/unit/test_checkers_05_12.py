@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from lab.checks import RunOutcome, StepOutcome, load_sibling
-from lab.exercises import find
+from lab.jobs.checks import RunOutcome, StepOutcome, load_sibling
+from lab.jobs.exercises import find
 from tests.unit.checker_helpers import assert_fails, failed, outcome
 
 

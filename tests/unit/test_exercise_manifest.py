@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import SpecError
-from lab.exercises import LaunchContext, discover, find, load_exercise, step_command
+from lab.jobs.exercises import LaunchContext, discover, find, load_exercise, step_command
 
 
 def make_exercise(root: Path, folder: str, manifest: str, program: str = "prog.py") -> Path:

@@ -5,11 +5,11 @@ import tarfile
 
 import pytest
 
-from lab import labs
-from lab.docker_driver import MountPlan
-from lab.doctor import judge
+from lab.nodes import lifecycle
+from lab.nodes.driver import MountPlan
+from lab.nodes.doctor import judge
 from lab.errors import RunError, SpecError
-from lab.gpu import (
+from lab.nodes.gpus import (
     CPU_NOTICE,
     Gpu,
     HostGpus,
@@ -19,8 +19,8 @@ from lab.gpu import (
     read_proc_gpus,
     run_backend,
 )
-from lab.host_image import HostPython, host_binds, outside_usr, rootfs_tar
-from lab.spec import PYTHON_LABEL, LabSpec, parse_gpus
+from lab.nodes.host_image import HostPython, host_binds, outside_usr, rootfs_tar
+from lab.model.spec import PYTHON_LABEL, LabSpec, parse_gpus
 
 LIBS = ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
         "/opt/nvidia/lib64/libnvidia-ptxjitcompiler.so.1")
@@ -69,7 +69,7 @@ def test_unknown_image_is_refused():
 def test_toolkit_partitions_gpus_into_per_node_device_requests(tmp_path):
     plan = plan_gpus("all", 2, toolkit_host(4))
     assert plan.mode == "toolkit" and plan.resolved == "all" and plan.notices == []
-    mounts = labs.node_plans(LabSpec(nodes=2, gpus="all"), base_plan(tmp_path), plan)
+    mounts = lifecycle.node_plans(LabSpec(nodes=2, gpus="all"), base_plan(tmp_path), plan)
     assert [m.device_requests for m in mounts.values()] == [
         [{"Driver": "nvidia", "DeviceIDs": ["GPU-0000", "GPU-0001"], "Capabilities": [["gpu", "compute", "utility"]]}],
         [{"Driver": "nvidia", "DeviceIDs": ["GPU-0002", "GPU-0003"], "Capabilities": [["gpu", "compute", "utility"]]}],
@@ -112,7 +112,7 @@ def test_more_per_node_than_the_host_has_is_refused():
 def test_passthrough_gives_each_node_its_own_device_node_and_the_driver_read_only(tmp_path):
     plan = plan_gpus("all", 2, raw_host(2))
     assert plan.mode == "passthrough"
-    mounts = labs.node_plans(LabSpec(nodes=2, gpus="all"), base_plan(tmp_path), plan)
+    mounts = lifecycle.node_plans(LabSpec(nodes=2, gpus="all"), base_plan(tmp_path), plan)
     control = ["/dev/nvidiactl:/dev/nvidiactl:rwm", "/dev/nvidia-uvm:/dev/nvidia-uvm:rwm",
                "/dev/nvidia-uvm-tools:/dev/nvidia-uvm-tools:rwm"]
     assert mounts[0].devices == ["/dev/nvidia0:/dev/nvidia0:rwm", *control]
@@ -136,7 +136,7 @@ def test_passthrough_skips_gpus_without_a_device_node_and_needs_nvidiactl():
 def test_auto_without_gpus_falls_back_to_cpu_with_one_notice(tmp_path):
     plan = plan_gpus("auto", 2, HostGpus())
     assert (plan.mode, plan.resolved, plan.notices) == ("cpu", "none", [CPU_NOTICE])
-    mounts = labs.node_plans(LabSpec(nodes=2), base_plan(tmp_path), plan)
+    mounts = lifecycle.node_plans(LabSpec(nodes=2), base_plan(tmp_path), plan)
     assert all(not (m.devices or m.device_requests or m.extra_binds or m.environment) for m in mounts.values())
 
 
@@ -230,9 +230,9 @@ def test_host_binds_are_read_only_and_leave_etc_alone(tmp_path):
 
 
 def test_host_image_nodes_run_the_host_python(tmp_path, monkeypatch):
-    monkeypatch.setattr("lab.host_image.host_python", lambda: HostPython("/opt/py/bin/python3", ("/opt/py",)))
+    monkeypatch.setattr("lab.nodes.host_image.host_python", lambda: HostPython("/opt/py/bin/python3", ("/opt/py",)))
     plan = plan_gpus("all", 2, raw_host(2))
-    mounts = labs.node_plans(LabSpec(nodes=2, image="host", gpus="all"), base_plan(tmp_path), plan)
+    mounts = lifecycle.node_plans(LabSpec(nodes=2, image="host", gpus="all"), base_plan(tmp_path), plan)
     node = mounts[1]
     assert node.labels == {PYTHON_LABEL: "/opt/py/bin/python3"}
     assert node.environment["PATH"].startswith("/opt/py/bin:")

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from lab.cli import cli
 from lab.errors import RunError, SpecError
-from lab.inventory import ansible_inventory, parse_inventory
-from lab.transports import SshHost, SshTransport, remote_command
+from lab.provision.inventory import ansible_inventory, parse_inventory
+from lab.jobs.transports import SshHost, SshTransport, remote_command
 
 # Stands in for `ssh`: drops the options and the destination, runs the remote command with sh locally.
 FAKE_SSH = """#!/usr/bin/env python3

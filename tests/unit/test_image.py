@@ -6,10 +6,11 @@ from types import SimpleNamespace
 import docker.errors
 import pytest
 
-from lab import image, paths
-from lab.bootstrap import BASE_TAG
+from lab import paths
+from lab.nodes import image
+from lab.nodes.bootstrap import BASE_TAG
 from lab.errors import ImageError
-from lab.image import CONFIGURED_BASE, PullFailed, Target, resolve_base, select_wheels
+from lab.nodes.image import CONFIGURED_BASE, PullFailed, Target, resolve_base, select_wheels
 
 PINS = {"torch": "2.13.0+cpu", "numpy": "2.4.6"}
 TORCH = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"

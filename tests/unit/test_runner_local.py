@@ -5,9 +5,9 @@ import shutil
 from pathlib import Path
 
 from lab import paths
-from lab.exercises import exercises_root, load_exercise
-from lab.runner import RunOptions, run_exercise
-from lab.transports import LocalTransport
+from lab.jobs.exercises import exercises_root, load_exercise
+from lab.jobs.runner import RunOptions, run_exercise
+from lab.jobs.transports import LocalTransport
 
 JOIN = """
 import sys, time, labkit, torch, torch.distributed as dist
@@ -25,7 +25,7 @@ if '--fail' in sys.argv:
 """
 
 CHECK = """
-from lab.checks import Check, all_ranks_present
+from lab.jobs.checks import Check, all_ranks_present
 def check(run):
     expected = run.world_size * (run.world_size - 1) / 2
     return [all_ranks_present(run, run.world_size),
@@ -99,7 +99,7 @@ def test_hung_rendezvous_times_out_names_missing_ranks_and_kills(tmp_path):
 def test_fault_kills_the_named_node_once_the_trigger_file_appears(tmp_path):
     manifest = ("program: prog.py\ntimeout: 60\nsteps:\n  - name: main\n"
                 "    fault: {when_file: ready, action: kill-node, node: 1}\n")
-    check = "from lab.checks import Check\ndef check(run):\n    return [Check('node1 killed', run.last.exit_codes[1] != 0)]\n"
+    check = "from lab.jobs.checks import Check\ndef check(run):\n    return [Check('node1 killed', run.last.exit_codes[1] != 0)]\n"
     ex, transport = exercise(tmp_path, manifest, SLEEPER, check)
     reporter = Collect()
     record = run_exercise(ex, transport, RunOptions(nnodes=2), reporter)

@@ -1,7 +1,7 @@
 import pytest
 
 from lab.errors import SpecError
-from lab.spec import (
+from lab.model.spec import (
     MIN_NODE_MEMORY,
     LabSpec,
     lab_filter,

@@ -11,11 +11,11 @@ import string
 from pathlib import Path
 
 from lab import paths
-from lab.checks import Check
+from lab.jobs.checks import Check
 from lab.errors import SpecError
-from lab.exercises import LaunchContext, torchrun_argv
-from lab.runner import Reporter, RunRecord, launch, new_run_id, recording, save_logs
-from lab.transports import Transport
+from lab.jobs.exercises import LaunchContext, torchrun_argv
+from lab.jobs.runner import Reporter, RunRecord, launch, new_run_id, recording, save_logs
+from lab.jobs.transports import Transport
 
 PLACEHOLDERS = ("node_rank", "nnodes", "rank", "world_size", "master_addr", "master_port")
 DEFAULT_TIMEOUT = 3600

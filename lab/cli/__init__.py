@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lab import labs, paths
+from lab import paths
+from lab.nodes import lifecycle
 from lab.bench import PARTS as BENCH_PARTS
 from lab.errors import LabError, SpecError, host_error
-from lab.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
+from lab.model.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 
 # Wide enough for tables when piped (rich assumes 80 columns without a terminal).
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -151,13 +152,13 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recrea
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
                    memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin)
     with StatusLine(as_json) as progress:
-        result = labs.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
+        result = lifecycle.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
     if as_json:
         print(json.dumps({"name": name, "changed": result.changed, "seconds": round(result.seconds, 2),
                           "notices": result.notices, "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
         return
     verb = f"up in {result.seconds:.1f} s" if result.changed else "already up, nothing to do"
-    console.print(f"lab '{name}' {verb}: {labs.describe(result.spec)}")
+    console.print(f"lab '{name}' {verb}: {lifecycle.describe(result.spec)}")
     for notice in result.notices:
         console.print(f"[yellow]note:[/] {notice}")
     _print_nodes(result.nodes)
@@ -182,7 +183,7 @@ def provision(name, as_json):
     """
     with StatusLine(as_json) as progress:
         progress("provisioning with ansible")
-        result = labs.provision(name)
+        result = lifecycle.provision(name)
     if as_json:
         print(json.dumps({"log": str(result.log), "seconds": round(result.seconds, 2),
                           "nodes": [{"host": n.host, "ok": n.ok, "facts": n.facts, "error": n.error} for n in result.nodes]}, indent=2))
@@ -208,7 +209,7 @@ def _print_nodes(nodes) -> None:
 @json_option
 def status(name, as_json):
     """Show labs and their nodes: hostnames, IPs, state, limits, GPUs, SSH ports."""
-    report = labs.status(name)
+    report = lifecycle.status(name)
     if as_json:
         print(json.dumps(report, indent=2))
         return
@@ -217,7 +218,7 @@ def status(name, as_json):
         return
     for lab_name, lab in report.items():
         spec = LabSpec.from_dict(lab["spec"]) if lab["spec"] else None
-        console.print(f"[bold]lab '{lab_name}'[/]: " + (labs.describe(spec) if spec else "leftovers only (run `lab down`)"))
+        console.print(f"[bold]lab '{lab_name}'[/]: " + (lifecycle.describe(spec) if spec else "leftovers only (run `lab down`)"))
         _print_nodes(lab["nodes"])
 
 
@@ -230,7 +231,7 @@ def doctor(name, as_json):
     Exits 1 when a node has a problem (torch missing, a peer that does not resolve, GPUs the
     lab gave a node that torch cannot see).
     """
-    from lab.doctor import diagnose
+    from lab.nodes.doctor import diagnose
 
     result = diagnose(name)
     if as_json:
@@ -264,7 +265,7 @@ def down(name, every, as_json):
 
     Run records under .lab/runs stay.
     """
-    removed = labs.down(None if every else name)
+    removed = lifecycle.down(None if every else name)
     if as_json:
         print(json.dumps(removed))
         return
@@ -296,7 +297,7 @@ def fault(action, node, name, ms, jitter, rate):
 
     Faults show in `lab status`.
     """
-    from lab.faults import inject
+    from lab.nodes.faults import inject
 
     console.print(inject(name, action, node, ms=ms, jitter=jitter, rate=rate))
 
@@ -310,8 +311,8 @@ def image():
 @click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
 def image_build(rebuild):
     """Build the node image (base: local image, else pull, else debootstrap)."""
-    from lab.docker_driver import DockerDriver
-    from lab.image import ensure_node_image
+    from lab.nodes.driver import DockerDriver
+    from lab.nodes.image import ensure_node_image
 
     driver = DockerDriver()
     with StatusLine(False) as progress:
@@ -323,7 +324,7 @@ def image_build(rebuild):
 @json_option
 def exercises_command(as_json):
     """List the exercises, one line each."""
-    from lab.exercises import discover
+    from lab.jobs.exercises import discover
 
     found = discover()
     if as_json:
@@ -395,7 +396,7 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
     per-rank JSON, checks, timings) is kept under .lab/runs/<id>/. Exits 0 only if every
     check passes.
     """
-    from lab import session
+    from lab.jobs import targets
 
     if not exercise and not run_all:
         raise SpecError("name an exercise or pass --all", "see `lab exercises`")
@@ -405,12 +406,12 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
     if inventory and driver == "local":
         raise SpecError("--inventory runs on the inventory's hosts; it does not go with --driver local")
     if inventory:
-        from lab import inventory as real_hosts
+        from lab.provision import inventory as real_hosts
 
         records = real_hosts.run_exercises(None if run_all else exercise, inventory, nproc_per_node, backend, timeout,
                                            reporter, master_port)
     else:
-        records = session.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
+        records = targets.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
                                         timeout, reporter, master_port)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
@@ -490,11 +491,12 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, master_port, 
     A script written for two terminals (--rank/--world-size + MASTER_ADDR/PORT):
       lab exec --copy train.py -- python train.py --rank {rank} --world-size {world_size}
     """
-    from lab import adhoc, session
+    from lab.jobs import adhoc
+    from lab.jobs import targets
 
     if command and command[0] == "--":
         command = command[1:]
-    transport, nnodes = session.transport_for(name, "docker", 0)
+    transport, nnodes = targets.transport_for(name, "docker", 0)
     nodes = sorted(set(node_list)) if node_list and not every else list(range(nnodes))
     if any(index >= nnodes for index in nodes):
         raise SpecError(f"lab '{name}' has nodes 0..{nnodes - 1}", "see `lab status`")
@@ -524,9 +526,10 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, master_port
     Example:
       lab torchrun --nproc-per-node 2 my_project/train.py --epochs 3
     """
-    from lab import adhoc, session
+    from lab.jobs import adhoc
+    from lab.jobs import targets
 
-    transport, nnodes = session.transport_for(name, "docker", 0)
+    transport, nnodes = targets.transport_for(name, "docker", 0)
     record = adhoc.run_torchrun(transport, name, nnodes, nproc_per_node, rdzv, script, list(args),
                                 adhoc.parse_env(env_pairs), timeout, LiveReporter(as_json), master_port)
     _finish_adhoc(record, as_json)
@@ -550,9 +553,9 @@ def _write(text: str, output: Path | None) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="File to write (default: stdout).")
 def export_compose(name, output):
     """A docker-compose.yml equivalent to the running lab (same image, mounts, labels, network)."""
-    from lab.export import compose_yaml
+    from lab.nodes.compose import compose_yaml
 
-    labs.require(name)
+    lifecycle.require(name)
     _write(compose_yaml(name), output)
 
 
@@ -566,8 +569,8 @@ def export_compose(name, output):
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="File to write (default: stdout).")
 def export_slurm(exercise, nodes, nproc_per_node, gpus_per_node, partition, time_limit, output):
     """An sbatch script running EXERCISE with srun + torchrun (head node = rendezvous)."""
-    from lab.exercises import find
-    from lab.export import slurm_script
+    from lab.jobs.exercises import find
+    from lab.jobs.slurm import slurm_script
 
     found = find(exercise)
     _write(slurm_script(found, nodes or found.nodes, nproc_per_node or found.nproc_per_node, gpus_per_node,
@@ -578,7 +581,7 @@ def export_slurm(exercise, nodes, nproc_per_node, gpus_per_node, partition, time
 @json_option
 def runs_command(as_json):
     """List recorded runs (newest last)."""
-    from lab.records import list_runs
+    from lab.jobs.records import list_runs
 
     runs = list_runs()
     if as_json:
@@ -603,7 +606,7 @@ def runs_command(as_json):
 @json_option
 def show_command(run, as_json):
     """Print one recorded RUN (id, id prefix, exercise name, or 'latest')."""
-    from lab.records import load_run
+    from lab.jobs.records import load_run
 
     record = load_run(run)
     if as_json:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.errors import RunError, SpecError
-from lab.spec import parse_gpus
+from lab.model.spec import parse_gpus
 
 TOOLKIT_RUNTIME = "nvidia"
 TOOLKIT_CAPABILITIES = ("gpu", "compute", "utility")

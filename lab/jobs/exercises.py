@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from lab import paths
 from lab.errors import SpecError
 
 LAUNCHERS = ("per-node", "torchrun")
@@ -23,8 +24,8 @@ FAULT_KILL_MODES = {"kill-worker": "worker", "kill-node": "all"}
 
 
 def exercises_root() -> Path:
-    """The repo's exercises/ folder (the package is installed in editable mode from the repo)."""
-    return Path(__file__).resolve().parent.parent / "exercises"
+    """The exercises/ folder shipped with the package (the repository's own in a checkout)."""
+    return paths.resource("exercises")
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Protocol
 
-from lab.docker_driver import ENGINE_HINT, engine_errors, node_python
+from lab.nodes.driver import ENGINE_HINT, engine_errors, node_python
 from lab.errors import EngineError, RunError
-from lab.spec import EXERCISES_MOUNT, SHARED_MOUNT
+from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
 # LAB_RUN_ID/LAB_NODE in their environment.

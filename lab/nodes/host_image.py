@@ -23,10 +23,10 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from lab.bootstrap import BASE_TAG, Progress
-from lab.docker_driver import engine_errors
+from lab.nodes.bootstrap import BASE_TAG, Progress
+from lab.nodes.driver import engine_errors
 from lab.errors import ImageError
-from lab.spec import LABEL_PREFIX
+from lab.model.spec import LABEL_PREFIX
 
 IMAGE_REPOSITORY = "lab-host"
 HOST_SSHD = Path("/usr/sbin/sshd")
@@ -184,7 +184,7 @@ def _add(tar: tarfile.TarFile, name: str, kind: bytes, mode: int, data: bytes | 
 
 def sshd_source(client: docker.DockerClient) -> str | None:
     """A local image whose sshd can be bundled: the bootstrapped base, else the node image; None if neither."""
-    from lab.image import node_image_tag  # the node image's name only; nothing is built
+    from lab.nodes.image import node_image_tag  # the node image's name only; nothing is built
 
     for ref in (BASE_TAG, node_image_tag()):
         with contextlib.suppress(docker.errors.ImageNotFound):

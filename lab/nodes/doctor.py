@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from lab import labs, paths
-from lab.gpu import run_backend
-from lab.provision import PLAYBOOKS
-from lab.transports import DockerTransport
+from lab import paths
+from lab.nodes import lifecycle
+from lab.nodes.gpus import run_backend
+from lab.provision.ansible import PLAYBOOKS
+from lab.jobs.transports import DockerTransport
 
 PROBE = PLAYBOOKS / "files" / "probe.py"
 
@@ -50,7 +51,7 @@ class Diagnosis:
 
 def diagnose(name: str) -> Diagnosis:
     """Probe every node of lab `name` at once and list what is wrong on each."""
-    driver, spec, states = labs.require(name)
+    driver, spec, states = lifecycle.require(name)
     transport = DockerTransport(driver, name, paths.lab_dir(name) / "shared")
     peers = [state.hostname for state in states]
     script = PROBE.read_text()

@@ -16,7 +16,7 @@ import docker.errors
 import requests.exceptions
 
 from lab.errors import EngineError, LabStateError
-from lab.spec import (
+from lab.model.spec import (
     EXERCISES_MOUNT,
     LABEL_PREFIX,
     PYTHON_LABEL,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from lab import paths
 from lab.errors import ProvisionError
-from lab.spec import MASTER_PORT, LabSpec
+from lab.model.spec import MASTER_PORT, LabSpec
 
-PLAYBOOKS = paths.REPO_ROOT / "playbooks"
+PLAYBOOKS = paths.resource("playbooks")
 REPORT_TASK = "Report node"
 NODE_PYTHON = "/opt/lab-venv/bin/python"
 

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lab import paths
-from lab.docker_driver import DockerDriver, MountPlan, NodeState, node_python
+from lab.nodes.driver import DockerDriver, MountPlan, NodeState, node_python
 from lab.errors import LabStateError, ProvisionError
-from lab.exercises import exercises_root
-from lab.faults import recorded_delays
-from lab.gpu import TOOLKIT_CAPABILITIES, GpuPlan, detect_host, plan_gpus
-from lab.provision import ProvisionResult, run_playbook, write_inventory
-from lab.spec import PYTHON_LABEL, LabSpec
-from lab.sshkeys import checked_key, ensure_key
+
+from lab.nodes.faults import recorded_delays
+from lab.nodes.gpus import TOOLKIT_CAPABILITIES, GpuPlan, detect_host, plan_gpus
+from lab.provision.ansible import ProvisionResult, run_playbook, write_inventory
+from lab.model.spec import PYTHON_LABEL, LabSpec
+from lab.nodes.sshkeys import checked_key, ensure_key
 
 Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
@@ -61,17 +61,17 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
         return UpResult(spec, False, "", states, time.monotonic() - started)
     spec.check_fits(*driver.host_resources())
     if spec.image == "host":
-        from lab.host_image import ensure_host_image
+        from lab.nodes.host_image import ensure_host_image
 
         image = ensure_host_image(driver.client, progress)
     else:
-        from lab.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
+        from lab.nodes.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
 
         image = ensure_node_image(driver.client, progress, rebuild=rebuild)
     lab_dir = paths.lab_dir(spec.name)
     # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
     _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}", fresh=current is None)
-    base = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=exercises_root(), public_key=public_key,
+    base = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"), public_key=public_key,
                      cap_add=["NET_ADMIN"] if spec.net_admin else [])
     progress(f"starting {spec.nodes} node(s)")
     try:
@@ -93,7 +93,7 @@ def node_plans(spec: LabSpec, base: MountPlan, gpu_plan: GpuPlan) -> dict[int, M
     """Each node's MountPlan: `base`, plus the host's Python for `--image host`, plus the node's GPUs."""
     binds, environment, labels = {}, {}, {}
     if spec.image == "host":
-        from lab.host_image import host_binds, host_python, node_environment
+        from lab.nodes.host_image import host_binds, host_python, node_environment
 
         python = host_python()
         binds, environment, labels = host_binds(python), node_environment(python), {PYTHON_LABEL: python.executable}

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from lab import paths
-from lab.checks import Check, RunOutcome, StepOutcome, exited_cleanly
+from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
 from lab.errors import LabError
-from lab.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command
-from lab.records import plot_curves
-from lab.transports import Transport, pump
+from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command
+from lab.jobs.records import plot_curves
+from lab.jobs.transports import Transport, pump
 
 POLL_SECONDS = 0.2
 GRACE_SECONDS = 15

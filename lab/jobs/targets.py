@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from lab import labs, paths
-from lab.exercises import Exercise, discover, exercises_root, find
-from lab.gpu import run_backend
-from lab.runner import Reporter, RunOptions, RunRecord, run_exercise
-from lab.transports import DockerTransport, LocalTransport
+from lab import paths
+from lab.nodes import lifecycle as labs
+from lab.jobs.exercises import Exercise, discover, exercises_root, find
+from lab.nodes.gpus import run_backend
+from lab.jobs.runner import Reporter, RunOptions, RunRecord, run_exercise
+from lab.jobs.transports import DockerTransport, LocalTransport
 
 
 def transport_for(lab_name: str, driver_kind: str, local_nodes: int):

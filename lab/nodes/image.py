@@ -31,12 +31,12 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from lab import paths
-from lab.bootstrap import BASE_TAG, TAIL_LINES, Progress, bootstrap_base, logged_failure, run_logged
-from lab.docker_driver import engine_errors
+from lab.nodes.bootstrap import BASE_TAG, TAIL_LINES, Progress, bootstrap_base, logged_failure, run_logged
+from lab.nodes.driver import engine_errors
 from lab.errors import ImageError
-from lab.spec import LABEL_PREFIX
+from lab.model.spec import LABEL_PREFIX
 
-DOCKERFILE = paths.REPO_ROOT / "docker" / "Dockerfile"
+DOCKERFILE = paths.resource("docker") / "Dockerfile"
 # The Dockerfile's venv stage carries this label: its image (torch twice over) is removed after a build.
 VENV_STAGE_LABEL = f"{LABEL_PREFIX}.image.stage=venv"
 IMAGE_REPOSITORY = "lab-node"

@@ -27,11 +27,11 @@ import yaml
 
 from lab import paths
 from lab.errors import ProvisionError, SpecError
-from lab.exercises import discover, find
-from lab.provision import ProvisionResult, run_playbook
-from lab.runner import Reporter, RunOptions, RunRecord, run_exercise
-from lab.spec import EXERCISES_MOUNT, MASTER_PORT, SHARED_MOUNT
-from lab.transports import SshHost, SshTransport
+from lab.jobs.exercises import discover, find
+from lab.provision.ansible import ProvisionResult, run_playbook
+from lab.jobs.runner import Reporter, RunOptions, RunRecord, run_exercise
+from lab.model.spec import EXERCISES_MOUNT, MASTER_PORT, SHARED_MOUNT
+from lab.jobs.transports import SshHost, SshTransport
 
 NODES_GROUP = "nodes"
 DEFAULT_PYTHON = "python3"

@@ -11,9 +11,9 @@ import json
 import docker.errors
 
 from lab import paths
-from lab.docker_driver import DockerDriver, engine_errors
+from lab.nodes.driver import DockerDriver, engine_errors
 from lab.errors import LabStateError, SpecError
-from lab.spec import network_name
+from lab.model.spec import network_name
 
 ACTIONS = ("kill", "stop", "pause", "unpause", "partition", "heal", "delay")
 INTERFACE = "eth0"

@@ -1,0 +1,1 @@
+"""Jobs on the nodes: exercises, launch through a transport, checks, run records."""
