@@ -2,7 +2,7 @@
 
 import time
 
-from lab.cli import StatusLine
+from lab.cli.console import StatusLine
 
 
 def lines(capsys) -> list[str]:

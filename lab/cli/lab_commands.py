@@ -1,0 +1,195 @@
+"""Commands that make, inspect, change and remove a lab: up, provision, status, doctor, down, fault, image."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from lab.cli.console import StatusLine, console, print_nodes, print_provision
+from lab.cli.options import json_option, name_option
+from lab.model.spec import DEFAULT_NAME, LabSpec, parse_memory
+from lab.nodes import lifecycle
+
+
+@click.command()
+@click.option("--nodes", type=int, default=2, show_default=True, help="How many nodes (containers).")
+@click.option("--nproc-per-node", type=int, default=None, help="Processes per node for every run (default: each exercise's own).")
+@name_option
+@click.option("--cpus", type=float, default=None, help="CPU limit per node, e.g. 1 or 0.5.")
+@click.option("--memory", default=None, metavar="SIZE", help="Memory limit per node, e.g. 2g or 768m.")
+@click.option("--net-admin", is_flag=True, help="Give nodes NET_ADMIN (needed by `lab fault delay`).")
+@click.option("--gpus", default="auto", show_default=True, metavar="auto|none|all|N",
+              help="NVIDIA GPUs for the nodes: auto (all when there are any), none, all (split across nodes), N per node.")
+@click.option("--image", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
+              help="host: no image build; nodes mount this host's /usr and Python (with its torch) read-only.")
+@click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
+@json_option
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recreate, rebuild, as_json):
+    """Start a lab of NODES containers and wait until every node answers.
+
+    Running it again with the same options does nothing; with different options it
+    refuses unless --recreate is given. The first run builds the node image (a minute
+    or two, see README); later runs start in seconds.
+
+    \b
+    Examples:
+      lab up --nodes 2
+      lab up --nodes 4 --cpus 0.5 --memory 1g --name big
+      lab up --nodes 2 --image host --gpus auto
+    """
+    spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
+                   memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin)
+    with StatusLine(as_json) as progress:
+        result = lifecycle.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
+    if as_json:
+        print(json.dumps({"name": name, "changed": result.changed, "seconds": round(result.seconds, 2),
+                          "notices": result.notices, "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
+        return
+    verb = f"up in {result.seconds:.1f} s" if result.changed else "already up, nothing to do"
+    console.print(f"lab '{name}' {verb}: {lifecycle.describe(result.spec)}")
+    for notice in result.notices:
+        console.print(f"[yellow]note:[/] {notice}")
+    print_nodes(result.nodes)
+    if result.provision:
+        print_provision(result.provision)
+
+
+@click.command()
+@name_option
+@json_option
+def provision(name, as_json):
+    """Rerun the ansible provisioning playbook on every node of the lab.
+
+    It checks python/torch, backends and GPUs, that every peer resolves, and writes
+    /etc/lab/env (MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE) on each node.
+    """
+    with StatusLine(as_json) as progress:
+        progress("provisioning with ansible")
+        result = lifecycle.provision(name)
+    if as_json:
+        print(json.dumps({"log": str(result.log), "seconds": round(result.seconds, 2),
+                          "nodes": [{"host": n.host, "ok": n.ok, "facts": n.facts, "error": n.error} for n in result.nodes]}, indent=2))
+        return
+    print_provision(result)
+
+
+@click.command()
+@click.option("--name", default=None, metavar="NAME", help="Only this lab (default: every lab).")
+@json_option
+def status(name, as_json):
+    """Show labs and their nodes: hostnames, IPs, state, limits, GPUs, SSH ports."""
+    report = lifecycle.status(name)
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    if not report:
+        console.print("no lab is up (start one with `lab up --nodes 2`)")
+        return
+    for lab_name, lab in report.items():
+        spec = LabSpec.from_dict(lab["spec"]) if lab["spec"] else None
+        console.print(f"[bold]lab '{lab_name}'[/]: " + (lifecycle.describe(spec) if spec else "leftovers only (run `lab down`)"))
+        print_nodes(lab["nodes"])
+
+
+@click.command()
+@name_option
+@json_option
+def doctor(name, as_json):
+    """Check each node from inside: torch, CUDA, GPUs, gloo/nccl, NCCL version, peers.
+
+    Exits 1 when a node has a problem (torch missing, a peer that does not resolve, GPUs the
+    lab gave a node that torch cannot see).
+    """
+    from lab.nodes.doctor import diagnose
+
+    result = diagnose(name)
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        table = Table(box=None, pad_edge=False)
+        for column in ("node", "python", "torch", "cuda", "gpus", "backends", "nccl", "peers", "problems"):
+            table.add_column(column)
+        for node in result.nodes:
+            probe = node.probe
+            peers = probe.get("peers") or {}
+            gpus = probe.get("gpus") or []
+            table.add_row(node.hostname, escape(str(probe.get("python", "?"))),
+                          escape(f"{probe.get('torch')}" + (f" (CUDA {probe['cuda_build']})" if probe.get("cuda_build") else "")),
+                          "yes" if probe.get("cuda") else "no", escape(f"{len(gpus)}" + (f": {', '.join(gpus)}" if gpus else "")),
+                          "/".join(probe.get("backends") or []) or "-", probe.get("nccl") or "-",
+                          f"{sum(1 for a in peers.values() if a)}/{len(peers)} resolve",
+                          "[green]ok[/]" if node.ok else "[red]" + escape("; ".join(node.problems)) + "[/]")
+        console.print(table)
+        console.print(f"`lab run --backend auto` on lab '{name}' uses {result.backend} (1 process per node)")
+    if not result.ok:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--name", default=DEFAULT_NAME, show_default=True, metavar="NAME", help="Which lab to remove.")
+@click.option("--all", "every", is_flag=True, help="Remove every lab on this engine.")
+@json_option
+def down(name, every, as_json):
+    """Remove a lab's containers, network and volume (found by label, also after a crash).
+
+    Run records under .lab/runs stay.
+    """
+    removed = lifecycle.down(None if every else name)
+    if as_json:
+        print(json.dumps(removed))
+        return
+    target = "every lab" if every else f"lab '{name}'"
+    if not any(removed.values()):
+        console.print(f"nothing to remove for {target}")
+        return
+    console.print(f"removed {target}: {removed['containers']} container(s), {removed['networks']} network(s), "
+                  f"{removed['volumes']} volume(s)")
+
+
+@click.command()
+@click.argument("action", type=click.Choice(["kill", "stop", "pause", "unpause", "partition", "heal", "delay"]))
+@click.argument("node")
+@name_option
+@click.option("--ms", type=click.IntRange(0, 60000), default=None, help="delay: added latency in milliseconds.")
+@click.option("--jitter", type=click.IntRange(0, 60000), default=None, help="delay: +/- jitter in milliseconds.")
+@click.option("--rate", default=None, metavar="RATE", help="delay: bandwidth limit, e.g. 100mbit.")
+def fault(action, node, name, ms, jitter, rate):
+    """Inject a fault into NODE (node1 or 1) of a running lab; `heal` undoes them all.
+
+    
+    kill       SIGKILL the node's container (like pulling the plug)
+    stop       stop it gracefully
+    pause      freeze every process (unpause to continue)
+    partition  disconnect it from the lab network
+    delay      tc netem latency/jitter/rate on its interface (needs `lab up --net-admin`)
+    heal       start, unpause, reconnect and clear delays
+
+    Faults show in `lab status`.
+    """
+    from lab.nodes.faults import inject
+
+    console.print(inject(name, action, node, ms=ms, jitter=jitter, rate=rate))
+
+
+@click.group()
+def image():
+    """Build or inspect the node image."""
+
+
+@image.command("build")
+@click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
+def image_build(rebuild):
+    """Build the node image (base: local image, else pull, else debootstrap)."""
+    from lab.nodes.driver import DockerDriver
+    from lab.nodes.image import ensure_node_image
+
+    driver = DockerDriver()
+    with StatusLine(False) as progress:
+        tag = ensure_node_image(driver.client, progress, rebuild=rebuild)
+    console.print(f"node image: {tag}")
+
