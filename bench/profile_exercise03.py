@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lab.jobs import targets  # noqa: E402
+from lab.jobs.exercises import find  # noqa: E402
 
 
 class Timeline:
@@ -40,9 +41,10 @@ class Timeline:
         return next((at for at, text in reversed(self.lines) if needle in text), None)
 
 
-def profile(name: str, driver: str) -> dict:
+def profile(name: str, on: str) -> dict:
     timeline = Timeline()
-    targets.run_exercises("exercise03", name, driver, 2, None, "auto", None, timeline)
+    target = targets.resolve(on, name, nodes=2 if on == targets.HOST else None)
+    targets.run_exercises([find("exercise03")], target, None, "auto", None, timeline)
     return {"first output": timeline.first("] group rank"), "first epoch": timeline.first("epoch 0:"),
             "last epoch": timeline.last("epoch 5:"), "end": round(time.monotonic() - timeline.started, 2)}
 
@@ -52,15 +54,15 @@ def main() -> None:
     parser.add_argument("--name", default="bench")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    print("| driver | first output (s) | first epoch (s) | last epoch (s) | end (s) | training (s) | load 1 min |")
+    print("| on | first output (s) | first epoch (s) | last epoch (s) | end (s) | training (s) | load 1 min |")
     print("|---|---|---|---|---|---|---|")
     for _ in range(args.rounds):
-        for driver in ("docker", "local"):
-            phases = profile(args.name, driver)
+        for on in (targets.CONTAINERS, targets.HOST):
+            phases = profile(args.name, on)
             training = round(phases["last epoch"] - phases["first output"], 2) if phases["last epoch"] else None
             cells = [phases[key] if phases[key] is None else round(phases[key], 2)
                      for key in ("first output", "first epoch", "last epoch", "end")]
-            print(f"| {driver} | " + " | ".join(map(str, cells)) + f" | {training} | {os.getloadavg()[0]:.1f} |",
+            print(f"| {on} | " + " | ".join(map(str, cells)) + f" | {training} | {os.getloadavg()[0]:.1f} |",
                   flush=True)
 
 

@@ -5,14 +5,14 @@
   python bench/run.py --max-nodes 4 --cold     # --cold also times a full image rebuild (minutes)
 
 Parts (each prints a table and its ratio to the target; targets in verdicts()):
-  up          `lab up` wall time for 2, 4, 8, 16 nodes (<= --max-nodes) with the image present,
-              and how much of it is ansible provisioning
+  up          `lab up` wall time for 2, 4, 8, 16, 32 nodes (<= --max-nodes) with the image present, how much
+              of it is ansible provisioning, a linear fit (s/node) and up.png; `lab up` again and `lab down`
   memory      memory per idle node of a 2-node lab: docker-stats figure (usage - inactive page
               cache), resident memory (rss/anon) and page cache, from the node's memory cgroup
   allreduce   gloo all_reduce, 1 KiB..64 MiB, across 2 containers vs 2 native processes on this host,
               the same worker (bench/allreduce_worker.py) launched through the same `lab exec` code;
               nccl-tests columns: time, algbw = bytes/time, busbw = algbw * 2(n-1)/n; PNG plot
-  exercise03  `lab run exercise03` on the 2-node lab vs `lab run exercise03 --driver local --nodes 2`
+  exercise03  `lab run exercise03` on the 2-node lab vs `lab run exercise03 --on host --nodes 2`
 
 Rounds alternate containers and native so that load from other work on the machine hits both;
 the best round of each is compared. Results go to bench/results/ (latest.json, allreduce.png).
@@ -34,11 +34,15 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from lab.jobs import adhoc, targets  # noqa: E402
+from lab.jobs.record import RunRecord  # noqa: E402
 from lab.bench import PARTS  # noqa: E402
 
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
 WORKER = BENCH / "allreduce_worker.py"
 ALLREDUCE_TARGET = 0.9  # busbw containers/native at >= 16 MiB; also drawn on the plot
+UP_TARGETS = {2: 2.5, 16: 10, 32: 20}  # warm `lab up` seconds by node count
+UP_AGAIN_TARGET = 1  # `lab up` with the spec already up
+DOWN_TARGET = 10  # `lab down` of the largest lab timed
 
 
 def cli(*args: str, timeout: float = 900, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, subprocess.CompletedProcess]:
@@ -61,26 +65,79 @@ def table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def bench_up(name: str, max_nodes: int, cold: bool) -> dict:
-    """Fresh `lab up` per size, largest first so the 2-node lab the other parts use is left up."""
+def up_sizes(max_nodes: int) -> list[int]:
+    """2, 4, 8, ... up to max_nodes, and max_nodes itself."""
+    sizes = [2**power for power in range(1, max_nodes.bit_length()) if 2**power <= max_nodes]
+    return sorted(set(sizes) | {max_nodes})
+
+
+def bench_up(name: str, max_nodes: int, cold: bool, results_dir: Path) -> dict:
+    """Fresh `lab up` per size, then `lab up` again (same spec: nothing to do) and `lab down`; largest first, so the
+    2-node lab the other parts use is left up. Seconds per node from a linear fit; plot in up.png."""
+    import numpy
+
     result = {"load_before": load(), "rows": []}
     if cold:
         seconds, _ = cli("image", "build", "--rebuild", timeout=3600)
         result["cold_image_build_seconds"] = round(seconds, 1)
-    for nodes in sorted((n for n in (2, 4, 8, 16) if n <= max_nodes), reverse=True):
-        cli("down", "--name", name)
+    cli("down", "--name", name)
+    sizes = sorted(up_sizes(max_nodes), reverse=True)
+    for nodes in sizes:
         seconds, output = cli("up", "--nodes", str(nodes), "--name", name)
         provision = re.search(r"provisioned in ([\d.]+) s", output.stdout)
         provision_seconds = float(provision.group(1)) if provision else None
-        result["rows"].append({"nodes": nodes, "seconds": round(seconds, 2), "provision_seconds": provision_seconds,
-                               "start_seconds": round(seconds - (provision_seconds or 0), 2)})
+        again, _ = cli("up", "--nodes", str(nodes), "--name", name)
+        down = cli("down", "--name", name)[0] if nodes != sizes[-1] else None
+        result["rows"].append({"nodes": nodes, "seconds": round(seconds, 2), "per_node": round(seconds / nodes, 2),
+                               "provision_seconds": provision_seconds,
+                               "start_seconds": round(seconds - (provision_seconds or 0), 2),
+                               "again_seconds": round(again, 2), "down_seconds": down and round(down, 2),
+                               "load": round(os.getloadavg()[0], 1)})
+    rows = sorted(result["rows"], key=lambda r: r["nodes"])
+    result["rows"] = rows
+    if len(rows) >= 2:
+        nodes = [r["nodes"] for r in rows]
+        slope, intercept = numpy.polyfit(nodes, [r["seconds"] for r in rows], 1)
+        result["fit"] = {"seconds_per_node": round(float(slope), 3), "intercept_seconds": round(float(intercept), 2)}
+        result["ratio_largest_to_2"] = round(rows[-1]["seconds"] / rows[0]["seconds"], 2)
+        plot_up(rows, result["fit"], results_dir / "up.png")
     result["load_after"] = load()
-    print(f"\n## lab up, image present ({result['load_before']})")
+    print(f"\n## lab up, image present ({result['load_before']} -> {result['load_after']})")
     if "cold_image_build_seconds" in result:
         print(f"cold image build: {result['cold_image_build_seconds']} s")
-    print(table(["nodes", "lab up (s)", "of which ansible (s)", "containers + ssh + CLI (s)"],
-                [[r["nodes"], r["seconds"], r["provision_seconds"], r["start_seconds"]] for r in result["rows"]]))
+    print(table(["nodes", "lab up (s)", "s/node", "of which ansible (s)", "containers + ssh + CLI (s)",
+                 "up again (s)", "lab down (s)", "1-min load after"],
+                [[r["nodes"], r["seconds"], r["per_node"], r["provision_seconds"], r["start_seconds"],
+                  r["again_seconds"], r["down_seconds"] or "-", r["load"]] for r in rows]))
+    if "fit" in result:
+        print(f"linear fit: {result['fit']['seconds_per_node']} s/node + {result['fit']['intercept_seconds']} s; "
+              f"{rows[-1]['nodes']} nodes / {rows[0]['nodes']} nodes = {result['ratio_largest_to_2']}x; "
+              f"plot: {results_dir / 'up.png'}")
     return result
+
+
+def plot_up(rows: list[dict], fit: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nodes = [r["nodes"] for r in rows]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    axes.plot(nodes, [r["seconds"] for r in rows], "o-", label="lab up")
+    axes.plot(nodes, [r["provision_seconds"] or 0 for r in rows], "s--", label="of which ansible")
+    axes.plot(nodes, [fit["seconds_per_node"] * n + fit["intercept_seconds"] for n in nodes], ":", color="gray",
+              label=f"fit: {fit['seconds_per_node']} s/node + {fit['intercept_seconds']} s")
+    axes.set_xticks(nodes, [str(n) for n in nodes])  # linear axis: a straight line is linear cost
+    axes.set_xlabel("nodes")
+    axes.set_ylabel("seconds")
+    axes.set_title("warm `lab up` (image present)")
+    axes.legend()
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 def ensure_lab(name: str) -> None:
@@ -89,28 +146,27 @@ def ensure_lab(name: str) -> None:
         time.sleep(5)  # let the fresh nodes settle before anything is measured
 
 
-def node_memory(container) -> dict:
+def node_memory(driver, name: str, index: int) -> dict:
     """The node's memory cgroup (v1 or v2), read through the engine's stats."""
-    stats = container.stats(stream=False, one_shot=True)["memory_stats"]
+    stats = driver.memory_stats(name, index)
     detail = stats.get("stats", {})
     inactive = detail.get("total_inactive_file", detail.get("inactive_file", 0))
     resident = detail.get("total_rss", detail.get("anon", 0))
     cache = detail.get("total_cache", detail.get("file", 0))
     mib = 1024**2
-    code, output = container.exec_run(["ps", "-e", "-o", "rss=,comm="])
-    processes = [line.split(None, 1) for line in output.decode().splitlines() if line.strip()] if code == 0 else []
+    code, output = driver.exec_output(name, index, ["ps", "-e", "-o", "rss=,comm="])
+    processes = [line.split(None, 1) for line in output.splitlines() if line.strip()] if code == 0 else []
     return {"docker_stats_mib": round((stats["usage"] - inactive) / mib, 1), "usage_mib": round(stats["usage"] / mib, 1),
             "resident_mib": round(resident / mib, 1), "page_cache_mib": round(cache / mib, 1),
             "processes": {comm.strip(): round(int(rss) / 1024, 1) for rss, comm in processes}}
 
 
 def bench_memory(name: str) -> dict:
-    import docker
+    from lab.nodes.driver import DockerDriver
 
     ensure_lab(name)
-    client = docker.from_env()
-    containers = sorted(client.containers.list(filters={"label": f"io.lab.lab={name}"}), key=lambda c: c.name)
-    rows = {container.name: node_memory(container) for container in containers}
+    driver = DockerDriver()
+    rows = {state.container: node_memory(driver, name, state.index) for state in driver.node_states(name)}
     print(f"\n## memory per idle node ({load()})")
     print(table(["node", "docker stats (MiB)", "cgroup usage (MiB)", "resident (MiB)", "page cache (MiB)", "processes (RSS MiB)"],
                 [[node, r["docker_stats_mib"], r["usage_mib"], r["resident_mib"], r["page_cache_mib"],
@@ -134,26 +190,26 @@ class Collector:
         pass
 
 
-def allreduce_once(transport, lab_name: str, nnodes: int, sizes: list[int], budget: float) -> list[dict]:
+def allreduce_once(target: targets.Target, sizes: list[int], budget: float) -> list[dict]:
     collector = Collector()
-    argv = [transport.python, WORKER.name, "--rank", "{rank}", "--world-size", "{world_size}",
+    argv = [target.transport.python, WORKER.name, "--rank", "{rank}", "--world-size", "{world_size}",
             "--sizes", ",".join(map(str, sizes)), "--budget", str(budget)]
-    record = adhoc.run_exec(transport, lab_name, nnodes, list(range(nnodes)), argv, {"OMP_NUM_THREADS": "1"}, WORKER,
-                            600, collector)
+    record = adhoc.run_exec(target, None, argv, {"OMP_NUM_THREADS": "1"}, WORKER, 600, collector)
     if not record.passed or len(collector.rows) != len(sizes):
-        raise SystemExit(f"all_reduce benchmark failed on {lab_name}:\n" + "\n".join(collector.lines[-20:]))
+        raise SystemExit(f"all_reduce benchmark failed on {target.label}:\n" + "\n".join(collector.lines[-20:]))
     return collector.rows
 
 
 def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int], results_dir: Path) -> dict:
     ensure_lab(name)
-    containers, nnodes = targets.transport_for(name, "docker", 0)
-    native, _ = targets.transport_for(name, "local", nnodes)
+    containers = targets.resolve(targets.CONTAINERS, name)
+    nnodes = containers.nnodes
+    native = targets.resolve(targets.HOST, name, nodes=nnodes)
     best: dict[str, dict[int, float]] = {"containers": {}, "native": {}}
     started_load = load()
     for _ in range(rounds):
-        for mode, transport, label in (("containers", containers, name), ("native", native, "local")):
-            for row in allreduce_once(transport, label, nnodes, sizes, budget):
+        for mode, target in (("containers", containers), ("native", native)):
+            for row in allreduce_once(target, sizes, budget):
                 previous = best[mode].get(row["bytes"])
                 best[mode][row["bytes"]] = row["seconds"] if previous is None else min(previous, row["seconds"])
     factor = 2 * (nnodes - 1) / nnodes
@@ -212,15 +268,15 @@ def bench_exercise03(name: str, rounds: int) -> dict:
     runs: dict[str, list[dict]] = {"containers": [], "native": []}
     started_load = load()
     for _ in range(rounds):
-        for mode, args in (("containers", ["--name", name]), ("native", ["--driver", "local", "--nodes", "2"])):
+        for mode, args in (("containers", ["--name", name]), ("native", ["--on", "host", "--nodes", "2"])):
             # Natively every "node" is this host, so the check that nodes are distinct hosts fails (exit 1);
             # the training itself must still have run through: all 4 ranks reported their results.
             wall, output = cli("run", "exercise03", *args, "--quiet", "--json", ok_codes=(0, 1))
-            [record] = json.loads(output.stdout)
-            if any(len(step["ranks_reported"]) < 4 for step in record["steps"]):
-                raise SystemExit(f"exercise03 ({mode}) did not run through: see {record['path']}")
-            exit_codes = [code for step in record["steps"] for code in step["exit_codes"].values()]
-            runs[mode].append({"wall": round(wall, 2), "run": record["seconds"], "passed": record["passed"],
+            [record] = [RunRecord.from_dict(data) for data in json.loads(output.stdout)]
+            if any(len(step.ranks_reported) < 4 for step in record.steps):
+                raise SystemExit(f"exercise03 ({mode}) did not run through: see {record.path}")
+            exit_codes = [code for step in record.steps for code in step.exit_codes.values()]
+            runs[mode].append({"wall": round(wall, 2), "run": round(record.seconds, 2), "passed": record.passed,
                                "exit_codes": exit_codes})
     best = {mode: min(runs[mode], key=lambda r: r["wall"]) for mode in runs}
     ratio = round(best["containers"]["wall"] / best["native"]["wall"], 3)
@@ -243,9 +299,18 @@ def verdicts(results: dict) -> list[list[str]]:
         ratio = results["exercise03"]["ratio_wall"]
         rows.append(["exercise03 containers/native (wall)", "<= 1.3", ratio, ratio <= 1.3])
     if "up" in results:
-        two = [r for r in results["up"]["rows"] if r["nodes"] == 2]
-        if two:
-            rows.append(["warm `lab up` of 2 nodes", "<= 5 s", f"{two[0]['seconds']} s", two[0]["seconds"] <= 5])
+        by_nodes = {r["nodes"]: r for r in results["up"]["rows"]}
+        for nodes, target in UP_TARGETS.items():
+            if nodes in by_nodes:
+                seconds = by_nodes[nodes]["seconds"]
+                rows.append([f"warm `lab up` of {nodes} nodes", f"<= {target} s", f"{seconds} s", seconds <= target])
+        again = max(r["again_seconds"] for r in by_nodes.values())
+        rows.append(["`lab up` again, same spec", f"<= {UP_AGAIN_TARGET} s", f"max {again} s", again <= UP_AGAIN_TARGET])
+        downs = {n: r["down_seconds"] for n, r in by_nodes.items() if r["down_seconds"] is not None}
+        if downs:
+            largest = max(downs)
+            rows.append([f"`lab down` of {largest} nodes", f"<= {DOWN_TARGET} s", f"{downs[largest]} s",
+                         downs[largest] <= DOWN_TARGET])
     if "memory" in results:
         worst = max(node["docker_stats_mib"] for node in results["memory"]["nodes"].values())
         rows.append(["idle node memory (docker stats)", "<= 30 MB", f"{worst} MiB", worst * 1.048576 <= 30])
@@ -255,7 +320,7 @@ def verdicts(results: dict) -> list[list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
-    parser.add_argument("--max-nodes", type=int, default=16, help="largest lab for the `up` part")
+    parser.add_argument("--max-nodes", type=int, default=32, help="largest lab for the `up` part (2, 4, 8, ... up to it)")
     parser.add_argument("--cold", action="store_true", help="also time a full node image rebuild (minutes)")
     parser.add_argument("--name", default="bench", help="lab used (and removed at the end unless --keep)")
     parser.add_argument("--keep", action="store_true", help="leave the lab up")
@@ -278,7 +343,7 @@ def main() -> None:
             if part not in parts:
                 continue
             if part == "up":
-                results["up"] = bench_up(args.name, args.max_nodes, args.cold)
+                results["up"] = bench_up(args.name, args.max_nodes, args.cold, args.results)
             elif part == "memory":
                 results["memory"] = bench_memory(args.name)
             elif part == "allreduce":

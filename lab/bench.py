@@ -1,4 +1,4 @@
-"""`lab bench`: the benchmarks in bench/ of this checkout, which time the `lab` command itself end to end."""
+"""`lab bench`: the benchmarks in bench/ of a checkout (not in an installed package), which time `lab` end to end."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from lab.errors import RunError, SpecError
-from lab.paths import REPO_ROOT
+from lab import paths
 
-BENCH_SCRIPT = REPO_ROOT / "bench" / "run.py"
+BENCH_SCRIPT = paths.REPO_ROOT / "bench" / "run.py"
 PARTS = ("up", "memory", "allreduce", "exercise03")
 
 
@@ -28,9 +28,11 @@ def bench_argv(parts: list[str], max_nodes: int, cold: bool, rounds: int, name: 
 
 def run_bench(argv: list[str]) -> None:
     """Run bench/run.py with this interpreter; its tables stream through, results land in bench/results/."""
-    if not BENCH_SCRIPT.is_file():
-        raise SpecError(f"{BENCH_SCRIPT} is missing", "`lab bench` runs from a checkout of the lab repository")
-    code = subprocess.run(argv, cwd=REPO_ROOT).returncode
+    if not (paths.in_checkout() and BENCH_SCRIPT.is_file()):  # an installed package ships no bench/
+        raise RunError(f"`lab bench` needs bench/run.py of a checkout of the lab repository; the lab at "
+                       f"{paths.PACKAGE_DIR} has none (installed packages do not ship bench/)",
+                       "in a checkout: `make setup`, then `make bench` (or `.venv/bin/lab bench`)")
+    code = subprocess.run(argv, cwd=paths.REPO_ROOT).returncode
     if code != 0:
         raise RunError(f"the benchmarks stopped with exit code {code}",
                        "the output above says where; a lab it left behind goes with `lab down --name NAME`")

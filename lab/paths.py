@@ -9,6 +9,7 @@ package is installed, or from the repository's top level in a checkout.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -18,23 +19,39 @@ RESOURCES = ("exercises", "playbooks", "docker")
 STATE_FOLDER = ".lab"
 
 
+def in_checkout() -> bool:
+    """True when the package runs from the repository (editable install), False when installed from a build."""
+    return not BUNDLED.is_dir()
+
+
 def resource(name: str) -> Path:
-    """A shipped top-level folder (exercises, playbooks, docker): bundled copy first, else the checkout's."""
+    """A shipped top-level folder (exercises, playbooks, docker): the bundled copy, or the checkout's own."""
     if name not in RESOURCES:
         raise ValueError(f"unknown resource {name!r}")
-    bundled = BUNDLED / name
-    return bundled if bundled.is_dir() else REPO_ROOT / name
+    return (REPO_ROOT if in_checkout() else BUNDLED) / name
 
 
-def state_dir() -> Path:
+@dataclass(frozen=True)
+class StateLocation:
+    """The state folder and why it was chosen: `lab home` shows both."""
+
+    path: Path
+    source: str  # "LAB_HOME" (set in the environment), "found" (an existing .lab/), "new" (./.lab, made on first use)
+
+
+def locate_state() -> StateLocation:
     home = os.environ.get("LAB_HOME")
     if home:
-        return Path(home)
+        return StateLocation(Path(home).expanduser().absolute(), "LAB_HOME")
     here = Path.cwd()
     for folder in (here, *here.parents):
         if (folder / STATE_FOLDER).is_dir():
-            return folder / STATE_FOLDER
-    return here / STATE_FOLDER
+            return StateLocation(folder / STATE_FOLDER, "found")
+    return StateLocation(here / STATE_FOLDER, "new")
+
+
+def state_dir() -> Path:
+    return locate_state().path
 
 
 def lab_dir(name: str) -> Path:

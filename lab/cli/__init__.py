@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from lab import paths
-from lab.cli import bench_command, export_commands, job_commands, lab_commands, record_commands
+from lab.cli import bench_command, export_commands, job_commands, lab_commands, record_commands, stack_commands
 from lab.cli.console import errors
 from lab.errors import LabError, host_error
 
@@ -37,9 +37,11 @@ def cli():
 
 
 for command in (lab_commands.up, lab_commands.provision, lab_commands.status, lab_commands.doctor, lab_commands.down,
-                lab_commands.fault, lab_commands.image, job_commands.exercises_command, job_commands.run,
+                lab_commands.fault, lab_commands.image, lab_commands.home, job_commands.exercises_command,
+                job_commands.run,
                 job_commands.exec_command, job_commands.torchrun_command, export_commands.export,
-                record_commands.runs_command, record_commands.show_command, bench_command.bench):
+                record_commands.runs_command, record_commands.show_command, bench_command.bench,
+                stack_commands.stacks_command):
     cli.add_command(command)
 
 

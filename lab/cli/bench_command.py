@@ -12,7 +12,7 @@ from lab.bench import PARTS as BENCH_PARTS
 @click.command()
 @click.option("--only", default=",".join(BENCH_PARTS), show_default=True, metavar="PARTS",
               help=f"Comma-separated parts: {', '.join(BENCH_PARTS)}.")
-@click.option("--max-nodes", type=click.IntRange(2, 64), default=16, show_default=True,
+@click.option("--max-nodes", type=click.IntRange(2, 64), default=32, show_default=True,
               help="Largest lab timed by the `up` part (2, 4, 8, ... up to this).")
 @click.option("--cold", is_flag=True, help="Also time a full node image rebuild (a minute or more).")
 @click.option("--rounds", type=click.IntRange(1, 20), default=2, show_default=True,
@@ -27,14 +27,14 @@ def bench(only, max_nodes, cold, rounds, name, keep, results, as_json):
 
     Prints nccl-tests style all_reduce tables (containers vs native processes on this host),
     `lab up` times, exercise03 wall times and idle node memory, each with its ratio and target.
-    Raw results: bench/results/latest.json, plot: bench/results/allreduce.png. Method and the
+    Raw results: bench/results/latest.json, plots: bench/results/allreduce.png and up.png. Method and the
     last measured numbers: bench/RESULTS.md.
 
     \b
     Examples:
       lab bench                              every part (about 5 minutes on 2 cores)
       lab bench --only allreduce --rounds 3  the bandwidth comparison only
-      lab bench --only up --max-nodes 4      lab up of 2 and 4 nodes
+      lab bench --only up --max-nodes 4      lab up of 2 and 4 nodes (default 2 to 32), s/node, plot
     """
     from lab.bench import bench_argv, run_bench
 

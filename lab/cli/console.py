@@ -6,6 +6,7 @@ import re
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,7 +24,38 @@ errors = Console(stderr=True, highlight=False, soft_wrap=True)
 NODE_COLOURS = ["cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta"]
 
 
-RANK_PATTERN = re.compile(r"^\[rank (\d+)\]\s?")
+# A rank's tag at the start of a line: "[rank3]:" (torchrun --tee with the lab's template, torch's excepthook and C++
+# logs), "[rank 3] " (the exercises' labkit.log), "[default1]:" (torchrun's own default tag: a local rank, shown "l1").
+RANK_TAG = re.compile(r"\[rank ?(?P<rank>\d+)\]:? ?|\[default(?P<local_rank>\d+)\]:")
+
+
+def split_rank(text: str) -> tuple[str, str]:
+    """("r3", rest) for a line a rank tagged, ("", text) for others; stacked tags of one rank count once."""
+    label = ""
+    while match := RANK_TAG.match(text):
+        found = f"r{match['rank']}" if match["rank"] is not None else f"l{match['local_rank']}"
+        if label and found != label:
+            break
+        label, text = found, text[match.end():]
+    return label, text
+
+
+# What may differ between two lines that still say the same thing: when, and which address.
+VOLATILE = re.compile(
+    r"\d{4}-\d\d-\d\d[ T]?"  # a date
+    r"|\d\d:\d\d:\d\d(?:[.,]\d+)?"  # a time of day
+    r"|\b0x[0-9a-fA-F]+"  # a pointer or id
+    r"|(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?<![\w:])(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}(?![\w:]))(?::\d+)?"
+)
+# A log record (c10d/glog "[W1123 ...]" or "W1123 ...", Python logging "WARNING:", a Python warning): its numbers
+# (retry counts, pids, line numbers) do not make it news. A program's own lines ("epoch 2: loss 0.41") keep theirs.
+LOG_RECORD = re.compile(r"^\[[IWEF][\d ]|^[IWEF]\d{4} |^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]|\w+Warning: ")
+
+
+def repeat_key(text: str) -> str:
+    """`text` without what varies between repeats of one message: lines with the same key count as repeats."""
+    key = VOLATILE.sub("#", text)
+    return re.sub(r"\d+", "#", key) if LOG_RECORD.search(key) else key
 
 
 class StatusLine:
@@ -86,27 +118,77 @@ class StatusLine:
             self.status.__exit__(*exc)
 
 
+@dataclass
+class PrintedLine:
+    """The last line printed for one node and rank, and how many repeats of it were folded since."""
+
+    key: str
+    text: str
+    printed_at: int  # LiveReporter.printed once it was printed
+    repeats: int = 0
+
+
 class LiveReporter:
-    """Prints each node's output with a coloured node (and rank) prefix."""
+    """Prints each node's output with a coloured node (and rank) prefix, and folds repeated lines.
+
+    A line that repeats the previous line of the same node and rank (see repeat_key) is counted, not printed: one
+    "(repeated N more times)" line follows when that rank prints something else, at the next event, or at the end
+    (use the reporter as a context manager); it names the line again when others were printed in between. The run
+    record keeps every line; this is only what the console shows.
+    """
+
+    REMINDER = 60  # characters of the repeated line a late count quotes
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
+        self.last: dict[tuple[int, str], PrintedLine] = {}  # (node, rank label) -> its last printed line
+        self.printed = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.flush()
 
     def line(self, node: int, text: str) -> None:
         if self.quiet:
             return
-        colour = NODE_COLOURS[node % len(NODE_COLOURS)]
-        match = RANK_PATTERN.match(text)
-        prefix = f"node{node}"
-        if match:
-            prefix += f" r{match.group(1)}"
-            text = text[match.end():]
-        console.print(f"[{colour}]{prefix:>9} |[/] ", end="")
-        console.print(text, markup=False, highlight=False)
+        label, text = split_rank(text)
+        source, key = (node, label), repeat_key(text)
+        last = self.last.get(source)
+        if last is not None and last.key == key:
+            last.repeats += 1
+            return
+        self._print_repeats(source)
+        self._print(source, text)
+        self.last[source] = PrintedLine(key, text, self.printed)
 
     def event(self, text: str) -> None:
         """Events (timeouts, faults, OOM kills) are shown even when quiet: on stderr, so --json stays clean."""
+        self.flush()
         (errors if self.quiet else console).print(f"[bold]>> {escape(text)}[/]", highlight=False)
+
+    def flush(self) -> None:
+        """Show the count of every folded run of repeats; what follows starts afresh."""
+        for source in list(self.last):
+            self._print_repeats(source)
+
+    def _print_repeats(self, source: tuple[int, str]) -> None:
+        last = self.last.pop(source, None)
+        if last is None or not last.repeats:
+            return
+        count = f"repeated {last.repeats} more time{'s' if last.repeats > 1 else ''}"
+        if last.printed_at != self.printed:  # other lines came between: say which line repeated
+            quoted = last.text if len(last.text) <= self.REMINDER else last.text[:self.REMINDER - 3] + "..."
+            count += f": {quoted}"
+        self._print(source, f"({count})", style="dim")
+
+    def _print(self, source: tuple[int, str], text: str, style: str | None = None) -> None:
+        node, label = source
+        prefix = f"node{node} {label}".rstrip()
+        console.print(f"[{NODE_COLOURS[node % len(NODE_COLOURS)]}]{prefix:>9} |[/] ", end="")
+        console.print(text, markup=False, highlight=False, style=style, soft_wrap=True)  # a long line stays one line
+        self.printed += 1
 
 
 def print_nodes(nodes) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from lab.cli.console import LiveReporter, console, print_checks
-from lab.cli.options import json_option, master_port_option, name_option
+from lab.cli.options import json_option, master_port_option, name_option, target_options
 from lab.errors import SpecError
 
 
@@ -35,19 +35,15 @@ def exercises_command(as_json):
 @click.argument("exercise", required=False)
 @click.option("--all", "run_all", is_flag=True, help="Run every exercise in order.")
 @name_option
+@target_options
 @click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None, help="Override processes per node.")
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
               help="auto: nccl where every rank has its own GPU, else gloo.")
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds per step (default: the exercise's).")
-@click.option("--driver", type=click.Choice(["docker", "local"]), default="docker", show_default=True,
-              help="local runs the 'nodes' as plain processes on this host (a native baseline).")
-@click.option("--nodes", type=click.IntRange(1, 64), default=2, show_default=True, help="Node count for --driver local.")
 @click.option("--quiet", is_flag=True, help="Do not stream the nodes' output.")
-@click.option("--inventory", type=click.Path(path_type=Path), default=None, metavar="HOSTS.INI",
-              help="Run on the real machines of this ansible inventory, over ssh (see lab/inventory.py).")
 @master_port_option
 @json_option
-def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes, quiet, inventory, master_port, as_json):
+def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, timeout, quiet, master_port, as_json):
     """Run EXERCISE (exercise03, or just 3) across every node and check its results.
 
     Output of every node streams live with a node/rank prefix. A record (per-node logs,
@@ -55,22 +51,16 @@ def run(exercise, run_all, name, nproc_per_node, backend, timeout, driver, nodes
     check passes.
     """
     from lab.jobs import targets
+    from lab.jobs.exercises import discover, find
 
     if not exercise and not run_all:
         raise SpecError("name an exercise or pass --all", "see `lab exercises`")
     if exercise and run_all:
         raise SpecError("name an exercise or pass --all, not both")
-    reporter = LiveReporter(quiet or as_json)
-    if inventory and driver == "local":
-        raise SpecError("--inventory runs on the inventory's hosts; it does not go with --driver local")
-    if inventory:
-        from lab.provision import inventory as real_hosts
-
-        records = real_hosts.run_exercises(None if run_all else exercise, inventory, nproc_per_node, backend, timeout,
-                                           reporter, master_port)
-    else:
-        records = targets.run_exercises(None if run_all else exercise, name, driver, nodes, nproc_per_node, backend,
-                                        timeout, reporter, master_port)
+    exercises = discover() if run_all else [find(exercise)]
+    target = targets.resolve(on, name, inventory, nodes)
+    with LiveReporter(quiet or as_json) as reporter:
+        records = targets.run_exercises(exercises, target, nproc_per_node, backend, timeout, reporter, master_port)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
     else:
@@ -86,7 +76,7 @@ def _finish_adhoc(record, as_json) -> None:
     if as_json:
         print(json.dumps(record.to_dict(), indent=2))
     else:
-        codes = ", ".join(f"node{node}={code}" for node, code in record.steps[0]["exit_codes"].items())
+        codes = ", ".join(f"node{node}={code}" for node, code in sorted(record.steps[0].exit_codes.items()))
         console.print(f"{record.exercise}: {record.status.upper()} in {record.seconds:.1f} s ({codes}); record: {record.path}")
     if not record.passed:
         sys.exit(1)
@@ -101,10 +91,11 @@ def _finish_adhoc(record, as_json) -> None:
               help="Copy this file or folder into the run's working directory on the shared folder first.")
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
 @name_option
+@target_options
 @master_port_option
 @json_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def exec_command(node_list, every, env_pairs, copy, timeout, name, master_port, as_json, command):
+def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, inventory, master_port, as_json, command):
     """Run COMMAND on the nodes, with placeholders filled in per node.
 
     
@@ -116,32 +107,33 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, master_port, 
     A script written for two terminals (--rank/--world-size + MASTER_ADDR/PORT):
       lab exec --copy train.py -- python train.py --rank {rank} --world-size {world_size}
     """
-    from lab.jobs import adhoc
-    from lab.jobs import targets
+    from lab.jobs import adhoc, targets
 
     if command and command[0] == "--":
         command = command[1:]
-    transport, nnodes = targets.transport_for(name, "docker", 0)
-    nodes = sorted(set(node_list)) if node_list and not every else list(range(nnodes))
-    if any(index >= nnodes for index in nodes):
-        raise SpecError(f"lab '{name}' has nodes 0..{nnodes - 1}", "see `lab status`")
-    record = adhoc.run_exec(transport, name, nnodes, nodes, list(command), adhoc.parse_env(env_pairs), copy, timeout,
-                            LiveReporter(as_json), master_port)
+    env = adhoc.parse_env(env_pairs)
+    target = targets.resolve(on, name, inventory, nodes)
+    with LiveReporter(as_json) as reporter:
+        record = adhoc.run_exec(target, sorted(set(node_list)) if node_list and not every else None, list(command),
+                                env, copy, timeout, reporter, master_port)
     _finish_adhoc(record, as_json)
 
 
 @click.command("torchrun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None,
+              help="Processes per node (default: the lab's, from `lab up --nproc-per-node`, else 1).")
 @click.option("--rdzv", type=click.Choice(["static", "c10d"]), default="static", show_default=True,
               help="static: exact --node-rank placement; c10d: elastic rendezvous on node0.")
 @click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable).")
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
 @name_option
+@target_options
 @master_port_option
 @json_option
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, master_port, as_json, script, args):
+def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, inventory, master_port, as_json, script,
+                     args):
     """Run an unmodified training SCRIPT with torchrun on every node.
 
     The script's folder is copied to the run's folder on the shared mount and the job runs
@@ -151,11 +143,11 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, master_port
     Example:
       lab torchrun --nproc-per-node 2 my_project/train.py --epochs 3
     """
-    from lab.jobs import adhoc
-    from lab.jobs import targets
+    from lab.jobs import adhoc, targets
 
-    transport, nnodes = targets.transport_for(name, "docker", 0)
-    record = adhoc.run_torchrun(transport, name, nnodes, nproc_per_node, rdzv, script, list(args),
-                                adhoc.parse_env(env_pairs), timeout, LiveReporter(as_json), master_port)
+    env = adhoc.parse_env(env_pairs)
+    target = targets.resolve(on, name, inventory, nodes)
+    with LiveReporter(as_json) as reporter:
+        record = adhoc.run_torchrun(target, nproc_per_node, rdzv, script, list(args), env, timeout, reporter, master_port)
     _finish_adhoc(record, as_json)
 

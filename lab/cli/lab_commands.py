@@ -11,8 +11,9 @@ from rich.table import Table
 
 from lab.cli.console import StatusLine, console, print_nodes, print_provision
 from lab.cli.options import json_option, name_option
-from lab.model.spec import DEFAULT_NAME, LabSpec, parse_memory
+from lab.model.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 from lab.nodes import lifecycle
+from lab.nodes.labels import GPUS_LABEL
 
 
 @click.command()
@@ -28,8 +29,9 @@ from lab.nodes import lifecycle
               help="host: no image build; nodes mount this host's /usr and Python (with its torch) read-only.")
 @click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
+@click.option("--dry-run", is_flag=True, help="Print the plan (every container setting; all of it with --json) and create nothing.")
 @json_option
-def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recreate, rebuild, as_json):
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recreate, rebuild, dry_run, as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -41,9 +43,17 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recrea
       lab up --nodes 2
       lab up --nodes 4 --cpus 0.5 --memory 1g --name big
       lab up --nodes 2 --image host --gpus auto
+      lab up --nodes 2 --dry-run --json
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
                    memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin)
+    if dry_run:
+        plan, notes = lifecycle.plan_up(spec)
+        if as_json:
+            print(json.dumps({"plan": plan.to_dict(), "notes": notes}, indent=2, sort_keys=True))
+        else:
+            _print_plan(plan, notes)
+        return
     with StatusLine(as_json) as progress:
         result = lifecycle.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
     if as_json:
@@ -57,6 +67,25 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recrea
     print_nodes(result.nodes)
     if result.provision:
         print_provision(result.provision)
+
+
+def _print_plan(plan, notes: list[str]) -> None:
+    """The readable summary of `lab up --dry-run`: the objects and, per node, its image, limits, GPUs and mounts."""
+    console.print(f"[bold]lab '{plan.lab}'[/] would be: {escape(lifecycle.describe(plan.spec))} (dry run: nothing created)")
+    options = ", ".join(f"{key.rsplit('.', 1)[-1]} {value}" for key, value in plan.network.options.items())
+    console.print(f"network {plan.network.name} ({plan.network.driver}{', ' + options if options else ''})")
+    console.print(f"volume  {plan.volume.name} -> {escape(plan.volume.host_dir)}")
+    table = Table(box=None, pad_edge=False)
+    for column in ("node", "container", "image", "cpus", "memory", "gpus", "caps", "mounts"):
+        table.add_column(column)
+    for container in plan.containers:
+        gpus = container.labels.get(GPUS_LABEL) or "none"
+        mounts = ", ".join(f"{m.target}{' (ro)' if m.read_only else ''}" for m in container.mounts)
+        table.add_row(container.hostname, container.name, container.image, f"{container.cpus:g}" if container.cpus else "-",
+                      format_bytes(container.memory), gpus, ",".join(container.cap_add) or "-", escape(mounts))
+    console.print(table)
+    for note in [*plan.notices, *notes]:
+        console.print(f"[yellow]note:[/] {escape(note)}")
 
 
 @click.command()
@@ -193,3 +222,21 @@ def image_build(rebuild):
         tag = ensure_node_image(driver.client, progress, rebuild=rebuild)
     console.print(f"node image: {tag}")
 
+
+@click.command()
+@json_option
+def home(as_json):
+    """Print the folder that holds the state (keys, logs, run records) and why it is that one.
+
+    LAB_HOME when set; else the nearest .lab/ in this folder or a parent; else ./.lab, made on first use.
+    """
+    from lab.paths import locate_state
+
+    state = locate_state()
+    if as_json:
+        print(json.dumps({"path": str(state.path), "source": state.source, "exists": state.path.is_dir()}, indent=2))
+        return
+    why = {"LAB_HOME": "set by LAB_HOME", "found": "the nearest .lab/ in this folder or one of its parents",
+           "new": "no .lab/ in this folder or its parents: this one is made on first use"}[state.source]
+    console.print(str(state.path), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"[dim]{escape(why)}[/]")

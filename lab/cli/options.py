@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import click
 
+from lab.errors import SpecError
 from lab.model.spec import DEFAULT_NAME
 
 
@@ -20,3 +24,33 @@ def master_port_option(func):
 def json_option(func):
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")(func)
 
+
+
+DRIVER_ALIASES = {"docker": "containers", "local": "host"}  # the old --driver values, as --on values
+
+
+def target_options(func):
+    """--on, --inventory and --nodes: where a job runs (lab/jobs/targets.py); the old --driver is a hidden alias of --on."""
+
+    @functools.wraps(func)
+    def with_target(*args, on, driver, **kwargs):
+        if driver is not None:
+            if on is not None and on != DRIVER_ALIASES[driver]:
+                raise SpecError(f"--driver {driver} means --on {DRIVER_ALIASES[driver]}; it does not go with --on {on}",
+                                "leave out --driver")
+            on = DRIVER_ALIASES[driver]
+        return func(*args, on=on, **kwargs)
+
+    options = [
+        click.option("--on", type=click.Choice(["containers", "host"]), default=None,
+                     help="containers: the nodes of lab --name (the default); host: every node a group of processes "
+                          "on this host (a native baseline)."),
+        click.option("--driver", type=click.Choice(sorted(DRIVER_ALIASES)), default=None, hidden=True),
+        click.option("--nodes", type=click.IntRange(1, 64), default=None,
+                     help="Node count for --on host (default 2)."),
+        click.option("--inventory", type=click.Path(path_type=Path), default=None, metavar="HOSTS.INI",
+                     help="Run on the real machines of this ansible inventory, over ssh (see lab/provision/inventory.py)."),
+    ]
+    for option in reversed(options):
+        with_target = option(with_target)
+    return with_target

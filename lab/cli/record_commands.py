@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import click
 from rich.markup import escape
@@ -16,11 +17,11 @@ from lab.cli.options import json_option
 @json_option
 def runs_command(as_json):
     """List recorded runs (newest last)."""
-    from lab.jobs.records import list_runs
+    from lab.jobs.record import list_runs
 
     runs = list_runs()
     if as_json:
-        print(json.dumps(runs, indent=2))
+        print(json.dumps([record.to_dict() for record in runs], indent=2))
         return
     if not runs:
         console.print("no runs recorded yet (try `lab run exercise01`)")
@@ -29,10 +30,9 @@ def runs_command(as_json):
     for column in ("run", "exercise", "lab", "status", "seconds", "checks"):
         table.add_column(column)
     for record in runs:
-        checks = record.get("checks", [])
-        passed = sum(1 for check in checks if check.get("passed"))
-        table.add_row(record["run_id"], record.get("exercise", "?"), record.get("lab", "?"), record.get("status", "?"),
-                      f"{record.get('seconds', 0):.1f}", f"{passed}/{len(checks)}")
+        passed = sum(1 for check in record.checks if check.passed)
+        table.add_row(record.run_id, record.exercise or "?", record.lab or "?", record.status, f"{record.seconds:.1f}",
+                      f"{passed}/{len(record.checks)}")
     console.print(table)
 
 
@@ -41,30 +41,31 @@ def runs_command(as_json):
 @json_option
 def show_command(run, as_json):
     """Print one recorded RUN (id, id prefix, exercise name, or 'latest')."""
-    from lab.jobs.records import load_run
+    from lab.jobs.record import load
 
-    record = load_run(run)
+    record = load(run)
     if as_json:
-        print(json.dumps(record, indent=2))
+        print(json.dumps(record.to_dict(), indent=2))
         return
-    console.print(f"[bold]{record['run_id']}[/]: {record.get('exercise')} on lab '{record.get('lab')}', "
-                  f"{record.get('status')} in {record.get('seconds', 0):.1f} s")
-    for step in record.get("steps", []):
-        codes = ", ".join(f"node{node}={code}" for node, code in step.get("exit_codes", {}).items())
-        extra = " (timed out)" if step.get("timed_out") else ""
-        console.print(f"  step {step['step']} (expect {step.get('expect')}): {codes}{extra}, {step.get('seconds')} s")
-        if step.get("problem"):
-            console.print(f"    {step['problem']}", markup=False)
-        if step.get("oom_killed"):
-            console.print(f"    OOM-killed on node(s) {', '.join(map(str, step['oom_killed']))}")
-    if record.get("error"):
-        console.print(f"  error: {record['error']}", markup=False)
+    console.print(f"[bold]{escape(record.run_id)}[/]: {escape(record.exercise)} on lab '{escape(record.lab)}', "
+                  f"{record.status} in {record.seconds:.1f} s")
+    for step in record.steps:
+        codes = ", ".join(f"node{node}={code}" for node, code in sorted(step.exit_codes.items()))
+        expect = f" (expect {step.expect})" if step.expect else ""
+        extra = " (timed out)" if step.timed_out else ""
+        console.print(f"  step {step.name}{expect}: {codes}{extra}, {step.seconds:g} s", markup=False)
+        if step.command:
+            console.print(f"    command: {shlex.join(step.command)}", markup=False)
+        if step.problem:
+            console.print(f"    {step.problem}", markup=False)
+        if step.oom_killed:
+            console.print(f"    OOM-killed on node(s) {', '.join(map(str, step.oom_killed))}")
+    if record.error:
+        console.print(f"  error: {record.error}", markup=False)
     table = Table(box=None, pad_edge=False)
     for column in ("result", "check", "detail"):
         table.add_column(column)
-    for check in record.get("checks", []):
-        table.add_row("[green]PASS[/]" if check["passed"] else "[red]FAIL[/]", escape(check["name"]),
-                      escape(check.get("detail") or ""))
+    for check in record.checks:
+        table.add_row("[green]PASS[/]" if check.passed else "[red]FAIL[/]", escape(check.name), escape(check.detail))
     console.print(table)
-    console.print(f"record: {record.get('path')}" + (f"; curves: {record['curves']}" if record.get("curves") else ""))
-
+    console.print(f"record: {record.path}" + (f"; curves: {record.curves}" if record.curves else ""), markup=False)

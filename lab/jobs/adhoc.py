@@ -10,12 +10,12 @@ import shutil
 import string
 from pathlib import Path
 
-from lab import paths
-from lab.jobs.checks import Check
 from lab.errors import SpecError
-from lab.jobs.exercises import LaunchContext, torchrun_argv
-from lab.jobs.runner import Reporter, RunRecord, launch, new_run_id, recording, save_logs
-from lab.jobs.transports import Transport
+from lab.jobs.checks import Check
+from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
+from lab.jobs.launch import Reporter, launch
+from lab.jobs.record import RunRecord, StepRecord, recording
+from lab.jobs.targets import Target
 
 PLACEHOLDERS = ("node_rank", "nnodes", "rank", "world_size", "master_addr", "master_port")
 DEFAULT_TIMEOUT = 3600
@@ -47,9 +47,10 @@ def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-def _stage(transport: Transport, run_id: str, copy: Path | None) -> tuple[str, str]:
-    """Create the run folder on the shared mount, copy `copy` into it; return (host path, node path)."""
-    host = transport.host_shared_dir / "runs" / run_id / "work"
+def _stage(target: Target, run_id: str, copy: Path | None) -> str:
+    """Create the run's folder on the shared folder, with `copy` in it, on every node; return its path on the nodes."""
+    relative = f"runs/{run_id}/work"
+    host = target.transport.host_shared_dir / relative
     host.mkdir(parents=True, exist_ok=True)
     if copy is not None:
         if not copy.exists():
@@ -58,63 +59,75 @@ def _stage(transport: Transport, run_id: str, copy: Path | None) -> tuple[str, s
             shutil.copytree(copy, host / copy.name, dirs_exist_ok=True)
         else:
             shutil.copy2(copy, host / copy.name)
-    return str(host), f"{transport.shared_dir}/runs/{run_id}/work"
+    target.share(relative)
+    return f"{target.transport.shared_dir}/{relative}"
 
 
-def _launch_recorded(label: str, lab_name: str, run_id: str, command: list[str], transport: Transport,
-                     commands: dict, timeout: int | None, reporter: Reporter, cwd: str) -> RunRecord:
+def _launch_recorded(record: RunRecord, command: list[str], target: Target, commands: dict, timeout: int | None,
+                     reporter: Reporter, cwd: str) -> RunRecord:
     """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost."""
-    record = RunRecord(run_id, label, lab_name, paths.runs_dir() / run_id)
-    step = {"step": "main", "command": command}
+    step = StepRecord("main", command=command)
     record.steps = [step]
     with recording(record):
-        result = launch(transport, commands, run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd)
+        result = launch(target.transport, commands, record.run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd)
         failed = {node: code for node, code in result.exit_codes.items() if code != 0}
         record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
         record.status = "passed" if not failed else "failed"
-        step.update(exit_codes=result.exit_codes, timed_out=result.timed_out, seconds=round(result.seconds, 2),
-                    oom_killed=result.oom_killed)
-        save_logs(record.path, "main", result.logs)
+        step.exit_codes, step.timed_out, step.seconds = result.exit_codes, result.timed_out, result.seconds
+        step.oom_killed = result.oom_killed
+        record.save_logs(step.name, result.logs)
     return record
 
 
-def run_exec(transport: Transport, lab_name: str, nnodes: int, nodes: list[int], argv: list[str], env: dict[str, str],
-             copy: Path | None, timeout: int | None, reporter: Reporter, master_port: int | None = None) -> RunRecord:
-    """Run `argv` on `nodes`, one process per node, placeholders filled per node."""
+def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict[str, str], copy: Path | None,
+             timeout: int | None, reporter: Reporter, master_port: int | None = None) -> RunRecord:
+    """Run `argv` on `nodes` (None: every node), one process per node, placeholders filled per node."""
     if not argv:
         raise SpecError("no command given", "put it after --, e.g. lab exec --all -- hostname")
-    run_id = new_run_id("exec")
-    _, node_dir = _stage(transport, run_id, copy)
+    nnodes = target.nnodes
+    nodes = list(range(nnodes)) if nodes is None else nodes
+    if any(index >= nnodes for index in nodes):
+        raise SpecError(f"'{target.label}' has nodes 0..{nnodes - 1}", "see `lab status`, or leave out --node")
+    target.prepare(1, reporter)
+    record = RunRecord.new("exec", target.label)
+    node_dir = _stage(target, record.run_id, copy)
+    transport = target.transport
     port = transport.pick_port(master_port)
     commands = {}
     for index in nodes:
         values = {"node_rank": index, "nnodes": nnodes, "rank": index, "world_size": nnodes,
                   "master_addr": transport.master_addr, "master_port": port}
-        node_env = {"MASTER_ADDR": transport.master_addr, "MASTER_PORT": str(port), "NODE_RANK": str(index),
-                    "NNODES": str(nnodes), "PYTHONUNBUFFERED": "1", **env}
+        node_env = readable_output_env(transport.exercises_dir, {
+            "MASTER_ADDR": transport.master_addr, "MASTER_PORT": str(port), "NODE_RANK": str(index),
+            "NNODES": str(nnodes), **env})
         commands[index] = (fill_placeholders(argv, values), node_env)
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
-    return _launch_recorded("exec", lab_name, run_id, argv, transport, commands, timeout, reporter, node_dir)
+    return _launch_recorded(record, argv, target, commands, timeout, reporter, node_dir)
 
 
-def run_torchrun(transport: Transport, lab_name: str, nnodes: int, nproc_per_node: int, rdzv: str, script: Path,
-                 args: list[str], env: dict[str, str], timeout: int | None, reporter: Reporter,
+def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: Path, args: list[str],
+                 env: dict[str, str], timeout: int | None, reporter: Reporter,
                  master_port: int | None = None) -> RunRecord:
-    """torchrun an unmodified script on every node; its folder is copied to the run's shared folder."""
+    """torchrun an unmodified script on every node; its folder is copied to the run's shared folder.
+
+    `nproc_per_node` None: the lab's default (`lab up --nproc-per-node`), else 1.
+    """
     if not script.is_file():
         raise SpecError(f"script '{script}' not found", "give the path of a Python file on this machine")
-    run_id = new_run_id("torchrun")
-    _, node_dir = _stage(transport, run_id, script.resolve().parent)
+    nproc_per_node = nproc_per_node or target.nproc_per_node or 1
+    target.prepare(nproc_per_node, reporter)
+    record = RunRecord.new("torchrun", target.label)
+    node_dir = _stage(target, record.run_id, script.resolve().parent)
     node_script = f"{node_dir}/{script.resolve().parent.name}/{script.name}"
+    transport = target.transport
     port = transport.pick_port(master_port)
     commands = {}
-    for index in range(nnodes):
-        ctx = LaunchContext(node_rank=index, nnodes=nnodes, nproc_per_node=nproc_per_node,
+    for index in range(target.nnodes):
+        ctx = LaunchContext(node_rank=index, nnodes=target.nnodes, nproc_per_node=nproc_per_node,
                             master_addr=transport.master_addr, master_port=port, python=transport.python,
                             exercises_dir=transport.exercises_dir, results_dir=node_dir, work_dir=node_dir,
-                            run_id=run_id)
+                            run_id=record.run_id)
         commands[index] = (torchrun_argv(ctx, rdzv=rdzv) + [node_script, *args],
-                           {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **env})
-    reporter.event(f"torchrun {script.name} on {nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
-    return _launch_recorded("torchrun", lab_name, run_id, [script.name, *args], transport, commands, timeout, reporter,
-                            node_dir)
+                           readable_output_env(transport.exercises_dir, {"OMP_NUM_THREADS": "1", **env}))
+    reporter.event(f"torchrun {script.name} on {target.nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
+    return _launch_recorded(record, [script.name, *args], target, commands, timeout, reporter, node_dir)

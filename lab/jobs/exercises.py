@@ -150,6 +150,9 @@ def load_exercise(path: Path) -> Exercise:
 def discover(root: Path | None = None) -> list[Exercise]:
     root = root or exercises_root()
     folders = sorted(p for p in root.iterdir() if p.is_dir() and DIR_PATTERN.match(p.name)) if root.is_dir() else []
+    if not folders:  # a package built without its exercises must not look like an empty curriculum
+        raise SpecError(f"no exercises in {root}", "reinstall lab: `pip install .` in the repository bundles them "
+                        "(as lab/_resources/exercises), or run it from a checkout")
     return [load_exercise(folder) for folder in folders]
 
 
@@ -185,6 +188,22 @@ class LaunchContext:
     pg_timeout: int = 60
 
 
+# exercises/linebuffered/sitecustomize.py makes every Python process of a job write whole lines, one write() each.
+LINE_BUFFERED_DIR = "linebuffered"
+# torchrun --tee tags every worker line with this (torch reads it from the environment; there is no flag); the
+# console shows it as "nodeI rR". torch's own excepthook and C++ logs use the same "[rankR]:" form.
+RANK_PREFIX_TEMPLATE = "[rank${rank}]:"
+
+
+def readable_output_env(exercises_dir: str, env: dict[str, str]) -> dict[str, str]:
+    """`env` for a job whose output a person reads: no two processes' text on one line, every torchrun line tagged.
+
+    The sitecustomize folder goes first on PYTHONPATH, with `env`'s own PYTHONPATH (the step's, the user's) after it.
+    """
+    pythonpath = ":".join(part for part in (f"{exercises_dir}/{LINE_BUFFERED_DIR}", env.get("PYTHONPATH")) if part)
+    return {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE, **env, "PYTHONPATH": pythonpath}
+
+
 def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[list[str], dict[str, str]]:
     """argv and environment for one node of one step."""
     program = f"{ctx.exercises_dir}/{exercise.folder}/{step.program}"
@@ -200,10 +219,9 @@ def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[li
         "LAB_BACKEND": ctx.backend,
         "LAB_PG_TIMEOUT": str(ctx.pg_timeout),
         "PYTHONPATH": ctx.exercises_dir,
-        "PYTHONUNBUFFERED": "1",
         "OMP_NUM_THREADS": "1",
     }
-    env.update(dict(step.env))
+    env = readable_output_env(ctx.exercises_dir, {**env, **dict(step.env)})
     if step.launcher == "per-node":
         return [ctx.python, program, *step.args], env
     argv = torchrun_argv(ctx, rdzv=step.rdzv, max_restarts=step.max_restarts, nnodes=step.nnodes)
@@ -216,12 +234,16 @@ ELASTIC_RDZV_CONF = "last_call_timeout=5,keep_alive_interval=2,keep_alive_max_at
 
 
 def torchrun_argv(ctx: LaunchContext, rdzv: str = "c10d", max_restarts: int = 0, nnodes: str = "") -> list[str]:
-    """torchrun's own options for one node: static ranks (--node-rank) or c10d rendezvous on the master."""
+    """torchrun's own options for one node: static ranks (--node-rank) or c10d rendezvous on the master.
+
+    Run it with readable_output_env(): --tee tags worker lines with the template that environment names.
+    """
     argv = [
         ctx.python, "-m", "torch.distributed.run",
         f"--nnodes={nnodes or ctx.nnodes}",
         f"--nproc-per-node={ctx.nproc_per_node}",
         f"--max-restarts={max_restarts}",
+        "--tee=3",  # each worker's stdout+stderr through torchrun, whole lines tagged RANK_PREFIX_TEMPLATE
     ]
     if rdzv == "static":
         return argv + [f"--node-rank={ctx.node_rank}", f"--master-addr={ctx.master_addr}", f"--master-port={ctx.master_port}"]

@@ -1,36 +1,21 @@
 """Run an exercise's steps across the nodes, inject its faults, check it, and keep a record.
 
-The runner streams every node's output through a Reporter (the CLI prints it), enforces
-each step's timeout, and always leaves a run record under `.lab/runs/<id>/`, also for runs
-that failed, timed out or were interrupted.
+Each step is one `launch()` (launch.py: stream every node's output, enforce the timeout); the runner
+adds what makes it an exercise: the step's commands, its fault, the checks. It always leaves a run
+record (record.py), also for runs that failed, timed out or were interrupted.
 """
 
 from __future__ import annotations
 
 import json
-import queue
-import shutil
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
 
-from lab import paths
 from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
-from lab.errors import LabError
 from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command
-from lab.jobs.records import plot_curves
-from lab.jobs.transports import Transport, pump
-
-POLL_SECONDS = 0.2
-GRACE_SECONDS = 15
-
-
-class Reporter(Protocol):
-    def line(self, node: int, text: str) -> None: ...
-    def event(self, text: str) -> None: ...
+from lab.jobs.launch import Reporter, launch
+from lab.jobs.record import RunRecord, StepRecord, recording
+from lab.jobs.transports import Transport
 
 
 @dataclass
@@ -39,150 +24,31 @@ class RunOptions:
     nproc_per_node: int | None = None
     backend: str = "auto"
     timeout: int | None = None
-    lab_name: str = "default"
+    lab_name: str = "default"  # the target's label, kept in the record
     master_port: int | None = None  # None: 29500, or a free port when that is taken
-
-
-@dataclass
-class RunRecord:
-    run_id: str
-    exercise: str
-    lab: str
-    path: Path
-    checks: list[Check] = field(default_factory=list)
-    steps: list[dict] = field(default_factory=list)
-    seconds: float = 0.0
-    status: str = "running"
-    curves: Path | None = None
-    error: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
-
-    def to_dict(self) -> dict:
-        return {
-            "run_id": self.run_id,
-            "exercise": self.exercise,
-            "lab": self.lab,
-            "status": self.status,
-            "passed": self.passed,
-            "seconds": round(self.seconds, 2),
-            "steps": self.steps,
-            "checks": [check.__dict__ for check in self.checks],
-            "path": str(self.path),
-            "curves": str(self.curves) if self.curves else None,
-            "error": self.error or None,
-        }
-
-
-def new_run_id(label: str) -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3] + f"-{label}"
 
 
 def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, reporter: Reporter) -> RunRecord:
     nproc = options.nproc_per_node or exercise.nproc_per_node
-    run_id = new_run_id(exercise.name)
-    record = RunRecord(run_id, exercise.name, options.lab_name, paths.runs_dir() / run_id)
+    record = RunRecord.new(exercise.name, options.lab_name)
     outcome = RunOutcome(nnodes=options.nnodes, nproc_per_node=nproc, backend=options.backend)
-    host_run_dir = transport.host_shared_dir / "runs" / run_id
+    host_run_dir = transport.host_shared_dir / "runs" / record.run_id
     with recording(record):
         for step in exercise.steps:
             reporter.event(f"{exercise.name} step '{step.name}' on {options.nnodes} node(s) x {nproc} process(es)")
-            step_outcome, summary = _run_step(exercise, step, transport, options, nproc, run_id, reporter)
+            step_outcome, step_record = _run_step(exercise, step, transport, options, nproc, record.run_id, reporter)
             outcome.steps[step.name] = step_outcome
-            record.steps.append(summary)
-            _save_step(record.path, host_run_dir, step_outcome)
+            record.steps.append(step_record)
+            record.save_logs(step.name, step_outcome.logs)
+            record.save_results(step.name, host_run_dir / "results" / step.name)
         record.checks = _checks(exercise, outcome)
-        record.curves = plot_curves(record.path)
+        record.draw_curves()
         record.status = "passed" if all(check.passed for check in record.checks) else "failed"
     return record
 
 
-@contextmanager
-def recording(record: RunRecord):
-    """Save `record` however its block ends: finished, interrupted, or stopped by a LabError."""
-    started = time.monotonic()
-    record.path.mkdir(parents=True, exist_ok=True)
-    try:
-        yield record
-    except KeyboardInterrupt:
-        record.status = "interrupted"
-        raise
-    except LabError as error:
-        record.status, record.error = "error", error.message
-        raise
-    finally:
-        record.seconds = time.monotonic() - started
-        save_record(record)
-
-
-@dataclass
-class LaunchResult:
-    exit_codes: dict[int, int | None]
-    logs: dict[int, str]
-    timed_out: bool
-    seconds: float
-    oom_killed: list[int] = field(default_factory=list)
-
-
-def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
-           timeout: float, reporter: Reporter, on_timeout: Callable[[dict], None] | None = None,
-           watch: Callable[[], None] | None = None, cwd: str | None = None) -> LaunchResult:
-    """Start one command per node, stream their output, and wait; kill everything at the timeout.
-
-    `watch` is called while waiting (fault injection); `on_timeout` gets the exit codes seen so far.
-    A node whose stream never ends (paused container, lost engine) is given up GRACE_SECONDS later.
-    """
-    events: queue.Queue = queue.Queue()
-    logs: dict[int, list[str]] = {index: [] for index in commands}
-    exit_codes: dict[int, int | None] = {}
-    oom_before = {index: transport.oom_kills(index) for index in commands}
-    started = time.monotonic()
-    timed_out = False
-    try:
-        for index, (argv, env) in commands.items():
-            process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
-            pump(process, lambda text, i=index: events.put(("line", i, text)),
-                 lambda code, i=index: events.put(("exit", i, code)))
-        while len(exit_codes) < len(commands):
-            try:
-                kind, index, payload = events.get(timeout=POLL_SECONDS)
-                if kind == "line":
-                    logs[index].append(payload)
-                    reporter.line(index, payload)
-                else:
-                    exit_codes[index] = payload
-            except queue.Empty:
-                pass
-            if watch:
-                watch()
-            elapsed = time.monotonic() - started
-            if not timed_out and elapsed > timeout:
-                timed_out = True
-                if on_timeout:
-                    on_timeout(dict(exit_codes))
-                for index in commands:
-                    transport.kill(index, process_run_id, "all")
-            if timed_out and elapsed > timeout + GRACE_SECONDS:
-                for index in commands:
-                    exit_codes.setdefault(index, None)
-    except BaseException:  # Ctrl-C, a node refusing to start: nothing of this launch may outlive it, on any node
-        for index in commands:
-            transport.kill(index, process_run_id, "all")
-        raise
-    if any(code is None for code in exit_codes.values()):
-        transport.check_alive()
-    oom_killed = [index for index, before in oom_before.items()
-                  if before is not None and (transport.oom_kills(index) or 0) > before]
-    for index in oom_killed:
-        reporter.event(f"node{index}: a process was killed by the kernel for exceeding the node's memory limit (OOM)")
-    return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
-                        time.monotonic() - started, oom_killed)
-
-
 def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
-              run_id: str, reporter: Reporter) -> tuple[StepOutcome, dict]:
+              run_id: str, reporter: Reporter) -> tuple[StepOutcome, StepRecord]:
     shared = transport.shared_dir
     port = transport.pick_port(options.master_port)
     results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
@@ -218,10 +84,11 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
     result = launch(transport, commands, process_run_id, timeout, reporter, on_timeout, watch)
     results = _read_results(results_dir)
     outcome = StepOutcome(step.name, results=results, exit_codes=result.exit_codes, logs=result.logs, expect=step.expect)
-    summary = {"step": step.name, "expect": step.expect, "exit_codes": result.exit_codes, "timed_out": result.timed_out,
-               "seconds": round(result.seconds, 2), "ranks_reported": sorted(results), "oom_killed": result.oom_killed,
-               "fault": fault or None, "fault_injected": bool(injected), "problem": problems[0] if problems else None}
-    return outcome, summary
+    step_record = StepRecord(step.name, expect=step.expect, exit_codes=result.exit_codes, timed_out=result.timed_out,
+                             seconds=result.seconds, ranks_reported=sorted(results), oom_killed=result.oom_killed,
+                             fault=fault or None, fault_injected=bool(injected),
+                             problem=problems[0] if problems else None)
+    return outcome, step_record
 
 
 def _maybe_inject(fault: dict, transport: Transport, process_run_id: str, run_id: str, reporter: Reporter) -> bool:
@@ -282,28 +149,3 @@ def _checks(exercise: Exercise, outcome: RunOutcome) -> list[Check]:
     except Exception as error:  # a checker crash on malformed results is a failed run, not a lab crash
         checks.append(Check("checker ran", False, f"{type(error).__name__}: {error}"))
     return checks
-
-
-def save_logs(record_dir: Path, step_name: str, logs: dict[int, str]) -> None:
-    logs_dir = record_dir / "logs"
-    logs_dir.mkdir(parents=True, exist_ok=True)
-    for index, text in logs.items():
-        (logs_dir / f"node{index}-{step_name}.log").write_text(text + "\n")
-
-
-def _save_step(record_dir: Path, host_run_dir: Path, step: StepOutcome) -> None:
-    save_logs(record_dir, step.name, step.logs)
-    source = host_run_dir / "results" / step.name
-    if source.is_dir():
-        shutil.copytree(source, record_dir / "results" / step.name, dirs_exist_ok=True)
-
-
-def save_record(record: RunRecord) -> None:
-    (record.path / "run.json").write_text(json.dumps(record.to_dict(), indent=2) + "\n")
-    latest = paths.runs_dir() / "latest"
-    try:
-        if latest.is_symlink() or latest.exists():
-            latest.unlink()
-        latest.symlink_to(record.path.name)
-    except OSError:
-        pass

@@ -1,45 +1,117 @@
-"""Picks the transport for a run (a lab's containers, or plain host processes) and runs exercises."""
+"""Where a run goes: the containers of a lab, processes on this host, or the real hosts of an ansible inventory.
+
+Each is a `Target`: a transport that starts processes on its nodes, and the nodes' facts. `lab run`,
+`lab exec` and `lab torchrun` resolve one from their options (`resolve`) and run through it the same way.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import platform
+from dataclasses import dataclass
+from pathlib import Path
 
 from lab import paths
+from lab.errors import SpecError
+from lab.jobs.exercises import Exercise, exercises_root
+from lab.jobs.launch import Reporter
+from lab.jobs.record import RunRecord
+from lab.jobs.runner import RunOptions, run_exercise
+from lab.jobs.transports import DockerTransport, LocalTransport, Transport
 from lab.nodes import lifecycle as labs
-from lab.jobs.exercises import Exercise, discover, exercises_root, find
 from lab.nodes.gpus import run_backend
-from lab.jobs.runner import Reporter, RunOptions, RunRecord, run_exercise
-from lab.jobs.transports import DockerTransport, LocalTransport
+from lab.provision import inventory as real_hosts
+
+CONTAINERS, HOST = "containers", "host"
+DEFAULT_HOST_NODES = 2
+HOST_LABEL = "local"  # the `lab` of records of runs on this host
 
 
-def transport_for(lab_name: str, driver_kind: str, local_nodes: int):
-    """(transport, node count) for a run on lab `lab_name` or, with driver 'local', on this host."""
-    if driver_kind == "local":
-        return LocalTransport(paths.state_dir() / "local" / "shared", exercises_root()), local_nodes
-    driver, spec, _ = labs.require(lab_name)
-    return DockerTransport(driver, lab_name, paths.lab_dir(lab_name) / "shared"), spec.nodes
+@dataclass(frozen=True)
+class Target:
+    """The nodes of a run: how to start processes on them, and what they are."""
+
+    transport: Transport
+    hostnames: tuple[str, ...]  # node i's name
+    label: str  # kept as the record's `lab`: the lab's name, 'local', or 'inventory-<file>'
+    node_gpus: tuple[tuple[str, ...], ...] | None = None  # GPUs per node; None: not known here, each node decides
+    nproc_per_node: int | None = None  # the lab's default processes per node; None: each job's own
+    inventory: real_hosts.Inventory | None = None  # real hosts, provisioned before every run
+
+    @property
+    def nnodes(self) -> int:
+        return len(self.hostnames)
+
+    def prepare(self, nproc_per_node: int, reporter: Reporter) -> None:
+        """Make the nodes ready for a run: a lab's containers are (`lab up`); real hosts get the playbook."""
+        if self.inventory is not None:
+            for node in real_hosts.provision(self.inventory, nproc_per_node).nodes:
+                reporter.event(node.summary())
+
+    def share(self, relative: str) -> None:
+        """Make a folder staged under the transport's host_shared_dir visible under shared_dir on every node."""
+        if self.inventory is not None:  # real hosts share no folder with this machine: copy it over ssh
+            self.transport.push(relative)
 
 
-def run_exercises(name: str | None, lab_name: str, driver_kind: str, local_nodes: int, nproc_per_node: int | None,
-                  backend: str, timeout: int | None, reporter: Reporter, master_port: int | None = None) -> list[RunRecord]:
-    """Run one exercise, or all of them (name None) in order; every run keeps its own record."""
-    exercises = [find(name)] if name else discover()
-    transport, nnodes = transport_for(lab_name, driver_kind, local_nodes)
-    node_gpus = None  # local runs: labkit picks the backend on this host
-    if driver_kind == "docker":
-        _, spec, states = labs.require(lab_name)
-        nproc_per_node = nproc_per_node if nproc_per_node is not None else spec.nproc_per_node
-        node_gpus = [state.gpus for state in states]
-    options = RunOptions(nnodes=nnodes, nproc_per_node=nproc_per_node, backend=backend, timeout=timeout,
-                         master_port=master_port,
-                         lab_name=lab_name if driver_kind == "docker" else "local")
-    return [run_exercise(exercise, transport, _resolved_backend(options, exercise, node_gpus), reporter)
+def containers(name: str) -> Target:
+    """The running lab `name` (one `lifecycle.require`: a lab that is not up is a one-line error)."""
+    driver, spec, states = labs.require(name)
+    return Target(DockerTransport(driver, name, paths.lab_dir(name) / "shared"),
+                  tuple(state.hostname for state in states), name,
+                  node_gpus=tuple(tuple(state.gpus) for state in states), nproc_per_node=spec.nproc_per_node)
+
+
+def host_processes(nodes: int) -> Target:
+    """`nodes` 'nodes' that are process groups on this host, rendezvous on loopback (a native baseline)."""
+    return Target(LocalTransport(paths.state_dir() / "local" / "shared", exercises_root()),
+                  (platform.node(),) * nodes, HOST_LABEL)
+
+
+def inventory_hosts(path: Path) -> Target:
+    """The hosts of an ansible INI inventory, over ssh; an unreadable inventory is a one-line error."""
+    inventory = real_hosts.parse_inventory(path)
+    return Target(real_hosts.transport(inventory), tuple(name for name, _ in inventory.hosts), inventory.label,
+                  inventory=inventory)
+
+
+def resolve(on: str | None, name: str, inventory: Path | None = None, nodes: int | None = None) -> Target:
+    """The target that `--on`, `--name`, `--inventory` and `--nodes` name; options that conflict are a SpecError.
+
+    `on` None: the lab's containers, or the inventory's hosts when one is given.
+    """
+    if inventory is not None:
+        if on is not None:
+            raise SpecError(f"--inventory runs on the inventory's hosts; it does not go with --on {on}",
+                            "leave out --on, or --inventory")
+        if nodes is not None:
+            raise SpecError("--nodes goes with --on host; an inventory's nodes are its hosts",
+                            "list the hosts under [nodes] in the inventory")
+        return inventory_hosts(inventory)
+    if on == HOST:
+        return host_processes(nodes or DEFAULT_HOST_NODES)
+    if nodes is not None:
+        raise SpecError("--nodes goes with --on host; a lab has the nodes it was started with",
+                        "`lab up --nodes N --recreate` for another count")
+    return containers(name)
+
+
+def run_exercises(exercises: list[Exercise], target: Target, nproc_per_node: int | None, backend: str,
+                  timeout: int | None, reporter: Reporter, master_port: int | None = None) -> list[RunRecord]:
+    """Run the exercises on `target` in order; every run keeps its own record."""
+    nproc_per_node = nproc_per_node or target.nproc_per_node
+    target.prepare(nproc_per_node or max(exercise.nproc_per_node for exercise in exercises), reporter)
+    options = RunOptions(nnodes=target.nnodes, nproc_per_node=nproc_per_node, backend=backend, timeout=timeout,
+                         master_port=master_port, lab_name=target.label)
+    return [run_exercise(exercise, target.transport, _resolved_backend(options, exercise, target.node_gpus), reporter)
             for exercise in exercises]
 
 
-def _resolved_backend(options: RunOptions, exercise: Exercise, node_gpus: list[list[str]] | None) -> RunOptions:
+def _resolved_backend(options: RunOptions, exercise: Exercise,
+                      node_gpus: tuple[tuple[str, ...], ...] | None) -> RunOptions:
     """`auto` made gloo or nccl from the lab's GPUs, the same on every node; nccl refused where it would hang."""
     if node_gpus is None:
         return options
     nproc = options.nproc_per_node or exercise.nproc_per_node
-    return dataclasses.replace(options, backend=run_backend(options.backend, node_gpus, nproc, options.lab_name))
+    return dataclasses.replace(options, backend=run_backend(options.backend, [list(gpus) for gpus in node_gpus], nproc,
+                                                            options.lab_name))

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Protocol
 
-from lab.nodes.driver import ENGINE_HINT, engine_errors, node_python
+from lab.nodes.driver import ENGINE_HINT
+from lab.nodes.processes import (JobProcess, StacksUnavailable, container_processes, dump_with_py_spy, host_processes,
+                                 host_stacks, parse_remote, remote_script, scan_processes)
 from lab.errors import EngineError, RunError
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
@@ -97,46 +99,13 @@ class Transport(Protocol):
     def pick_port(self, wanted: int | None = None) -> int: ...
     def oom_kills(self, index: int) -> int | None: ...
     def check_alive(self) -> None: ...
-
-
-class _LineSplitter:
-    """Bytes chunks in, whole text lines out."""
-
-    def __init__(self):
-        self.buffer = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        self.buffer += chunk
-        *complete, self.buffer = self.buffer.split(b"\n")
-        return [line.decode(errors="replace").rstrip("\r") for line in complete]
-
-    def rest(self) -> list[str]:
-        return [self.buffer.decode(errors="replace")] if self.buffer else []
-
-
-class DockerExecProcess:
-    def __init__(self, api, container_id: str, argv: list[str], env: dict[str, str], cwd: str):
-        self.api = api
-        self.exec_id = api.exec_create(container_id, argv, environment=env, workdir=cwd)["Id"]
-        self.stream = api.exec_start(self.exec_id, stream=True)
-
-    def lines(self) -> Iterator[str]:
-        splitter = _LineSplitter()
-        try:
-            for chunk in self.stream:
-                yield from splitter.feed(chunk)
-        except Exception:  # the engine went away or the container died mid-stream; wait() reports it
-            pass
-        yield from splitter.rest()
-
-    def wait(self) -> int | None:
-        try:
-            return self.api.exec_inspect(self.exec_id).get("ExitCode")
-        except Exception:
-            return None
+    def processes(self, index: int, run_id: str) -> list[JobProcess]: ...
+    def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]: ...
 
 
 class DockerTransport:
+    """Every node is a container of lab `lab_name`; the driver starts processes in it with `docker exec`."""
+
     python = "/opt/lab-venv/bin/python"
     exercises_dir = EXERCISES_MOUNT
     shared_dir = SHARED_MOUNT
@@ -146,38 +115,33 @@ class DockerTransport:
         self.driver = driver
         self.lab_name = lab_name
         self.host_shared_dir = host_shared_dir
-        self.containers = {int(c.labels["io.lab.node"]): c for c in driver.containers(lab_name)}
-        self.python = python or node_python(self.containers.values()) or self.python  # `--image host` nodes run the host's
+        self.python = python or driver.node_python(lab_name) or self.python  # `--image host` nodes run the host's
 
-    def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> DockerExecProcess:
-        with engine_errors(f"start a process on node{index}"):
-            return DockerExecProcess(self.driver.client.api, self.containers[index].id, argv,
-                                     {**env, "LAB_NODE": str(index)}, cwd or SHARED_MOUNT)
+    def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> NodeProcess:
+        return self.driver.start_process(self.lab_name, index, argv, {**env, "LAB_NODE": str(index)}, cwd or SHARED_MOUNT)
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
-        api = self.driver.client.api
         try:
-            exec_id = api.exec_create(self.containers[index].id, [self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])["Id"]
-            output = api.exec_start(exec_id)
+            _, output = self.driver.exec_output(self.lab_name, index, [self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])
             return int(output.strip() or 0)
-        except Exception:  # a stopped or removed container has nothing left to kill
+        except (EngineError, ValueError):  # a stopped or removed container has nothing left to kill
             return 0
 
     def pick_port(self, wanted: int | None = None) -> int:
         def probe(port: int) -> int:
-            code, output = self.containers[0].exec_run([self.python, "-c", PORT_PROBE, str(port)])
-            return int(output.decode().strip() or -1) if code == 0 else -1
+            code, output = self.driver.exec_output(self.lab_name, 0, [self.python, "-c", PORT_PROBE, str(port)])
+            return int(output.strip() or -1) if code == 0 else -1
 
         return choose_port(probe, wanted, "node0")
 
     def oom_kills(self, index: int) -> int | None:
         """OOM kills so far in the node's memory cgroup (v1 or v2); None when unknown."""
         try:
-            code, output = self.containers[index].exec_run(["cat", "/sys/fs/cgroup/memory.events",
-                                                             "/sys/fs/cgroup/memory/memory.oom_control"])
-        except Exception:
+            _, output = self.driver.exec_output(self.lab_name, index, ["cat", "/sys/fs/cgroup/memory.events",
+                                                                      "/sys/fs/cgroup/memory/memory.oom_control"])
+        except EngineError:
             return None
-        for line in output.decode(errors="replace").splitlines():
+        for line in output.splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill" and value.strip().isdigit():
                 return int(value)
@@ -185,10 +149,16 @@ class DockerTransport:
 
     def check_alive(self) -> None:
         """Raise EngineError when the engine stopped answering (streams then end without exit codes)."""
-        try:
-            self.driver.client.ping()
-        except Exception:
-            raise EngineError("lost the Docker engine during the run", ENGINE_HINT) from None
+        if not self.driver.engine_answers():
+            raise EngineError("lost the Docker engine during the run", ENGINE_HINT)
+
+    def processes(self, index: int, run_id: str) -> list[JobProcess]:
+        """The run's processes in node `index` ('' = every run), by host PID: stacks are read from the host."""
+        return container_processes(self.driver, self.lab_name, index, run_id)
+
+    def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]:
+        """py-spy on this host, attached by host PID: the node needs no ptrace capability."""
+        return host_stacks(pids)
 
 
 class LocalProcess:
@@ -235,6 +205,12 @@ class LocalTransport:
 
     def check_alive(self) -> None:
         pass
+
+    def processes(self, index: int, run_id: str) -> list[JobProcess]:
+        return host_processes(run_id, index)
+
+    def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]:
+        return host_stacks(pids)
 
 
 @dataclass(frozen=True)
@@ -316,6 +292,23 @@ class SshTransport:
         except (ValueError, OSError, subprocess.TimeoutExpired, tarfile.TarError):
             pass  # nothing came back: the checks report the ranks whose results are missing
 
+    def push(self, relative: str) -> None:
+        """Copy host_shared_dir/relative to the same place under every node's shared_dir (tar over ssh)."""
+        archive_bytes = io.BytesIO()
+        with tarfile.open(fileobj=archive_bytes, mode="w") as archive:
+            archive.add(self.host_shared_dir / relative, arcname=relative)
+        command = f"mkdir -p {shlex.quote(self.shared_dir)} && tar -C {shlex.quote(self.shared_dir)} -xf -"
+        for host in self.hosts:
+            try:
+                result = subprocess.run(host.ssh_argv() + [command], input=archive_bytes.getvalue(),
+                                        capture_output=True, timeout=300)
+                reason = (result.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            except subprocess.TimeoutExpired:
+                result, reason = None, "timed out"
+            if result is None or result.returncode != 0:
+                raise RunError(f"cannot copy {relative} to {host.name} ({host.address}:{host.port}): {reason}",
+                               f"check that {self.shared_dir} (lab_shared_dir) is writable there")
+
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
         command = shlex.join([self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])
         try:
@@ -351,6 +344,26 @@ class SshTransport:
             if not answered:
                 raise RunError(f"lost {host.name} ({host.address}:{host.port}) during the run",
                                f"check that `ssh -p {host.port} {host.address}` still works")
+
+    def processes(self, index: int, run_id: str) -> list[JobProcess]:
+        """The run's processes on the host, read there by the same scan as on this machine."""
+        script = remote_script(scan_processes, run_id, str(index))
+        return [JobProcess.from_dict(index, data) for data in self._remote_json(index, script, 60)]
+
+    def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]:
+        """py-spy on the host itself, when it has one; else each pid says that it has none."""
+        script = remote_script(dump_with_py_spy, pids)
+        return {int(pid): dump for pid, dump in self._remote_json(index, script, 60 + 30 * len(pids)).items()}
+
+    def _remote_json(self, index: int, script: str, timeout: float):
+        try:
+            result = self._run(index, shlex.join([self.python, "-c", script]), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StacksUnavailable(f"{self.hosts[index].name} did not answer within {timeout:g} s") from None
+        if result.returncode != 0:
+            reason = (result.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            raise StacksUnavailable(f"{self.hosts[index].name}: {reason}")
+        return parse_remote(result.stdout.decode(errors="replace"))
 
 
 def pump(process: NodeProcess, on_line: Callable[[str], None], on_exit: Callable[[int | None], None]) -> threading.Thread:

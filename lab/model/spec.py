@@ -1,8 +1,8 @@
 """The lab model: what a lab is, independent of how it is realised.
 
 Nothing here knows about Docker. Drivers turn a :class:`LabSpec` into containers,
-inventories or compose files; the names and labels they use come from here so that
-every driver agrees on them.
+inventories or compose files; the names and labels of Docker objects live with the Docker
+driver (lab/nodes/labels.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from lab.errors import SpecError
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 MEMORY_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)b?$", re.IGNORECASE)
 DEFAULT_NAME = "default"
-LABEL_PREFIX = "io.lab"
-PROJECT_LABEL = "com.docker.compose.project"
-PYTHON_LABEL = f"{LABEL_PREFIX}.python"  # the interpreter a node runs, when not the node image's venv
 # A node that runs a small DDP job needs about this much; used to refuse labs the host cannot hold.
 MIN_NODE_MEMORY = 512 * 1024**2
 MAX_NODES = 64
@@ -81,10 +78,6 @@ class Node:
     def hostname(self) -> str:
         return f"node{self.index}"
 
-    @property
-    def resource_name(self) -> str:
-        return f"lab-{self.lab}-{self.hostname}"
-
 
 @dataclass(frozen=True)
 class LabSpec:
@@ -145,37 +138,3 @@ class LabSpec:
             )
         if self.cpus is not None and self.cpus > host_cpus:
             raise SpecError(f"--cpus {self.cpus} is more than this host's {host_cpus} cores", f"use --cpus {host_cpus} or less")
-
-
-def lab_labels(name: str) -> dict[str, str]:
-    """Labels that mark an object as belonging to lab `name` (compose-style project label included)."""
-    return {PROJECT_LABEL: f"lab-{name}", f"{LABEL_PREFIX}.lab": name, f"{LABEL_PREFIX}.managed": "true"}
-
-
-def node_labels(spec: LabSpec, node: Node) -> dict[str, str]:
-    labels = lab_labels(spec.name)
-    labels.update(
-        {
-            f"{LABEL_PREFIX}.node": str(node.index),
-            f"{LABEL_PREFIX}.role": "node",
-            f"{LABEL_PREFIX}.spec": json.dumps(spec.to_dict(), sort_keys=True),
-            f"{LABEL_PREFIX}.fingerprint": spec.fingerprint(),
-            "com.docker.compose.service": node.hostname,
-        }
-    )
-    return labels
-
-
-def lab_filter(name: str | None = None) -> dict[str, list[str]]:
-    """Docker label filter selecting one lab, or every lab when name is None."""
-    if name is None:
-        return {"label": [f"{LABEL_PREFIX}.managed=true"]}
-    return {"label": [f"{LABEL_PREFIX}.lab={name}", f"{LABEL_PREFIX}.managed=true"]}
-
-
-def network_name(name: str) -> str:
-    return f"lab-{name}-net"
-
-
-def volume_name(name: str) -> str:
-    return f"lab-{name}-shared"

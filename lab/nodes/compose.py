@@ -4,50 +4,18 @@ from __future__ import annotations
 
 import yaml
 
-from lab.nodes.driver import NETWORK_OPTIONS, DockerDriver
-from lab.model.spec import LABEL_PREFIX, network_name, volume_name
+from lab.nodes.driver import DockerDriver
+from lab.nodes.labels import LAB_LABEL, MANAGED_LABEL, NETWORK_OPTIONS, network_name, volume_name
+from lab.nodes.plan import ContainerPlan
 
 
 def compose_document(name: str, driver: DockerDriver | None = None) -> dict:
-    """A compose document with one service per node, built from the running containers."""
+    """A compose document with one service per node, from the driver's description of each container."""
     driver = driver or DockerDriver()
-    containers = driver.containers(name)
-    services = {}
-    shared_device = None
-    for container in containers:
-        attrs = container.attrs
-        host = attrs["HostConfig"]
-        hostname = attrs["Config"]["Hostname"]
-        volumes = []
-        for mount in attrs.get("Mounts", []):
-            if mount["Type"] == "volume":
-                volumes.append(f"shared:{mount['Destination']}")
-            else:
-                volumes.append(f"{mount['Source']}:{mount['Destination']}{'' if mount.get('RW', True) else ':ro'}")
-        service = {
-            "image": attrs["Config"]["Image"],
-            "container_name": container.name,
-            "hostname": hostname,
-            "init": True,
-            "shm_size": host.get("ShmSize") or "512m",
-            "labels": dict(container.labels),
-            "environment": {k: v for k, v in (e.split("=", 1) for e in attrs["Config"].get("Env", [])) if k.startswith("LAB_")},
-            "volumes": volumes,
-            "ports": ["127.0.0.1::22"],
-            "networks": {"lab": {"aliases": [hostname]}},
-        }
-        if host.get("NanoCpus"):
-            service["cpus"] = host["NanoCpus"] / 1e9
-        if host.get("Memory"):
-            service["mem_limit"] = host["Memory"]
-        if host.get("CapAdd"):
-            service["cap_add"] = list(host["CapAdd"])
-        if host.get("Devices"):
-            service["devices"] = [f"{d['PathOnHost']}:{d['PathInContainer']}" for d in host["Devices"]]
-        services[hostname] = service
-    if containers:
-        shared_device = driver.client.volumes.get(volume_name(name)).attrs.get("Options", {}).get("device")
-    labels = {f"{LABEL_PREFIX}.lab": name, f"{LABEL_PREFIX}.managed": "true"}
+    services = {description.settings.hostname: compose_service(description.settings)
+                for description in driver.describe(name)}
+    shared_device = driver.shared_dir(name) if services else None
+    labels = {LAB_LABEL: name, MANAGED_LABEL: "true"}
     return {
         "name": f"lab-{name}",
         "services": services,
@@ -56,6 +24,41 @@ def compose_document(name: str, driver: DockerDriver | None = None) -> dict:
         "volumes": {"shared": {"name": volume_name(name), "driver": "local", "labels": labels,
                                "driver_opts": {"type": "none", "o": "bind", "device": shared_device}}},
     }
+
+
+def compose_service(settings: ContainerPlan) -> dict:
+    """One node container's settings as a compose service; the lab's volume is the project's `shared`."""
+    lab_volume = volume_name(settings.labels.get(LAB_LABEL, ""))
+    volumes = [f"shared:{m.target}" if m.kind == "volume" and m.source == lab_volume
+               else f"{m.source}:{m.target}{':ro' if m.read_only else ''}" for m in settings.mounts]
+    service = {
+        "image": settings.image,
+        "container_name": settings.name,
+        "hostname": settings.hostname,
+        "init": settings.init,
+        "shm_size": settings.shm_size,
+        "labels": dict(settings.labels),
+        "environment": dict(settings.environment),
+        "volumes": volumes,
+        "ports": [f"{port.host_ip}:{port.host_port or ''}:{port.container_port}" for port in settings.ports],
+        "networks": {"lab": {"aliases": list(settings.aliases)}},
+    }
+    if settings.cpus:
+        service["cpus"] = settings.cpus
+    if settings.memory:
+        service["mem_limit"] = settings.memory
+    if settings.memory_swap:
+        service["memswap_limit"] = settings.memory_swap
+    if settings.cap_add:
+        service["cap_add"] = list(settings.cap_add)
+    if settings.devices:
+        service["devices"] = list(settings.devices)
+    if settings.device_requests:
+        service["deploy"] = {"resources": {"reservations": {"devices": [
+            {"driver": request["Driver"], "device_ids": request["DeviceIDs"],
+             "capabilities": [capability for group in request["Capabilities"] for capability in group]}
+            for request in settings.device_requests]}}}
+    return service
 
 
 def compose_yaml(name: str, driver: DockerDriver | None = None) -> str:

@@ -1,7 +1,8 @@
 """`lab doctor`: what each node of a lab offers for distributed training, checked from inside the node.
 
-Runs the provisioning probe (playbooks/files/probe.py) in every node with `docker exec`, with the
-node's own python, and compares what it finds with what the lab was given (GPUs, peers).
+Runs the provisioning probe (playbooks/files/probe.py) with --deep in every node with `docker exec`, with the
+node's own python: torch imported and asked what it sees (provisioning only reads torch's files). Compares what
+it finds with what the lab was given (GPUs, peers).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def diagnose(name: str) -> Diagnosis:
     transport = DockerTransport(driver, name, paths.lab_dir(name) / "shared")
     peers = [state.hostname for state in states]
     script = PROBE.read_text()
-    processes = {state.index: transport.start(state.index, [transport.python, "-c", script, *peers], {}) for state in states}
+    processes = {state.index: transport.start(state.index, [transport.python, "-c", script, "--deep", *peers], {}) for state in states}
     nodes = []
     for state in states:
         output = list(processes[state.index].lines())

@@ -1,7 +1,9 @@
-"""The Docker driver: turns a LabSpec into a network, a volume and one container per node.
+"""The Docker driver: the only code that talks to the engine about labs.
 
-Every object carries the lab's labels, so `find`/`remove` work from labels alone and
-clean up after a crash without any state file.
+`apply` makes a LabPlan's network, volume and containers exactly as planned (`create_arguments` is the
+translation, a pure function); everything else reads state back (`describe`, `node_states`) or acts on
+one node (faults, processes). Every object carries the lab's labels, so `containers`/`remove_lab` work
+from labels alone and clean up after a crash without any state file.
 """
 
 from __future__ import annotations
@@ -10,31 +12,28 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import docker
 import docker.errors
 import requests.exceptions
 
-from lab.errors import EngineError, LabStateError
-from lab.model.spec import (
-    EXERCISES_MOUNT,
-    LABEL_PREFIX,
+from lab.errors import EngineError, LabStateError, ProvisionError
+from lab.model.spec import LabSpec, Node
+from lab.nodes.labels import (
+    GPUS_LABEL,
+    LAB_LABEL,
+    NODE_LABEL,
     PYTHON_LABEL,
-    SHARED_MOUNT,
-    LabSpec,
-    Node,
+    SPEC_LABEL,
+    SSH_PORT,
+    container_name,
     lab_filter,
-    lab_labels,
     network_name,
-    node_labels,
     volume_name,
 )
+from lab.nodes.plan import ContainerPlan, LabPlan, Mount, Port
 
-SSH_PORT = 22
-AUTHORIZED_KEYS_PATH = "/etc/ssh/lab_authorized_keys"
-# Nodes share one host, so their network can carry loopback-sized frames: with the default 1500-byte MTU,
-# gloo's all_reduce over the bridge reached ~0.7 of native loopback bandwidth (bench/RESULTS.md).
-NETWORK_OPTIONS = {"com.docker.network.driver.mtu": "65520"}
 ENGINE_HINT = "start one with `make engine` (or start Docker Desktop), then try again"
 
 
@@ -79,23 +78,125 @@ class NodeState:
 
 
 @dataclass
-class MountPlan:
-    """Host-side folders and extra container settings a node needs (GPU devices, host env mounts)."""
+class ContainerDescription:
+    """A node container as the engine reports it: its settings, as a plan would give them, and its state."""
 
-    shared_dir: Path
-    exercises_dir: Path
-    public_key: Path
-    extra_binds: dict[str, dict] = field(default_factory=dict)
-    devices: list[str] = field(default_factory=list)
-    device_requests: list = field(default_factory=list)
-    environment: dict[str, str] = field(default_factory=dict)
-    cap_add: list[str] = field(default_factory=list)
-    labels: dict[str, str] = field(default_factory=dict)  # extra container labels, e.g. the node's python
+    settings: ContainerPlan
+    state: NodeState
 
 
-def node_python(containers) -> str | None:
-    """The interpreter a lab's node containers run when it is not the node image's venv (`--image host`)."""
-    return next((c.labels[PYTHON_LABEL] for c in containers if PYTHON_LABEL in c.labels), None)
+def describe_container(attrs: dict) -> ContainerDescription:
+    """Read one node container's inspect data: image, mounts, devices, limits, caps, env, labels, ip, ports."""
+    config, host = attrs["Config"], attrs["HostConfig"]
+    labels = config.get("Labels") or {}
+    network = network_name(labels.get(LAB_LABEL, ""))
+    endpoint = (attrs["NetworkSettings"].get("Networks") or {}).get(network) or {}
+    hostname = config["Hostname"]
+    mounts = [Mount(mount.get("Name") if mount["Type"] == "volume" else mount["Source"], mount["Destination"],
+                    read_only=not mount.get("RW", True), kind=mount["Type"]) for mount in attrs.get("Mounts") or []]
+    ports = [Port(int(key.split("/")[0]), binding.get("HostIp") or "", int(binding["HostPort"]) if binding.get("HostPort") else None)
+             for key, bindings in sorted((host.get("PortBindings") or {}).items()) for binding in bindings or []]
+    requests = [{"Driver": request.get("Driver", ""), "DeviceIDs": request.get("DeviceIDs") or [],
+                 "Capabilities": request.get("Capabilities") or []} for request in host.get("DeviceRequests") or []]
+    # The engine adds the container's short id to its aliases; a partitioned node keeps its planned alias.
+    aliases = [alias for alias in endpoint.get("Aliases") or [] if not attrs["Id"].startswith(alias)] or [hostname]
+    settings = ContainerPlan(
+        index=int(labels[NODE_LABEL]),
+        name=attrs["Name"].lstrip("/"),
+        hostname=hostname,
+        image=config["Image"],
+        network=network,
+        aliases=aliases,
+        labels=dict(labels),
+        environment=dict(entry.split("=", 1) for entry in config.get("Env") or [] if "=" in entry),
+        mounts=sorted(mounts, key=lambda mount: (mount.target, mount.source)),
+        devices=[f"{d['PathOnHost']}:{d['PathInContainer']}:{d['CgroupPermissions']}" for d in host.get("Devices") or []],
+        device_requests=requests,
+        ports=ports,
+        cpus=host.get("NanoCpus", 0) / 1e9 or None,
+        memory=host.get("Memory") or None,
+        memory_swap=host.get("MemorySwap") or None,
+        shm_size=host.get("ShmSize") or None,
+        init=bool(host.get("Init")),
+        cap_add=list(host.get("CapAdd") or []),
+    )
+    published = (attrs["NetworkSettings"].get("Ports") or {}).get(f"{SSH_PORT}/tcp") or []
+    state = attrs["State"]
+    node_state = NodeState(
+        index=settings.index,
+        hostname=hostname,
+        container=settings.name,
+        state=state["Status"] + (" (OOM-killed)" if state.get("OOMKilled") else ""),
+        ip=endpoint.get("IPAddress") or None,
+        ssh_port=int(published[0]["HostPort"]) if published else None,
+        cpus=settings.cpus,
+        memory=settings.memory,
+        gpus=[gpu for gpu in labels.get(GPUS_LABEL, "").split(",") if gpu],
+        faults=_derived_faults(state, bool(endpoint)),
+    )
+    return ContainerDescription(settings, node_state)
+
+
+def create_arguments(plan: ContainerPlan) -> dict:
+    """The engine API arguments for one planned container: create_container's, create_host_config's, the endpoint's."""
+    return {
+        "container": {"image": plan.image, "name": plan.name, "hostname": plan.hostname, "labels": plan.labels,
+                      "environment": plan.environment, "ports": [port.container_port for port in plan.ports]},
+        "host_config": {
+            "binds": [f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}" for m in plan.mounts],
+            "port_bindings": {port.container_port: (port.host_ip, port.host_port) if port.host_port else (port.host_ip,)
+                              for port in plan.ports},
+            "init": plan.init,
+            "shm_size": plan.shm_size,
+            "nano_cpus": int(plan.cpus * 1e9) if plan.cpus else None,
+            "mem_limit": plan.memory,
+            "memswap_limit": plan.memory_swap,
+            "devices": plan.devices or None,
+            "device_requests": plan.device_requests or None,
+            "cap_add": plan.cap_add or None,
+        },
+        "network": plan.network,
+        "endpoint": {"aliases": plan.aliases},
+    }
+
+
+class _LineSplitter:
+    """Bytes chunks in, whole text lines out."""
+
+    def __init__(self):
+        self.buffer = b""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        return [line.decode(errors="replace").rstrip("\r") for line in complete]
+
+    def rest(self) -> list[str]:
+        return [self.buffer.decode(errors="replace")] if self.buffer else []
+
+
+class ExecProcess:
+    """A process started with `docker exec`, its output streamed line by line."""
+
+    def __init__(self, api, container: str, argv: list[str], env: dict[str, str], cwd: str):
+        self.api = api
+        self.exec_id = api.exec_create(container, argv, environment=env, workdir=cwd)["Id"]
+        self.stream = api.exec_start(self.exec_id, stream=True)
+
+    def lines(self) -> Iterator[str]:
+        splitter = _LineSplitter()
+        try:
+            for chunk in self.stream:
+                yield from splitter.feed(chunk)
+        except Exception:  # the engine went away or the container died mid-stream; wait() reports it
+            pass
+        yield from splitter.rest()
+
+    def wait(self) -> int | None:
+        try:
+            return self.api.exec_inspect(self.exec_id).get("ExitCode")
+        except Exception:
+            return None
 
 
 class DockerDriver:
@@ -112,11 +213,25 @@ class DockerDriver:
         with engine_errors("describe the host"):
             return set(self.client.info().get("Runtimes", {}))
 
+    def has_image(self, tag: str) -> bool:
+        with engine_errors(f"look up {tag}"):
+            try:
+                self.client.images.get(tag)
+            except docker.errors.ImageNotFound:
+                return False
+        return True
+
+    def engine_answers(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            return False
+
     # --- discovery ----------------------------------------------------------------------------
     def containers(self, name: str | None = None) -> list:
         with engine_errors("list containers"):
             found = self.client.containers.list(all=True, filters=lab_filter(name))
-        return sorted(found, key=lambda c: (c.labels.get(f"{LABEL_PREFIX}.lab", ""), int(c.labels.get(f"{LABEL_PREFIX}.node", 0))))
+        return sorted(found, key=lambda c: (c.labels.get(LAB_LABEL, ""), int(c.labels.get(NODE_LABEL, 0))))
 
     def lab_names(self) -> list[str]:
         names = set()
@@ -124,100 +239,70 @@ class DockerDriver:
             for kind in (self.client.containers.list(all=True, filters=lab_filter()),
                          self.client.networks.list(filters=lab_filter()),
                          self.client.volumes.list(filters=lab_filter())):
-                names.update(_labels(obj).get(f"{LABEL_PREFIX}.lab") for obj in kind)
+                names.update(_labels(obj).get(LAB_LABEL) for obj in kind)
         return sorted(name for name in names if name)
 
     def existing_spec(self, name: str) -> LabSpec | None:
         containers = self.containers(name)
         if not containers:
             return None
-        return LabSpec.from_dict(json.loads(containers[0].labels[f"{LABEL_PREFIX}.spec"]))
+        return LabSpec.from_dict(json.loads(containers[0].labels[SPEC_LABEL]))
+
+    def node_python(self, name: str) -> str | None:
+        """The interpreter the lab's nodes run when it is not the node image's venv (`--image host`)."""
+        return next((c.labels[PYTHON_LABEL] for c in self.containers(name) if PYTHON_LABEL in c.labels), None)
+
+    def describe(self, name: str) -> list[ContainerDescription]:
+        return [describe_container(container.attrs) for container in self.containers(name)]
 
     def node_states(self, name: str) -> list[NodeState]:
-        return [self._state(container) for container in self.containers(name)]
+        return [description.state for description in self.describe(name)]
 
-    def _state(self, container) -> NodeState:
-        attrs = container.attrs
-        labels = container.labels
-        networks = attrs["NetworkSettings"].get("Networks") or {}
-        lab_net = networks.get(network_name(labels[f"{LABEL_PREFIX}.lab"])) or {}
-        ports = (attrs["NetworkSettings"].get("Ports") or {}).get(f"{SSH_PORT}/tcp") or []
-        host_config = attrs["HostConfig"]
-        return NodeState(
-            index=int(labels[f"{LABEL_PREFIX}.node"]),
-            hostname=attrs["Config"]["Hostname"],
-            container=container.name,
-            state=attrs["State"]["Status"] + (" (OOM-killed)" if attrs["State"].get("OOMKilled") else ""),
-            ip=lab_net.get("IPAddress") or None,
-            ssh_port=int(ports[0]["HostPort"]) if ports else None,
-            cpus=host_config.get("NanoCpus", 0) / 1e9 or None,
-            memory=host_config.get("Memory") or None,
-            gpus=[gpu for gpu in labels.get(f"{LABEL_PREFIX}.gpus", "").split(",") if gpu],
-            faults=_derived_faults(attrs, bool(lab_net)),
-        )
+    def shared_dir(self, name: str) -> str | None:
+        """The host folder behind lab `name`'s shared volume."""
+        with engine_errors("inspect the shared volume"):
+            try:
+                return self.client.volumes.get(volume_name(name)).attrs.get("Options", {}).get("device")
+            except docker.errors.NotFound:
+                return None
 
     # --- create -------------------------------------------------------------------------------
-    def create_lab(self, spec: LabSpec, image: str, plans: dict[int, MountPlan], gpu_labels: dict[int, str]) -> None:
-        """Create the network, the shared volume and every node container, then start them."""
-        api = self.client.api
-        labels = lab_labels(spec.name)
-        net = network_name(spec.name)
+    def apply(self, plan: LabPlan) -> None:
+        """Make what the plan names and does not exist yet, start every node, run their start-up commands."""
         with engine_errors("create the lab network"):
-            if not self.client.networks.list(names=[net], filters=lab_filter(spec.name)):
-                self.client.networks.create(net, driver="bridge", options=NETWORK_OPTIONS,
-                                            labels={**labels, f"{LABEL_PREFIX}.role": "network"})
-        shared_dir = plans[0].shared_dir
-        shared_dir.mkdir(parents=True, exist_ok=True)
+            if not self.client.networks.list(names=[plan.network.name], filters=lab_filter(plan.lab)):
+                self.client.networks.create(plan.network.name, driver=plan.network.driver, options=plan.network.options,
+                                            labels=plan.network.labels)
+        Path(plan.volume.host_dir).mkdir(parents=True, exist_ok=True)
         with engine_errors("create the shared volume"):
-            if not self.client.volumes.list(filters={"name": volume_name(spec.name), **lab_filter(spec.name)}):
-                self.client.volumes.create(
-                    volume_name(spec.name), driver="local",
-                    driver_opts={"type": "none", "o": "bind", "device": str(shared_dir)},
-                    labels={**labels, f"{LABEL_PREFIX}.role": "volume"},
-                )
-        existing = {int(c.labels[f"{LABEL_PREFIX}.node"]): c for c in self.containers(spec.name)}
-        for node in spec.node_list():
-            if node.index not in existing:
-                self._create_node(api, spec, node, image, plans[node.index], gpu_labels.get(node.index, ""))
-        for container in self.containers(spec.name):
+            if not self.client.volumes.list(filters={"name": plan.volume.name, **lab_filter(plan.lab)}):
+                self.client.volumes.create(plan.volume.name, driver="local", labels=plan.volume.labels,
+                                           driver_opts={"type": "none", "o": "bind", "device": plan.volume.host_dir})
+        existing = {int(c.labels[NODE_LABEL]) for c in self.containers(plan.lab)}
+        for container in plan.containers:
+            if container.index not in existing:
+                self._create(container)
+        for container in self.containers(plan.lab):
             if container.status != "running":
                 with engine_errors(f"start {container.name}"):
                     container.start()
+        for container in plan.containers:
+            for command in container.start_commands:
+                code, output = self.exec_output(plan.lab, container.index, command, user="root")
+                if code != 0:
+                    raise ProvisionError(f"node{container.index}: `{' '.join(command)}` failed (exit {code}): "
+                                         f"{output.strip()[-300:]}",
+                                         "the node image needs glibc's ldconfig to use the host's NVIDIA driver")
 
-    def _create_node(self, api, spec: LabSpec, node: Node, image: str, plan: MountPlan, gpus: str) -> None:
-        binds = {
-            volume_name(spec.name): {"bind": SHARED_MOUNT, "mode": "rw"},
-            str(plan.exercises_dir): {"bind": EXERCISES_MOUNT, "mode": "ro"},
-            str(plan.public_key): {"bind": AUTHORIZED_KEYS_PATH, "mode": "ro"},
-            **plan.extra_binds,
-        }
-        host_config = api.create_host_config(
-            binds=binds,
-            port_bindings={SSH_PORT: ("127.0.0.1",)},
-            init=True,
-            shm_size="512m",
-            nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
-            mem_limit=spec.memory,
-            memswap_limit=spec.memory,  # no swap beyond the limit: a node out of memory is OOM-killed, not thrashing
-            devices=plan.devices or None,
-            device_requests=plan.device_requests or None,
-            cap_add=plan.cap_add or None,
-        )
-        net = network_name(spec.name)
-        networking = api.create_networking_config({net: api.create_endpoint_config(aliases=[node.hostname])})
-        labels = {**node_labels(spec, node), **plan.labels}
-        if gpus:
-            labels[f"{LABEL_PREFIX}.gpus"] = gpus
-        with engine_errors(f"create {node.resource_name}"):
+    def _create(self, plan: ContainerPlan) -> None:
+        api = self.client.api
+        arguments = create_arguments(plan)
+        with engine_errors(f"create {plan.name}"):
             api.create_container(
-                image,
-                name=node.resource_name,
-                hostname=node.hostname,
-                labels=labels,
-                ports=[SSH_PORT],
-                environment={"LAB_NODE_RANK": str(node.index), **plan.environment},
-                host_config=host_config,
-                networking_config=networking,
+                **arguments["container"],
+                host_config=api.create_host_config(**arguments["host_config"]),
+                networking_config=api.create_networking_config(
+                    {arguments["network"]: api.create_endpoint_config(**arguments["endpoint"])}),
             )
 
     # --- remove -------------------------------------------------------------------------------
@@ -242,14 +327,72 @@ class DockerDriver:
     # --- per-node control ---------------------------------------------------------------------
     def container(self, name: str, index: int):
         for container in self.containers(name):
-            if int(container.labels[f"{LABEL_PREFIX}.node"]) == index:
+            if int(container.labels[NODE_LABEL]) == index:
                 return container
         raise LabStateError(f"lab '{name}' has no node{index}", "see `lab status` for its nodes")
 
+    def node_status(self, name: str, index: int) -> str:
+        """running, paused, exited, ... as the engine says now."""
+        return self.container(name, index).status
 
-def _derived_faults(attrs: dict, on_lab_network: bool) -> list[str]:
+    def kill_node(self, name: str, index: int) -> None:
+        with engine_errors(f"kill node{index}"):
+            self.container(name, index).kill()
+
+    def stop_node(self, name: str, index: int, timeout: int = 5) -> None:
+        with engine_errors(f"stop node{index}"):
+            self.container(name, index).stop(timeout=timeout)
+
+    def start_node(self, name: str, index: int) -> None:
+        with engine_errors(f"start node{index}"):
+            self.container(name, index).start()
+
+    def pause_node(self, name: str, index: int) -> None:
+        with engine_errors(f"pause node{index}"):
+            self.container(name, index).pause()
+
+    def unpause_node(self, name: str, index: int) -> None:
+        with engine_errors(f"unpause node{index}"):
+            self.container(name, index).unpause()
+
+    def disconnect_node(self, name: str, index: int) -> None:
+        """Take the node off the lab network (a partition); nothing to do when it is already off."""
+        container = self.container(name, index)
+        with engine_errors(f"disconnect node{index}"):
+            with contextlib.suppress(docker.errors.APIError):  # already disconnected
+                self.client.networks.get(network_name(name)).disconnect(container)
+
+    def reconnect_node(self, name: str, index: int) -> None:
+        """Put the node back on the lab network under its hostname, unless it is on it."""
+        container = self.container(name, index)
+        network = network_name(name)
+        if network in (container.attrs["NetworkSettings"].get("Networks") or {}):
+            return
+        with engine_errors(f"reconnect node{index}"):
+            self.client.networks.get(network).connect(container, aliases=[Node(name, index).hostname])
+
+    # --- processes in a node ------------------------------------------------------------------
+    def start_process(self, name: str, index: int, argv: list[str], env: dict[str, str], cwd: str) -> ExecProcess:
+        """Start argv in node `index`; read its output with lines(), its exit code with wait()."""
+        with engine_errors(f"start a process on node{index}"):
+            return ExecProcess(self.client.api, container_name(Node(name, index)), argv, env, cwd)
+
+    def exec_output(self, name: str, index: int, argv: list[str], user: str = "") -> tuple[int | None, str]:
+        """Run argv in node `index` to the end: (exit code, stdout and stderr together)."""
+        api = self.client.api
+        with engine_errors(f"run {argv[0]} on node{index}"):
+            exec_id = api.exec_create(container_name(Node(name, index)), argv, user=user)["Id"]
+            output = api.exec_start(exec_id)
+            return api.exec_inspect(exec_id).get("ExitCode"), output.decode(errors="replace")
+
+    def memory_stats(self, name: str, index: int) -> dict:
+        """The engine's memory statistics of node `index`'s cgroup (`docker stats`)."""
+        with engine_errors(f"read node{index}'s memory"):
+            return self.client.api.stats(container_name(Node(name, index)), stream=False, one_shot=True)["memory_stats"]
+
+
+def _derived_faults(state: dict, on_lab_network: bool) -> list[str]:
     """Faults visible from the container itself; netem delays are added by lab.faults."""
-    state = attrs["State"]
     faults = []
     if state.get("Paused"):
         faults.append("paused")

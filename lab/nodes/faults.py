@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import json
 
-import docker.errors
-
 from lab import paths
-from lab.nodes.driver import DockerDriver, engine_errors
 from lab.errors import LabStateError, SpecError
-from lab.model.spec import network_name
+from lab.nodes.driver import DockerDriver
 
 ACTIONS = ("kill", "stop", "pause", "unpause", "partition", "heal", "delay")
 INTERFACE = "eth0"
@@ -77,59 +74,51 @@ def inject(name: str, action: str, node_text: str, ms: int | None = None, jitter
     if spec is None:
         raise LabStateError(f"no lab named '{name}' is up", "start one with `lab up --nodes 2`")
     index = parse_node(node_text, spec.nodes)
-    container = driver.container(name, index)
-    network = network_name(name)
-    with engine_errors(f"{action} node{index}"):
-        if action == "kill":
-            _require_running(container, index)
-            container.kill()
-        elif action == "stop":
-            container.stop(timeout=5)
-        elif action == "pause":
-            _require_running(container, index)
-            container.pause()
-        elif action == "unpause":
-            if container.status == "paused":
-                container.unpause()
-        elif action == "partition":
-            _require_running(container, index)
-            try:
-                driver.client.networks.get(network).disconnect(container)
-            except docker.errors.APIError:
-                pass  # already disconnected
-        elif action == "delay":
-            _require_running(container, index)
-            if not spec.net_admin:
-                raise LabStateError("delays need NET_ADMIN, which this lab was not given",
-                                    "recreate it with `lab up --recreate --net-admin ...`")
-            args = netem_args(ms, jitter, rate)
-            code, output = container.exec_run(["tc", "qdisc", "replace", "dev", INTERFACE, "root", "netem", *args])
-            if code != 0:
-                raise LabStateError(f"tc refused the delay: {output.decode().strip()}")
-            _record_delay(name, index, " ".join(args))
-        elif action == "heal":
-            _heal(driver, container, index, network, spec.net_admin)
-            _record_delay(name, index, None)
-        else:
-            raise SpecError(f"unknown fault '{action}'", f"use one of {', '.join(ACTIONS)}")
+    if action == "kill":
+        _require_running(driver, name, index)
+        driver.kill_node(name, index)
+    elif action == "stop":
+        driver.stop_node(name, index)
+    elif action == "pause":
+        _require_running(driver, name, index)
+        driver.pause_node(name, index)
+    elif action == "unpause":
+        if driver.node_status(name, index) == "paused":
+            driver.unpause_node(name, index)
+    elif action == "partition":
+        _require_running(driver, name, index)
+        driver.disconnect_node(name, index)
+    elif action == "delay":
+        _require_running(driver, name, index)
+        if not spec.net_admin:
+            raise LabStateError("delays need NET_ADMIN, which this lab was not given",
+                                "recreate it with `lab up --recreate --net-admin ...`")
+        args = netem_args(ms, jitter, rate)
+        code, output = driver.exec_output(name, index, ["tc", "qdisc", "replace", "dev", INTERFACE, "root", "netem", *args])
+        if code != 0:
+            raise LabStateError(f"tc refused the delay: {output.strip()}")
+        _record_delay(name, index, " ".join(args))
+    elif action == "heal":
+        _heal(driver, name, index, spec.net_admin)
+        _record_delay(name, index, None)
+    else:
+        raise SpecError(f"unknown fault '{action}'", f"use one of {', '.join(ACTIONS)}")
     return f"node{index}: {action}" + (f" {' '.join(netem_args(ms, jitter, rate))}" if action == "delay" else "")
 
 
-def _require_running(container, index: int) -> None:
-    container.reload()
-    if container.status != "running":
-        raise LabStateError(f"node{index} is {container.status}", "`lab fault heal` it (or `lab up`) first")
+def _require_running(driver: DockerDriver, name: str, index: int) -> None:
+    status = driver.node_status(name, index)
+    if status != "running":
+        raise LabStateError(f"node{index} is {status}", "`lab fault heal` it (or `lab up`) first")
 
 
-def _heal(driver: DockerDriver, container, index: int, network: str, net_admin: bool) -> None:
+def _heal(driver: DockerDriver, name: str, index: int, net_admin: bool) -> None:
     """Undo every fault: start, unpause, reconnect to the lab network, clear netem."""
-    container.reload()
-    if container.status == "paused":
-        container.unpause()
-    elif container.status != "running":
-        container.start()
-    container.reload()
-    if network not in (container.attrs["NetworkSettings"].get("Networks") or {}):
-        driver.client.networks.get(network).connect(container, aliases=[f"node{index}"])
+    status = driver.node_status(name, index)
+    if status == "paused":
+        driver.unpause_node(name, index)
+    elif status != "running":
+        driver.start_node(name, index)
+    driver.reconnect_node(name, index)
     if net_admin:
-        container.exec_run(["tc", "qdisc", "del", "dev", INTERFACE, "root"])
+        driver.exec_output(name, index, ["tc", "qdisc", "del", "dev", INTERFACE, "root"])

@@ -5,6 +5,11 @@ passed in); `plan_gpus` turns a `--gpus` request into per-node plans: device ids
 Container Toolkit, or raw device nodes plus read-only driver libraries when there is no toolkit, or
 nothing (CPU) with a one-line notice. `run_backend` turns `--backend auto` into gloo or nccl from
 the GPUs a lab's nodes actually have, so a run never hangs on a backend the lab cannot serve.
+
+Test-only: LAB_HOST_ROOT makes `detect_host` read a fake host under that folder (its dev/nvidia*,
+proc/driver/nvidia/gpus, nvidia-smi in its PATH folders, etc/ld.so.cache) and the plan give nodes those
+files at their paths inside it; tests/integration/test_gpu_passthrough.py uses it to prove raw passthrough
+on a machine without a GPU. Real hosts leave it unset (root "/").
 """
 
 from __future__ import annotations
@@ -28,9 +33,8 @@ DRIVER_LIBRARY = re.compile(
     r"^lib(cuda|cudadebugger|nvidia-(ml|ptxjitcompiler|nvvm|gpucomp|allocator|cfg|opencl|fatbinaryloader|compiler))\.so"
 )
 DRIVER_TOOLS = ("nvidia-smi",)
-# Folders the loader searches by itself (Debian/Ubuntu multiarch); other library folders go on LD_LIBRARY_PATH.
-DEFAULT_LIBRARY_DIR = re.compile(r"^(/usr)?/lib(/[a-z0-9_]+-linux-gnu)?$")
-PROC_GPUS = Path("/proc/driver/nvidia/gpus")
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+HOST_ROOT_VARIABLE = "LAB_HOST_ROOT"  # test-only, see the module docstring
 SMI_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)")
 CPU_NOTICE = "no NVIDIA GPU found (no nvidia runtime in Docker, no /dev/nvidia*): nodes run on CPU with gloo"
 
@@ -59,6 +63,11 @@ class HostGpus:
     gpus: tuple[Gpu, ...] = ()
     libraries: tuple[str, ...] = ()  # driver libraries, at the paths the host's loader finds them
     tools: tuple[str, ...] = ()  # nvidia-smi and the like
+    root: str = "/"  # where the paths above lie on this machine: "/" but under LAB_HOST_ROOT
+
+    def host_path(self, path: str) -> str:
+        """Where `path` (as the host sees it, and as a node gets it) lies on this machine."""
+        return under_root(self.root, path)
 
     @property
     def has_toolkit(self) -> bool:
@@ -82,6 +91,7 @@ class NodeGpuPlan:
     devices: list[str] = field(default_factory=list)  # host:container:permissions, raw passthrough
     binds: dict[str, dict] = field(default_factory=dict)  # read-only driver libraries and tools
     environment: dict[str, str] = field(default_factory=dict)
+    loader_command: list[str] = field(default_factory=list)  # run in the started node so its loader finds the libraries
 
     @property
     def label(self) -> str:
@@ -147,23 +157,41 @@ def _node_plan(mode: str, gpus: tuple[Gpu, ...], host: HostGpus) -> NodeGpuPlan:
         # The toolkit mounts the driver itself and renumbers the node's GPUs from 0.
         return NodeGpuPlan(gpus, device_ids=[gpu.device_id for gpu in gpus],
                            environment={"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"})
-    devices = [f"/dev/nvidia{gpu.minor}:/dev/nvidia{gpu.minor}:rwm" for gpu in gpus]
-    devices += [f"{path}:{path}:rwm" for path in CONTROL_DEVICES if path in host.device_nodes]
-    binds = {path: {"bind": path, "mode": "ro"} for path in (*host.libraries, *host.tools)}
-    extra_dirs = sorted({os.path.dirname(path) for path in host.libraries} - {""})
-    extra_dirs = [folder for folder in extra_dirs if not DEFAULT_LIBRARY_DIR.match(folder)]
-    environment = {"LD_LIBRARY_PATH": ":".join(extra_dirs)} if extra_dirs else {}
-    return NodeGpuPlan(gpus, devices=devices, binds=binds, environment=environment)
+    paths = [f"/dev/nvidia{gpu.minor}" for gpu in gpus] + [path for path in CONTROL_DEVICES if path in host.device_nodes]
+    devices = [f"{host.host_path(path)}:{path}:rwm" for path in paths]
+    binds = {host.host_path(path): {"bind": path, "mode": "ro"} for path in (*host.libraries, *host.tools)}
+    # Like the toolkit's ldconfig hook: the node's loader cache gets the libraries (their folders named, as
+    # some are outside the node's ld.so.conf), so every process finds them, ssh sessions included. -X: the
+    # binds are the soname paths already, so no links are made (some nodes mount the host's /usr read-only).
+    folders = sorted({os.path.dirname(path) for path in host.libraries} - {""})
+    loader_command = ["ldconfig", "-X", *folders] if host.libraries else []
+    return NodeGpuPlan(gpus, devices=devices, binds=binds, loader_command=loader_command)
 
 
 # --- detection ------------------------------------------------------------------------------------
 def detect_host(runtimes: set[str]) -> HostGpus:
     """This host's GPUs, device nodes and driver libraries; `runtimes` are the engine's."""
-    device_nodes = frozenset(str(path) for path in Path("/dev").glob("nvidia*"))
-    gpus = read_proc_gpus(PROC_GPUS) or parse_nvidia_smi(_command_output(["nvidia-smi", "-L"]))
-    libraries = parse_ldconfig(_command_output(["ldconfig", "-p"]) or _command_output(["/sbin/ldconfig", "-p"]))
-    tools = tuple(found for found in map(shutil.which, DRIVER_TOOLS) if found)
-    return HostGpus(frozenset(runtimes), device_nodes, tuple(gpus), tuple(libraries), tools)
+    root = os.environ.get(HOST_ROOT_VARIABLE) or "/"
+    device_nodes = frozenset(f"/dev/{path.name}" for path in Path(under_root(root, "/dev")).glob("nvidia*"))
+    tools = find_tools(root)
+    smi = next((under_root(root, tool) for tool in tools if os.path.basename(tool) == "nvidia-smi"), None)
+    gpus = read_proc_gpus(Path(under_root(root, PROC_GPUS))) or parse_nvidia_smi(_command_output([smi, "-L"]) if smi else "")
+    cache = ["-C", under_root(root, "/etc/ld.so.cache"), "-p"]
+    libraries = parse_ldconfig(_command_output(["ldconfig", *cache]) or _command_output(["/sbin/ldconfig", *cache]))
+    return HostGpus(frozenset(runtimes), device_nodes, tuple(gpus), tuple(libraries), tools, root)
+
+
+def under_root(root: str, path: str) -> str:
+    """`path` of a host whose filesystem starts at `root`, as this machine reaches it."""
+    return os.path.join(root, path.lstrip("/"))
+
+
+def find_tools(root: str) -> tuple[str, ...]:
+    """DRIVER_TOOLS on the PATH of the host at `root`, as that host's paths."""
+    folders = [folder for folder in os.environ.get("PATH", os.defpath).split(os.pathsep) if folder.startswith("/")]
+    search = os.pathsep.join(under_root(root, folder) for folder in folders)
+    found = (shutil.which(tool, path=search) for tool in DRIVER_TOOLS)
+    return tuple("/" + os.path.relpath(path, root) for path in found if path)
 
 
 def _command_output(argv: list[str]) -> str:

@@ -26,7 +26,8 @@ import docker.errors
 from lab.nodes.bootstrap import BASE_TAG, Progress
 from lab.nodes.driver import engine_errors
 from lab.errors import ImageError
-from lab.model.spec import LABEL_PREFIX
+from lab.nodes.labels import LABEL_PREFIX
+from lab.nodes.plan import HostPython
 
 IMAGE_REPOSITORY = "lab-host"
 HOST_SSHD = Path("/usr/sbin/sshd")
@@ -36,7 +37,6 @@ ROOT_LINKS = ("bin", "lib", "lib32", "lib64", "libx32")
 # The host's loader cache, copied into the image (valid because /usr is the host's); a copy, not a mount,
 # so the NVIDIA toolkit's hook can still run ldconfig in the node.
 LOADER_CACHE = "etc/ld.so.cache"
-READ_ONLY = "ro"
 
 PASSWD = """root:x:0:0:root:/root:/bin/sh
 sshd:x:100:65534::/run/sshd:/usr/sbin/nologin
@@ -84,18 +84,6 @@ cp -L "$(ldd /usr/sbin/sshd | awk '$1 ~ /^\\// && $2 ~ /^\\(/ {{print $1}}')" $o
 """
 
 
-@dataclass(frozen=True)
-class HostPython:
-    """The interpreter nodes run and the folders outside /usr it needs (prefixes, site-packages)."""
-
-    executable: str
-    folders: tuple[str, ...]
-
-    @property
-    def bin_dir(self) -> str:
-        return os.path.dirname(self.executable)
-
-
 def host_python() -> HostPython:
     """This interpreter: the one running lab, whose torch the nodes then use."""
     candidates = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
@@ -119,21 +107,10 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def host_binds(python: HostPython, root: Path = Path("/")) -> dict[str, dict]:
-    """Read-only binds that make the host's /usr and Python visible at the same paths in a node."""
-    binds = {"/usr": {"bind": "/usr", "mode": READ_ONLY}}
-    for name in ROOT_LINKS:
-        path = root / name
-        if path.is_dir() and not path.is_symlink():
-            binds[f"/{name}"] = {"bind": f"/{name}", "mode": READ_ONLY}
-    for folder in python.folders:
-        binds[folder] = {"bind": folder, "mode": READ_ONLY}
-    return binds
-
-
-def node_environment(python: HostPython) -> dict[str, str]:
-    """The host interpreter first on PATH for processes started with `docker exec`."""
-    return {"PATH": f"{python.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+def host_folders(python: HostPython, root: Path = Path("/")) -> tuple[str, ...]:
+    """Host folders a node mounts read-only at the same paths: /usr, real top-level library folders, Python's."""
+    real_roots = [f"/{name}" for name in ROOT_LINKS if (root / name).is_dir() and not (root / name).is_symlink()]
+    return ("/usr", *real_roots, *python.folders)
 
 
 def root_links(root: Path = Path("/")) -> dict[str, str]:
@@ -209,27 +186,55 @@ def collect_sshd(client: docker.DockerClient, image_id: str) -> bytes:
             container.remove(force=True)
 
 
-def ensure_host_image(client: docker.DockerClient, progress: Progress, root: Path = Path("/")) -> str:
-    """`lab-host:<hash>` of the rootfs inputs, imported unless the engine already has it."""
+@dataclass(frozen=True)
+class HostImageInputs:
+    """Everything the host image is made of; its tag is a hash of them, known before anything is made."""
+
+    links: dict[str, str]
+    ldconfig: str | None
+    loader_cache: bytes
+    sshd_source: str | None  # image id whose sshd is bundled; None: the host's own sshd
+
+    @property
+    def tag(self) -> str:
+        # The rootfs without the bundle is deterministic, so its bytes name the image; the bundle by its source.
+        rootfs = rootfs_tar(self.links, self.ldconfig, None, self.loader_cache)
+        inputs = [hashlib.sha256(rootfs).hexdigest(), COLLECT_SSHD, self.sshd_source]
+        return f"{IMAGE_REPOSITORY}:{hashlib.sha256(repr(inputs).encode()).hexdigest()[:12]}"
+
+
+def host_image_inputs(client: docker.DockerClient | None, root: Path = Path("/")) -> HostImageInputs:
+    """What the host image would be made of; `client` None (no engine): only a host with its own sshd is known."""
     links = root_links(root)
     ldconfig = os.path.realpath(root / "sbin/ldconfig") if (root / "sbin/ldconfig").exists() else None
     loader_cache = (root / LOADER_CACHE).read_bytes() if (root / LOADER_CACHE).is_file() else b""
+    if (root / HOST_SSHD.relative_to("/")).exists():
+        return HostImageInputs(links, ldconfig, loader_cache, None)
+    if client is None:
+        raise ImageError(f"--image host: this host has no {HOST_SSHD}, so the image bundles one from a local image, "
+                         "and with no Docker engine answering the image's tag cannot be told",
+                         "install openssh-server on this host, or start the engine (`make engine`)")
+    source = sshd_source(client)
+    if source is None:
+        raise ImageError(f"--image host needs sshd: this host has no {HOST_SSHD} and there is no local base image",
+                         "install openssh-server on this host, or build the base once with `lab image build`")
+    return HostImageInputs(links, ldconfig, loader_cache, source)
+
+
+def ensure_host_image(client: docker.DockerClient, progress: Progress, root: Path = Path("/")) -> str:
+    """`lab-host:<hash>` of the rootfs inputs, imported unless the engine already has it."""
     with engine_errors("make the host image"):
-        host_sshd = (root / HOST_SSHD.relative_to("/")).exists()
-        source = None if host_sshd else sshd_source(client)
-        if not host_sshd and source is None:
-            raise ImageError(f"--image host needs sshd: this host has no {HOST_SSHD} and there is no local base image",
-                             "install openssh-server on this host, or build the base once with `lab image build`")
-        # The rootfs without the bundle is deterministic, so its bytes name the image; the bundle by its source.
-        inputs = [hashlib.sha256(rootfs_tar(links, ldconfig, None, loader_cache)).hexdigest(), COLLECT_SSHD, source]
-        tag = f"{IMAGE_REPOSITORY}:{hashlib.sha256(repr(inputs).encode()).hexdigest()[:12]}"
+        inputs = host_image_inputs(client, root)
+        tag = inputs.tag
         with contextlib.suppress(docker.errors.ImageNotFound):
             client.images.get(tag)
             return tag
+        source = inputs.sshd_source
         progress(f"making {tag} (sshd: {'bundled from ' + source[:19] if source else 'the host'})")
         bundle = collect_sshd(client, source) if source else None
         client.api.import_image_from_data(
-            rootfs_tar(links, ldconfig, bundle, loader_cache), repository=IMAGE_REPOSITORY, tag=tag.split(":")[1],
+            rootfs_tar(inputs.links, inputs.ldconfig, bundle, inputs.loader_cache), repository=IMAGE_REPOSITORY,
+            tag=tag.split(":")[1],
             changes=['CMD ["/lab-entrypoint"]', "EXPOSE 22", f"LABEL {LABEL_PREFIX}.image.kind=host"],
         )
     return tag

@@ -34,7 +34,7 @@ from lab import paths
 from lab.nodes.bootstrap import BASE_TAG, TAIL_LINES, Progress, bootstrap_base, logged_failure, run_logged
 from lab.nodes.driver import engine_errors
 from lab.errors import ImageError
-from lab.model.spec import LABEL_PREFIX
+from lab.nodes.labels import LABEL_PREFIX
 
 DOCKERFILE = paths.resource("docker") / "Dockerfile"
 # The Dockerfile's venv stage carries this label: its image (torch twice over) is removed after a build.

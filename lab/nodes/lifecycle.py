@@ -1,8 +1,11 @@
-"""Lab lifecycle: up, status, down. Glue between the model, the image, Docker and ansible."""
+"""Lab lifecycle: up, status, down. Glue between the model, the image, Docker and ansible.
+
+`up` gathers what the host offers (`host_facts`), plans the lab (`build_plan`, pure), has the driver
+apply the plan, waits for ssh and provisions; `plan_up` (`lab up --dry-run`) stops after planning.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import socket
 import time
@@ -11,17 +14,18 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lab import paths
-from lab.nodes.driver import DockerDriver, MountPlan, NodeState, node_python
-from lab.errors import LabStateError, ProvisionError
-
+from lab.errors import EngineError, LabStateError, ProvisionError
+from lab.model.spec import LabSpec
+from lab.nodes.driver import DockerDriver, NodeState, engine_errors
 from lab.nodes.faults import recorded_delays
-from lab.nodes.gpus import TOOLKIT_CAPABILITIES, GpuPlan, detect_host, plan_gpus
+from lab.nodes.gpus import detect_host
+from lab.nodes.plan import HostFacts, LabPlan, build_plan
+from lab.nodes.sshkeys import checked_key, ensure_key, key_paths
 from lab.provision.ansible import ProvisionResult, run_playbook, write_inventory
-from lab.model.spec import PYTHON_LABEL, LabSpec
-from lab.nodes.sshkeys import checked_key, ensure_key
 
 Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
+NO_ENGINE_NOTE = "no Docker engine answers: planned without one, so no NVIDIA toolkit runtime is known"
 
 
 @dataclass
@@ -44,8 +48,8 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
     """Bring the lab to `spec`; a no-op when it already is. Never leaves a half-created lab behind."""
     started = time.monotonic()
     driver = driver or DockerDriver()
-    gpu_plan = plan_gpus(spec.gpus, spec.nodes, detect_host(driver.runtimes()))
-    spec = dataclasses.replace(spec, gpus=gpu_plan.resolved)  # the lab records what `auto` found
+    plan = build_plan(spec, host_facts(spec, driver))
+    spec = plan.spec  # the lab records what `--gpus auto` found
     current = driver.existing_spec(spec.name)
     if current is not None and current.fingerprint() != spec.fingerprint():
         if not recreate:
@@ -60,22 +64,12 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
         return UpResult(spec, False, "", states, time.monotonic() - started)
     spec.check_fits(*driver.host_resources())
-    if spec.image == "host":
-        from lab.nodes.host_image import ensure_host_image
-
-        image = ensure_host_image(driver.client, progress)
-    else:
-        from lab.nodes.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
-
-        image = ensure_node_image(driver.client, progress, rebuild=rebuild)
-    lab_dir = paths.lab_dir(spec.name)
+    image = ensure_image(spec, driver, rebuild, progress)  # the tag the plan names: both hash the same inputs
     # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
-    _, public_key = ensure_key(lab_dir / "ssh", f"lab-{spec.name}", fresh=current is None)
-    base = MountPlan(shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"), public_key=public_key,
-                     cap_add=["NET_ADMIN"] if spec.net_admin else [])
+    ensure_key(paths.lab_dir(spec.name) / "ssh", f"lab-{spec.name}", fresh=current is None)
     progress(f"starting {spec.nodes} node(s)")
     try:
-        driver.create_lab(spec, image, node_plans(spec, base, gpu_plan), {i: n.label for i, n in enumerate(gpu_plan.nodes)})
+        driver.apply(plan)
         states = driver.node_states(spec.name)
         progress("waiting for every node to answer")
         wait_for_ssh(states)
@@ -86,32 +80,70 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
             down(spec.name, driver=driver)
         raise
     return UpResult(spec, True, image, driver.node_states(spec.name), time.monotonic() - started,
-                    notices=gpu_plan.notices, provision=provisioned)
+                    notices=plan.notices, provision=provisioned)
 
 
-def node_plans(spec: LabSpec, base: MountPlan, gpu_plan: GpuPlan) -> dict[int, MountPlan]:
-    """Each node's MountPlan: `base`, plus the host's Python for `--image host`, plus the node's GPUs."""
-    binds, environment, labels = {}, {}, {}
+def plan_up(spec: LabSpec) -> tuple[LabPlan, list[str]]:
+    """What `lab up` would make, and notes on what it would do first; creates nothing, works without an engine."""
+    try:
+        driver = DockerDriver()
+    except EngineError:
+        return build_plan(spec, host_facts(spec, None)), [NO_ENGINE_NOTE]
+    plan = build_plan(spec, host_facts(spec, driver))
+    plan.spec.check_fits(*driver.host_resources())
+    notes = []
+    current = driver.existing_spec(spec.name)
+    if current is not None and current.fingerprint() == plan.spec.fingerprint():
+        notes.append(f"lab '{spec.name}' is already up with this spec: `lab up` would change nothing")
+    elif current is not None:
+        notes.append(f"lab '{spec.name}' is up with a different spec ({describe(current)}): "
+                     "`lab up` refuses it without --recreate")
+    image = plan.containers[0].image
+    if not driver.has_image(image):
+        notes.append(f"image {image} is not in the engine yet: `lab up` makes it first")
+    return plan, notes
+
+
+def host_facts(spec: LabSpec, driver: DockerDriver | None) -> HostFacts:
+    """What planning `spec` needs from this host; only looks. No driver (no engine): no runtime is known."""
+    from lab.nodes.host_image import host_folders, host_python
+
+    lab_dir = paths.lab_dir(spec.name)
+    python = host_python() if spec.image == "host" else None
+    return HostFacts(gpus=detect_host(driver.runtimes() if driver else set()), image=image_tag(spec, driver),
+                     shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"),
+                     public_key=key_paths(lab_dir / "ssh")[1], python=python,
+                     host_folders=host_folders(python) if python else ())
+
+
+def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
+    """The tag of the image `spec`'s nodes run, whether or not it is made yet."""
     if spec.image == "host":
-        from lab.nodes.host_image import host_binds, host_python, node_environment
+        from lab.nodes.host_image import host_image_inputs
 
-        python = host_python()
-        binds, environment, labels = host_binds(python), node_environment(python), {PYTHON_LABEL: python.executable}
-    plans = {}
-    for node, gpus in zip(spec.node_list(), gpu_plan.nodes):
-        requests = [{"Driver": "nvidia", "DeviceIDs": gpus.device_ids, "Capabilities": [list(TOOLKIT_CAPABILITIES)]}]
-        plans[node.index] = dataclasses.replace(
-            base, extra_binds={**binds, **gpus.binds}, devices=gpus.devices,
-            device_requests=requests if gpus.device_ids else [], environment={**environment, **gpus.environment},
-            labels=labels)
-    return plans
+        with engine_errors("look for the host image's sshd"):
+            return host_image_inputs(driver.client if driver else None).tag
+    from lab.nodes.image import node_image_tag
+
+    return node_image_tag()
+
+
+def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: Progress) -> str:
+    """Make the nodes' image unless the engine has it; its tag."""
+    if spec.image == "host":
+        from lab.nodes.host_image import ensure_host_image
+
+        return ensure_host_image(driver.client, progress)
+    from lab.nodes.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
+
+    return ensure_node_image(driver.client, progress, rebuild=rebuild)
 
 
 def provision(name: str, driver: DockerDriver | None = None) -> ProvisionResult:
     """(Re)run the provisioning playbook on every node of lab `name`; fail if any node fails."""
     driver, spec, states = require(name, driver)
     key, _ = checked_key(paths.lab_dir(name) / "ssh")
-    python = node_python(driver.containers(name))
+    python = driver.node_python(name)
     interpreters = {"python": python, "interpreter": python} if python else {}  # `--image host`: the host's python
     inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory",
                                 **interpreters)

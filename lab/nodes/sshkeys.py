@@ -11,10 +11,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from lab.errors import LabStateError
 
 
+def key_paths(folder: Path) -> tuple[Path, Path]:
+    """Where the lab's (private, public) key lies in `folder`, whether or not it exists yet."""
+    return folder / "id_ed25519", folder / "id_ed25519.pub"
+
+
 def ensure_key(folder: Path, comment: str, fresh: bool = False) -> tuple[Path, Path]:
     """Create the key pair in `folder` if missing (always, when `fresh`); return (private, public) paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    private, public = folder / "id_ed25519", folder / "id_ed25519.pub"
+    private, public = key_paths(folder)
     if fresh or not private.exists() or not public.exists():
         key = Ed25519PrivateKey.generate()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
@@ -29,7 +34,7 @@ def ensure_key(folder: Path, comment: str, fresh: bool = False) -> tuple[Path, P
 
 def checked_key(folder: Path) -> tuple[Path, Path]:
     """The lab's existing key pair, made 0600; a missing or unparsable key is the user's state to repair."""
-    private, public = folder / "id_ed25519", folder / "id_ed25519.pub"
+    private, public = key_paths(folder)
     hint = "`lab up --recreate` makes a new key (the running nodes accept only the old one)"
     if not private.is_file():
         raise LabStateError(f"the lab's SSH key {private} is missing", hint)

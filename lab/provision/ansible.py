@@ -6,6 +6,7 @@ their inventory instead of the lab's.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -15,11 +16,13 @@ from pathlib import Path
 
 from lab import paths
 from lab.errors import ProvisionError
-from lab.model.spec import MASTER_PORT, LabSpec
+from lab.model.spec import MASTER_PORT, MAX_NODES, LabSpec
 
 PLAYBOOKS = paths.resource("playbooks")
-REPORT_TASK = "Report node"
+PROBE_TASK = "Write /etc/lab/env and probe python, torch, GPUs and peers"  # its output is the node's report
 NODE_PYTHON = "/opt/lab-venv/bin/python"
+# Loopback: no compression (ansible's default -C costs CPU for nothing); one SSH connection per node, reused.
+LAB_SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=60s"
 
 
 @dataclass
@@ -34,7 +37,7 @@ class NodeReport:
             return f"{self.host}: FAILED {self.error}"
         probe = self.facts.get("probe", {})
         gpus = probe.get("gpus") or []
-        unresolved = self.facts.get("unresolved") or []
+        unresolved = probe.get("unresolved") or []
         return (f"{self.host}: python {probe.get('python')}, torch {probe.get('torch')}, "
                 f"backends {'/'.join(probe.get('backends', []))}, "
                 f"{len(gpus)} GPU(s){' (' + ', '.join(gpus) + ')' if gpus else ''}, "
@@ -61,9 +64,13 @@ def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: P
     peers = ",".join(f"'node{index}'" for index in sorted(ssh_ports))
     lines += [
         "",
+        "[lab_ssh_ready:children]",  # the lab waited for every sshd's banner: provision.yml need not wait again
+        "lab",
+        "",
         "[lab:vars]",
         "ansible_user=root",
         f"ansible_ssh_private_key_file={key}",
+        f"ansible_ssh_args='{LAB_SSH_ARGS}'",
         "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'",
         f"ansible_python_interpreter={interpreter}",
         f"lab_python={python}",
@@ -97,26 +104,57 @@ def run_playbook(lab_name: str, inventory: Path, playbook: str = "provision.yml"
         inventory=str(inventory),
         quiet=True,
         envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False",
-                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "16"},
+                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": str(MAX_NODES),  # ansible uses min(forks, hosts)
+                 "ANSIBLE_HOST_PATTERN_MISMATCH": "ignore"},  # real hosts' inventories have no lab_ssh_ready group
     )
     log_dir = paths.logs_dir() / lab_name
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"provision-{time.strftime('%Y%m%d-%H%M%S')}.log"
     log.write_text(runner.stdout.read() if runner.stdout else "")
-    reports: dict[str, NodeReport] = {}
-    for event in runner.events:
-        data = event.get("event_data", {})
-        host = data.get("host")
-        if not host:
-            continue
-        if event.get("event") == "runner_on_ok" and data.get("task") == REPORT_TASK:
-            reports[host] = NodeReport(host, True, data["res"].get("msg", {}))
-        elif event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
-            result = data.get("res", {})
-            message = result.get("msg") or result.get("stderr") or "failed"
-            reports[host] = NodeReport(host, False, reports.get(host, NodeReport(host, False)).facts,
-                                       f"at '{data.get('task')}': {str(message).splitlines()[0][:200]}")
-    result = ProvisionResult(sorted(reports.values(), key=lambda r: r.host), log, time.monotonic() - started)
+    reports = node_reports(runner.events)
+    result = ProvisionResult(reports, log, time.monotonic() - started)
     if runner.status == "failed" and not reports:
         raise ProvisionError(f"ansible failed before reaching any node (status {runner.rc})", f"see {log}")
     return result
+
+
+def node_reports(events) -> list[NodeReport]:
+    """One report per host from ansible-runner's events: the probe's facts, or where and why the host failed."""
+    reports: dict[str, NodeReport] = {}
+    for event in events:
+        data = event.get("event_data", {})
+        host, kind, result = data.get("host"), event.get("event"), data.get("res", {})
+        if not host or data.get("ignore_errors"):
+            continue
+        probe = probe_report(result) if data.get("task") == PROBE_TASK else None
+        facts = {"probe": probe} if probe else {}
+        if kind == "runner_on_ok" and probe:
+            reports[host] = NodeReport(host, True, facts)
+        elif kind in ("runner_on_failed", "runner_on_unreachable"):
+            reports[host] = NodeReport(host, False, facts, f"at '{data.get('task')}': {failure(result, probe)[:200]}")
+    return sorted(reports.values(), key=lambda report: report.host)
+
+
+def probe_report(result: dict) -> dict | None:
+    """The probe's JSON line: the last line of the task's output (raw runs on a tty, so more can come first)."""
+    lines = result.get("stdout_lines") or [""]
+    try:
+        report = json.loads(lines[-1])
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def failure(result: dict, probe: dict | None) -> str:
+    """Why a node failed, in one line: what the probe found wrong, else ansible's own words."""
+    if probe and result.get("rc") == 0:
+        if probe.get("torch") is None:
+            return f"torch missing under {probe.get('executable')}: {probe.get('error', '')}"
+        if probe.get("unresolved"):
+            return f"peers do not resolve: {', '.join(probe['unresolved'])}"
+    # raw runs on a tty: a failing command's own words are in stdout, ansible's ("non-zero return code") in msg.
+    for text in (result.get("stderr"), result.get("rc") and result.get("stdout"), result.get("msg")):
+        lines = str(text or "").strip().splitlines()
+        if lines:
+            return lines[-1].strip()
+    return "failed"

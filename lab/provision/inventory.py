@@ -1,7 +1,8 @@
-"""Graduation to real machines: `lab run EXERCISE --inventory hosts.ini`.
+"""Graduation to real machines: `lab run EXERCISE --inventory hosts.ini` (also `lab exec`, `lab torchrun`).
 
 An ansible INI inventory names the machines; the same playbook (playbooks/provision.yml) provisions
-them and the same runner launches the exercise on them, over `ssh` instead of `docker exec`.
+them, and the run goes through the same road as on a lab (lab/jobs/targets.py), over `ssh` instead
+of `docker exec`.
 
 Hosts are the group `[nodes]` if the file has one, else every host in the order written; the
 first is node0 (rank 0, the rendezvous). Variables, on the host line or in `[nodes:vars]`/`[all:vars]`:
@@ -27,9 +28,7 @@ import yaml
 
 from lab import paths
 from lab.errors import ProvisionError, SpecError
-from lab.jobs.exercises import discover, find
 from lab.provision.ansible import ProvisionResult, run_playbook
-from lab.jobs.runner import Reporter, RunOptions, RunRecord, run_exercise
 from lab.model.spec import EXERCISES_MOUNT, MASTER_PORT, SHARED_MOUNT
 from lab.jobs.transports import SshHost, SshTransport
 
@@ -187,16 +186,3 @@ def transport(inventory: Inventory) -> SshTransport:
                         inventory.var(0, "lab_exercises_dir", EXERCISES_MOUNT),
                         inventory.var(0, "lab_shared_dir", SHARED_MOUNT), inventory.master_addr)
 
-
-def run_exercises(name: str | None, path: Path, nproc_per_node: int | None, backend: str, timeout: int | None,
-                  reporter: Reporter, master_port: int | None = None) -> list[RunRecord]:
-    """Provision the inventory's hosts, then run one exercise (or all, name None) on them over ssh."""
-    inventory = parse_inventory(path)
-    exercises = [find(name)] if name else discover()
-    provisioned = provision(inventory, nproc_per_node or max(e.nproc_per_node for e in exercises))
-    for node in provisioned.nodes:
-        reporter.event(node.summary())
-    options = RunOptions(nnodes=len(inventory.hosts), nproc_per_node=nproc_per_node, backend=backend,
-                         timeout=timeout, lab_name=inventory.label, master_port=master_port)
-    ssh = transport(inventory)
-    return [run_exercise(exercise, ssh, options, reporter) for exercise in exercises]

@@ -1,5 +1,6 @@
 """`lab up / status / down` on a real engine: nodes, names, network, gloo across containers."""
 
+import json
 import os
 import stat
 
@@ -114,3 +115,14 @@ def test_down_cleans_up_after_a_crash_by_label(client, fresh_name):
     result = lab("down", "--name", fresh_name, check=True)
     assert "1 container(s), 1 network(s), 1 volume(s)" in result.stdout
     assert labelled(client, fresh_name) == ([], [], [])
+
+
+def test_dry_run_prints_one_plan_every_time_and_creates_nothing(client, fresh_name):
+    args = ("up", "--nodes", "2", "--name", fresh_name, "--dry-run", "--json")
+    first, second = lab(*args, check=True).stdout, lab(*args, check=True).stdout
+    assert first == second
+    plan = json.loads(first)["plan"]
+    assert [c["name"] for c in plan["containers"]] == [f"lab-{fresh_name}-node0", f"lab-{fresh_name}-node1"]
+    assert plan["network"]["name"] == f"lab-{fresh_name}-net" and plan["volume"]["name"] == f"lab-{fresh_name}-shared"
+    assert labelled(client, fresh_name) == ([], [], [])
+    assert not paths.lab_dir(fresh_name).exists()

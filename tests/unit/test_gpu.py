@@ -1,26 +1,29 @@
 """GPU planning, `--image host` mounts and backend choice, from fake host descriptions (no GPU, no Docker)."""
 
+import dataclasses
 import io
 import tarfile
 
 import pytest
 
-from lab.nodes import lifecycle
-from lab.nodes.driver import MountPlan
 from lab.nodes.doctor import judge
 from lab.errors import RunError, SpecError
 from lab.nodes.gpus import (
     CPU_NOTICE,
+    HOST_ROOT_VARIABLE,
     Gpu,
     HostGpus,
+    detect_host,
     parse_ldconfig,
     parse_nvidia_smi,
     plan_gpus,
     read_proc_gpus,
     run_backend,
 )
-from lab.nodes.host_image import HostPython, host_binds, outside_usr, rootfs_tar
-from lab.model.spec import PYTHON_LABEL, LabSpec, parse_gpus
+from lab.nodes.host_image import host_folders, outside_usr, rootfs_tar
+from lab.nodes.labels import PYTHON_LABEL
+from lab.nodes.plan import AUTHORIZED_KEYS_PATH, HostFacts, HostPython, Mount, build_plan
+from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT, LabSpec, parse_gpus
 
 LIBS = ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
         "/opt/nvidia/lib64/libnvidia-ptxjitcompiler.so.1")
@@ -42,8 +45,15 @@ def raw_host(count, control=True):
                     tools=("/usr/bin/nvidia-smi",))
 
 
-def base_plan(tmp_path):
-    return MountPlan(shared_dir=tmp_path, exercises_dir=tmp_path, public_key=tmp_path / "key.pub")
+def node_containers(spec, host, tmp_path, python=None, folders=()):
+    """Each node's ContainerPlan for `spec` on `host`, by index: what `lab up` applies."""
+    facts = HostFacts(host, "lab-node:test", tmp_path / "shared", tmp_path, tmp_path / "key.pub", python, folders)
+    return {container.index: container for container in build_plan(spec, facts).containers}
+
+
+def extra_mounts(container):
+    """Mounts beyond the shared volume, the exercises and the SSH key that every node has."""
+    return [m for m in container.mounts if m.target not in (SHARED_MOUNT, EXERCISES_MOUNT, AUTHORIZED_KEYS_PATH)]
 
 
 # --- --gpus parsing --------------------------------------------------------------------------------
@@ -69,13 +79,26 @@ def test_unknown_image_is_refused():
 def test_toolkit_partitions_gpus_into_per_node_device_requests(tmp_path):
     plan = plan_gpus("all", 2, toolkit_host(4))
     assert plan.mode == "toolkit" and plan.resolved == "all" and plan.notices == []
-    mounts = lifecycle.node_plans(LabSpec(nodes=2, gpus="all"), base_plan(tmp_path), plan)
+    mounts = node_containers(LabSpec(nodes=2, gpus="all"), toolkit_host(4), tmp_path)
     assert [m.device_requests for m in mounts.values()] == [
         [{"Driver": "nvidia", "DeviceIDs": ["GPU-0000", "GPU-0001"], "Capabilities": [["gpu", "compute", "utility"]]}],
         [{"Driver": "nvidia", "DeviceIDs": ["GPU-0002", "GPU-0003"], "Capabilities": [["gpu", "compute", "utility"]]}],
     ]
-    assert all(m.devices == [] and m.extra_binds == {} for m in mounts.values())  # the toolkit mounts the driver
+    assert all(m.devices == [] and extra_mounts(m) == [] for m in mounts.values())  # the toolkit mounts the driver
     assert [n.label for n in plan.nodes] == ["0,1", "2,3"]
+
+
+@pytest.mark.parametrize("count,expected", [(2, [["GPU-0000"], ["GPU-0001"]]), (1, [["GPU-0000"], ["GPU-0000"]]),
+                                            (4, [["GPU-0000", "GPU-0001"], ["GPU-0002", "GPU-0003"]])])
+def test_toolkit_device_requests_for_auto_on_two_nodes(tmp_path, count, expected):
+    """The cases test_gpu_passthrough.py brings up with raw passthrough, here with the toolkit."""
+    plan = plan_gpus("auto", 2, toolkit_host(count))
+    mounts = node_containers(LabSpec(nodes=2, gpus="auto"), toolkit_host(count), tmp_path)
+    assert [[request["DeviceIDs"] for request in m.device_requests] for m in mounts.values()] == [[ids] for ids in expected]
+    assert all(m.environment == {"LAB_NODE_RANK": str(m.index), "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+               for m in mounts.values())
+    assert [n.loader_command for n in plan.nodes] == [[], []]  # the toolkit runs ldconfig in the container itself
+    assert bool(plan.notices) == (count == 1)
 
 
 def test_auto_with_an_odd_count_gives_every_gpu_away_once():
@@ -112,17 +135,27 @@ def test_more_per_node_than_the_host_has_is_refused():
 def test_passthrough_gives_each_node_its_own_device_node_and_the_driver_read_only(tmp_path):
     plan = plan_gpus("all", 2, raw_host(2))
     assert plan.mode == "passthrough"
-    mounts = lifecycle.node_plans(LabSpec(nodes=2, gpus="all"), base_plan(tmp_path), plan)
+    mounts = node_containers(LabSpec(nodes=2, gpus="all"), raw_host(2), tmp_path)
     control = ["/dev/nvidiactl:/dev/nvidiactl:rwm", "/dev/nvidia-uvm:/dev/nvidia-uvm:rwm",
                "/dev/nvidia-uvm-tools:/dev/nvidia-uvm-tools:rwm"]
     assert mounts[0].devices == ["/dev/nvidia0:/dev/nvidia0:rwm", *control]
     assert mounts[1].devices == ["/dev/nvidia1:/dev/nvidia1:rwm", *control]
     for mount in mounts.values():
-        assert mount.device_requests == []
+        assert mount.device_requests == [] and mount.environment == {"LAB_NODE_RANK": str(mount.index)}
         for path in (*LIBS, "/usr/bin/nvidia-smi"):
-            assert mount.extra_binds[path] == {"bind": path, "mode": "ro"}
-        # Only the folder the loader would not search by itself goes on LD_LIBRARY_PATH.
-        assert mount.environment["LD_LIBRARY_PATH"] == "/opt/nvidia/lib64"
+            assert Mount(path, path, read_only=True, kind="bind") in mount.mounts
+    # Each node's loader cache is rebuilt over every library folder, the one outside ld.so.conf included.
+    assert [n.loader_command for n in plan.nodes] == [
+        ["ldconfig", "-X", "/opt/nvidia/lib64", "/usr/lib/x86_64-linux-gnu"]] * 2
+
+
+def test_passthrough_from_a_host_root_mounts_its_files_at_their_paths_inside_it():
+    host = dataclasses.replace(raw_host(1), root="/tmp/fakehost")
+    node = plan_gpus("auto", 1, host).nodes[0]
+    assert node.devices[:2] == ["/tmp/fakehost/dev/nvidia0:/dev/nvidia0:rwm", "/tmp/fakehost/dev/nvidiactl:/dev/nvidiactl:rwm"]
+    assert node.binds["/tmp/fakehost/usr/lib/x86_64-linux-gnu/libcuda.so.1"] == {
+        "bind": "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "mode": "ro"}
+    assert node.binds["/tmp/fakehost/usr/bin/nvidia-smi"] == {"bind": "/usr/bin/nvidia-smi", "mode": "ro"}
 
 
 def test_passthrough_skips_gpus_without_a_device_node_and_needs_nvidiactl():
@@ -136,8 +169,9 @@ def test_passthrough_skips_gpus_without_a_device_node_and_needs_nvidiactl():
 def test_auto_without_gpus_falls_back_to_cpu_with_one_notice(tmp_path):
     plan = plan_gpus("auto", 2, HostGpus())
     assert (plan.mode, plan.resolved, plan.notices) == ("cpu", "none", [CPU_NOTICE])
-    mounts = lifecycle.node_plans(LabSpec(nodes=2), base_plan(tmp_path), plan)
-    assert all(not (m.devices or m.device_requests or m.extra_binds or m.environment) for m in mounts.values())
+    mounts = node_containers(LabSpec(nodes=2, gpus="auto"), HostGpus(), tmp_path)
+    assert all(not (m.devices or m.device_requests or extra_mounts(m) or set(m.environment) - {"LAB_NODE_RANK"})
+               for m in mounts.values())
 
 
 def test_none_is_silent_and_explicit_gpus_on_a_cpu_host_are_refused():
@@ -148,6 +182,36 @@ def test_none_is_silent_and_explicit_gpus_on_a_cpu_host_are_refused():
 
 
 # --- host detection parsers -----------------------------------------------------------------------
+def fake_host_root(root, proc=True):
+    """dev/nvidia0-1 (plain files: detection only globs), a fake nvidia-smi on PATH, the driver's /proc when `proc`."""
+    (root / "dev").mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-modeset"):
+        (root / "dev" / name).touch()
+    (root / "usr" / "bin").mkdir(parents=True)
+    smi = root / "usr" / "bin" / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA Fake (UUID: GPU-smi-0)'\necho 'GPU 1: NVIDIA Fake (UUID: GPU-smi-1)'\n")
+    smi.chmod(0o755)
+    if proc:
+        for minor in (0, 1):
+            folder = root / "proc" / "driver" / "nvidia" / "gpus" / f"0000:0{minor}:00.0"
+            folder.mkdir(parents=True)
+            (folder / "information").write_text(f"Model: \t NVIDIA Fake\nGPU UUID: \t GPU-proc-{minor}\nDevice Minor: \t {minor}\n")
+
+
+@pytest.mark.parametrize("proc,uuids", [(True, ["GPU-proc-0", "GPU-proc-1"]), (False, ["GPU-smi-0", "GPU-smi-1"])])
+def test_detection_reads_the_host_root_given_by_the_test_variable(tmp_path, monkeypatch, proc, uuids):
+    fake_host_root(tmp_path, proc)
+    monkeypatch.setenv(HOST_ROOT_VARIABLE, str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    host = detect_host({"runc"})
+    assert host.root == str(tmp_path)
+    assert host.device_nodes == {"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-modeset"}
+    assert host.tools == ("/usr/bin/nvidia-smi",)  # the host's own path, found under the root
+    assert [gpu.uuid for gpu in host.gpus] == uuids
+    assert host.libraries == ()  # no ld.so.cache under the root: the real one is never read instead
+    assert host.host_path("/dev/nvidia0") == str(tmp_path / "dev" / "nvidia0")
+
+
 def test_ldconfig_keeps_64_bit_driver_libraries_only():
     text = """1234 libs found in cache `/etc/ld.so.cache'
 	libnvidia-ml.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnvidia-ml.so.1
@@ -218,25 +282,24 @@ def test_python_folders_outside_usr_are_kept_once():
     assert outside_usr(folders) == ["/work/.venv", "/root/.pyenv/versions/3.11.7"]
 
 
-def test_host_binds_are_read_only_and_leave_etc_alone(tmp_path):
+def test_host_folders_are_usr_real_library_roots_and_python_and_leave_etc_alone(tmp_path):
     (tmp_path / "usr" / "bin").mkdir(parents=True)
     (tmp_path / "bin").symlink_to("usr/bin")
     (tmp_path / "lib64").mkdir()  # a host that is not merged-/usr here: mounted as it is
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "ld.so.cache").write_text("")
-    binds = host_binds(HostPython("/opt/py/bin/python3", ("/opt/py",)), root=tmp_path)
-    assert set(binds) == {"/usr", "/lib64", "/opt/py"}
-    assert all(bind["mode"] == "ro" and bind["bind"] == path for path, bind in binds.items())
+    assert host_folders(HostPython("/opt/py/bin/python3", ("/opt/py",)), root=tmp_path) == ("/usr", "/lib64", "/opt/py")
 
 
-def test_host_image_nodes_run_the_host_python(tmp_path, monkeypatch):
-    monkeypatch.setattr("lab.nodes.host_image.host_python", lambda: HostPython("/opt/py/bin/python3", ("/opt/py",)))
-    plan = plan_gpus("all", 2, raw_host(2))
-    mounts = lifecycle.node_plans(LabSpec(nodes=2, image="host", gpus="all"), base_plan(tmp_path), plan)
+def test_host_image_nodes_run_the_host_python(tmp_path):
+    python = HostPython("/opt/py/bin/python3", ("/opt/py",))
+    mounts = node_containers(LabSpec(nodes=2, image="host", gpus="all"), raw_host(2), tmp_path, python, ("/usr", "/opt/py"))
     node = mounts[1]
-    assert node.labels == {PYTHON_LABEL: "/opt/py/bin/python3"}
+    assert node.labels[PYTHON_LABEL] == "/opt/py/bin/python3"
+    assert PYTHON_LABEL not in node_containers(LabSpec(nodes=2), raw_host(2), tmp_path)[1].labels
     assert node.environment["PATH"].startswith("/opt/py/bin:")
-    assert node.extra_binds["/usr"] == {"bind": "/usr", "mode": "ro"} and "/opt/py" in node.extra_binds
+    # Mounted read-only at the same paths.
+    assert Mount("/usr", "/usr", read_only=True) in node.mounts and Mount("/opt/py", "/opt/py", read_only=True) in node.mounts
     assert node.devices[0] == "/dev/nvidia1:/dev/nvidia1:rwm"  # GPUs combine with the host image
 
 

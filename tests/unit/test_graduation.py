@@ -140,6 +140,17 @@ def test_results_are_copied_back_after_the_process_ends(tmp_path, fake_ssh):
     assert (tmp_path / "host/runs/r1/results/main/rank0.json").read_text().strip() == '{"node": 0}'
 
 
+def test_push_copies_a_staged_folder_to_every_host(tmp_path, fake_ssh):
+    transport = ssh_transport(tmp_path)
+    staged = tmp_path / "host" / "runs" / "r3" / "work" / "project"
+    staged.mkdir(parents=True)
+    (staged / "train.py").write_text("print('hi')\n")
+    transport.push("runs/r3/work")
+    assert (Path(transport.shared_dir) / "runs/r3/work/project/train.py").read_text() == "print('hi')\n"
+    with pytest.raises(RunError, match="cannot copy runs/r3/work to n0"):
+        ssh_transport(tmp_path, "unreachable").push("runs/r3/work")
+
+
 def test_kill_finds_the_run_by_its_environment(tmp_path, fake_ssh):
     transport = ssh_transport(tmp_path)
     process = transport.start(0, [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],

@@ -90,7 +90,7 @@ def test_hung_rendezvous_times_out_names_missing_ranks_and_kills(tmp_path):
     ex, transport = exercise(tmp_path, "program: prog.py\nargs: [--hang]\ntimeout: 6\n")
     reporter = Collect()
     record = run_exercise(ex, transport, RunOptions(nnodes=2), reporter)
-    assert not record.passed and record.steps[0]["timed_out"]
+    assert not record.passed and record.steps[0].timed_out
     timeout_events = [e for e in reporter.events if "timed out" in e]
     assert timeout_events and "ranks that never reported: 0, 1" in timeout_events[0]
     assert transport.kill(1, record.run_id) == 0  # nothing of the run is left to kill
@@ -103,10 +103,10 @@ def test_fault_kills_the_named_node_once_the_trigger_file_appears(tmp_path):
     ex, transport = exercise(tmp_path, manifest, SLEEPER, check)
     reporter = Collect()
     record = run_exercise(ex, transport, RunOptions(nnodes=2), reporter)
-    assert not record.steps[0]["timed_out"]
+    assert not record.steps[0].timed_out
     assert any("fault: kill-node on node1" in e for e in reporter.events)
-    assert record.steps[0]["exit_codes"][0] == 0 and record.steps[0]["exit_codes"][1] != 0
-    assert record.steps[0]["fault_injected"]
+    assert record.steps[0].exit_codes[0] == 0 and record.steps[0].exit_codes[1] != 0
+    assert record.steps[0].fault_injected
 
 
 def test_expected_failure_step_and_checker_crash(tmp_path):

@@ -1,23 +1,13 @@
 import pytest
 
 from lab.errors import SpecError
-from lab.model.spec import (
-    MIN_NODE_MEMORY,
-    LabSpec,
-    lab_filter,
-    lab_labels,
-    network_name,
-    node_labels,
-    parse_memory,
-    volume_name,
-)
+from lab.model.spec import MIN_NODE_MEMORY, LabSpec, parse_memory
 
 
 def test_defaults_and_nodes():
     spec = LabSpec()
     assert spec.nodes == 2 and spec.name == "default"
     assert [n.hostname for n in spec.node_list()] == ["node0", "node1"]
-    assert spec.node_list()[1].resource_name == "lab-default-node1"
     assert spec.master_addr == "node0"
 
 
@@ -64,20 +54,3 @@ def test_check_fits_refuses_what_the_host_cannot_hold():
     with pytest.raises(SpecError):
         LabSpec(nodes=2, memory=3 * 1024**3).check_fits(2, host_memory)
 
-
-def test_labels_name_the_lab_and_node():
-    spec = LabSpec(name="demo", nodes=3)
-    labels = node_labels(spec, spec.node_list()[2])
-    assert labels["com.docker.compose.project"] == "lab-demo"
-    assert labels["io.lab.lab"] == "demo"
-    assert labels["io.lab.node"] == "2"
-    assert labels["io.lab.fingerprint"] == spec.fingerprint()
-    assert LabSpec.from_dict(__import__("json").loads(labels["io.lab.spec"])) == spec
-    assert lab_labels("demo").items() <= labels.items()
-
-
-def test_filters_and_object_names():
-    assert lab_filter("demo") == {"label": ["io.lab.lab=demo", "io.lab.managed=true"]}
-    assert lab_filter(None) == {"label": ["io.lab.managed=true"]}
-    assert network_name("demo") == "lab-demo-net"
-    assert volume_name("demo") == "lab-demo-shared"
