@@ -40,7 +40,8 @@ for command in (lab_commands.up, lab_commands.provision, lab_commands.status, la
                 lab_commands.fault, lab_commands.image, lab_commands.home, job_commands.exercises_command,
                 job_commands.run,
                 job_commands.exec_command, job_commands.torchrun_command, export_commands.export,
-                record_commands.runs_command, record_commands.show_command, bench_command.bench,
+                record_commands.runs_command, record_commands.show_command, record_commands.explain_command,
+                bench_command.bench,
                 stack_commands.stacks_command):
     cli.add_command(command)
 

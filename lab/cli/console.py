@@ -221,3 +221,21 @@ def print_checks(record) -> None:
     verdict = "[green]PASSED[/]" if record.passed else f"[red]{record.status.upper()}[/]"
     console.print(f"{record.exercise}: {verdict} in {record.seconds:.1f} s; record: {record.path}")
 
+
+
+def print_diagnosis(record, verbose: bool = False) -> None:
+    """The top finding of a run that did not pass (every finding with `verbose`), after its checks."""
+    from lab.jobs.diagnosis import Finding, format_findings
+
+    if record.passed or not record.diagnosis:
+        return
+    findings = [Finding.from_dict(finding) for finding in record.diagnosis]
+    console.print("[bold]why:[/]")
+    console.print(format_findings(findings, verbose), markup=False, highlight=False)
+    if not verbose:
+        console.print(f"[dim]all findings: `lab explain {record.run_id}`; stacks and logs: {record.path}[/]")
+
+
+def exit_codes_text(exit_codes: dict) -> str:
+    """'node0=0, node1=killed': None is a process the lab stopped (timeout, early stop) or that never reported."""
+    return ", ".join(f"node{node}={'killed' if code is None else code}" for node, code in sorted(exit_codes.items()))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from lab.cli.console import LiveReporter, console, print_checks
-from lab.cli.options import json_option, master_port_option, name_option, target_options
+from lab.cli.console import LiveReporter, console, exit_codes_text, print_checks, print_diagnosis
+from lab.cli.options import diagnosis_options, json_option, master_port_option, name_option, target_options
 from lab.errors import SpecError
 
 
@@ -42,13 +42,16 @@ def exercises_command(as_json):
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds per step (default: the exercise's).")
 @click.option("--quiet", is_flag=True, help="Do not stream the nodes' output.")
 @master_port_option
+@diagnosis_options
 @json_option
-def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, timeout, quiet, master_port, as_json):
+def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, timeout, quiet, master_port, fail_grace,
+        verbose, as_json):
     """Run EXERCISE (exercise03, or just 3) across every node and check its results.
 
     Output of every node streams live with a node/rank prefix. A record (per-node logs,
     per-rank JSON, checks, timings) is kept under .lab/runs/<id>/. Exits 0 only if every
-    check passes.
+    check passes. A run that fails says why (the top finding; all with -v, or later with
+    `lab explain`); a hung one gets the stacks of every rank in its record.
     """
     from lab.jobs import targets
     from lab.jobs.exercises import discover, find
@@ -60,24 +63,27 @@ def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, 
     exercises = discover() if run_all else [find(exercise)]
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(quiet or as_json) as reporter:
-        records = targets.run_exercises(exercises, target, nproc_per_node, backend, timeout, reporter, master_port)
+        records = targets.run_exercises(exercises, target, nproc_per_node, backend, timeout, reporter, master_port,
+                                        fail_grace or None)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
     else:
         for record in records:
             print_checks(record)
+            print_diagnosis(record, verbose)
         if len(records) > 1:
             console.print(", ".join(f"{r.exercise} {'PASS' if r.passed else 'FAIL'}" for r in records))
     if not all(record.passed for record in records):
         sys.exit(1)
 
 
-def _finish_adhoc(record, as_json) -> None:
+def _finish_adhoc(record, as_json, verbose) -> None:
     if as_json:
         print(json.dumps(record.to_dict(), indent=2))
     else:
-        codes = ", ".join(f"node{node}={code}" for node, code in sorted(record.steps[0].exit_codes.items()))
+        codes = exit_codes_text(record.steps[0].exit_codes)
         console.print(f"{record.exercise}: {record.status.upper()} in {record.seconds:.1f} s ({codes}); record: {record.path}")
+        print_diagnosis(record, verbose)
     if not record.passed:
         sys.exit(1)
 
@@ -93,9 +99,11 @@ def _finish_adhoc(record, as_json) -> None:
 @name_option
 @target_options
 @master_port_option
+@diagnosis_options
 @json_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, inventory, master_port, as_json, command):
+def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, inventory, master_port, fail_grace, verbose,
+                 as_json, command):
     """Run COMMAND on the nodes, with placeholders filled in per node.
 
     
@@ -115,8 +123,8 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, in
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(as_json) as reporter:
         record = adhoc.run_exec(target, sorted(set(node_list)) if node_list and not every else None, list(command),
-                                env, copy, timeout, reporter, master_port)
-    _finish_adhoc(record, as_json)
+                                env, copy, timeout, reporter, master_port, fail_grace or None)
+    _finish_adhoc(record, as_json, verbose)
 
 
 @click.command("torchrun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -129,11 +137,12 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, in
 @name_option
 @target_options
 @master_port_option
+@diagnosis_options
 @json_option
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, inventory, master_port, as_json, script,
-                     args):
+def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, inventory, master_port, fail_grace,
+                     verbose, as_json, script, args):
     """Run an unmodified training SCRIPT with torchrun on every node.
 
     The script's folder is copied to the run's folder on the shared mount and the job runs
@@ -148,6 +157,7 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, 
     env = adhoc.parse_env(env_pairs)
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(as_json) as reporter:
-        record = adhoc.run_torchrun(target, nproc_per_node, rdzv, script, list(args), env, timeout, reporter, master_port)
-    _finish_adhoc(record, as_json)
+        record = adhoc.run_torchrun(target, nproc_per_node, rdzv, script, list(args), env, timeout, reporter, master_port,
+                                    fail_grace or None)
+    _finish_adhoc(record, as_json, verbose)
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lab.cli.console import StatusLine, console, print_nodes, print_provision
-from lab.cli.options import json_option, name_option
+from lab.cli.options import json_option, master_port_option, name_option, target_options
 from lab.model.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 from lab.nodes import lifecycle
 from lab.nodes.labels import GPUS_LABEL
@@ -127,36 +127,74 @@ def status(name, as_json):
 
 @click.command()
 @name_option
+@target_options
+@master_port_option
+@click.option("--env", "env_pairs", multiple=True, metavar="K=V",
+              help="Check with this variable set, as a job would have it (repeatable), e.g. GLOO_SOCKET_IFNAME=eth0.")
 @json_option
-def doctor(name, as_json):
-    """Check each node from inside: torch, CUDA, GPUs, gloo/nccl, NCCL version, peers.
+def doctor(name, on, nodes, inventory, master_port, env_pairs, as_json):
+    """Check each node from inside: torch, CUDA, GPUs, gloo/nccl, NCCL version, peers; and before a job:
+    /dev/shm, the interface (and MTU) gloo and NCCL would use, node0's rendezvous port reached from every
+    node (round trip), hostnames on loopback, clock offsets.
 
-    Exits 1 when a node has a problem (torch missing, a peer that does not resolve, GPUs the
-    lab gave a node that torch cannot see).
+    Exits 1 when a node has a problem (torch missing, a peer that does not resolve, GPUs the lab gave a
+    node that torch cannot see, a rendezvous port that cannot be reached, a hostname on loopback);
+    warnings (small /dev/shm, MTU mismatch, clock offset) keep exit 0.
     """
-    from lab.nodes.doctor import diagnose
+    from lab.jobs import targets
+    from lab.jobs.adhoc import parse_env
+    from lab.jobs.doctor import diagnose
 
-    result = diagnose(name)
+    env = parse_env(env_pairs)
+    target = targets.resolve(on, name, inventory, nodes)
+    with StatusLine(as_json) as progress:
+        progress(f"checking {target.nnodes} node(s)")
+        result = diagnose(target, master_port, env)
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        table = Table(box=None, pad_edge=False)
-        for column in ("node", "python", "torch", "cuda", "gpus", "backends", "nccl", "peers", "problems"):
-            table.add_column(column)
-        for node in result.nodes:
-            probe = node.probe
-            peers = probe.get("peers") or {}
-            gpus = probe.get("gpus") or []
-            table.add_row(node.hostname, escape(str(probe.get("python", "?"))),
-                          escape(f"{probe.get('torch')}" + (f" (CUDA {probe['cuda_build']})" if probe.get("cuda_build") else "")),
-                          "yes" if probe.get("cuda") else "no", escape(f"{len(gpus)}" + (f": {', '.join(gpus)}" if gpus else "")),
-                          "/".join(probe.get("backends") or []) or "-", probe.get("nccl") or "-",
-                          f"{sum(1 for a in peers.values() if a)}/{len(peers)} resolve",
-                          "[green]ok[/]" if node.ok else "[red]" + escape("; ".join(node.problems)) + "[/]")
-        console.print(table)
-        console.print(f"`lab run --backend auto` on lab '{name}' uses {result.backend} (1 process per node)")
+        _print_diagnosis(result)
     if not result.ok:
         sys.exit(1)
+
+
+def _print_diagnosis(result) -> None:
+    """The node table, then the pre-job table and its problem and warning lines."""
+    table = Table(box=None, pad_edge=False)
+    for column in ("node", "python", "torch", "cuda", "gpus", "backends", "nccl", "peers", "problems"):
+        table.add_column(column)
+    for node in result.nodes:
+        probe = node.probe
+        peers = probe.get("peers") or {}
+        gpus = probe.get("gpus") or []
+        table.add_row(node.hostname, escape(str(probe.get("python", "?"))),
+                      escape(f"{probe.get('torch')}" + (f" (CUDA {probe['cuda_build']})" if probe.get("cuda_build") else "")),
+                      "yes" if probe.get("cuda") else "no", escape(f"{len(gpus)}" + (f": {', '.join(gpus)}" if gpus else "")),
+                      "/".join(probe.get("backends") or []) or "-", probe.get("nccl") or "-",
+                      f"{sum(1 for a in peers.values() if a)}/{len(peers)} resolve",
+                      "[green]ok[/]" if not node.problems else "[red]" + escape("; ".join(node.problems)) + "[/]")
+    console.print(table)
+    console.print(f"[bold]before a job[/] (rendezvous {escape(result.master_addr)}:{result.master_port}):")
+    checks = Table(box=None, pad_edge=False)
+    for column in ("node", "/dev/shm", "gloo", "nccl", "rendezvous (rtt)", "clock vs node0", "verdict"):
+        checks.add_column(column)
+    lines = []
+    for node in result.nodes:
+        preflight = node.preflight
+        shm = preflight.facts.get("shm_bytes")
+        verdict = ("[red]problem[/]" if preflight.problems else "[yellow]warning[/]" if preflight.warnings
+                   else "[green]ok[/]")
+        checks.add_row(f"node{node.node}", format_bytes(shm) if shm is not None else "?",
+                       escape(preflight.interface_text("gloo_interface")),
+                       escape(preflight.interface_text("nccl_interface")),
+                       preflight.reach_text(), preflight.clock_text(), verdict)
+        lines += [f"[red]problem[/]: {escape(text)}" for text in preflight.problems]
+        lines += [f"[yellow]warning[/]: {escape(text)}" for text in dict.fromkeys(preflight.warnings)]
+    console.print(checks)
+    for line in dict.fromkeys(lines):  # a warning about every node (an MTU mismatch) is printed once
+        console.print(line)
+    if result.backend:
+        console.print(f"`lab run --backend auto` on lab '{result.lab}' uses {result.backend} (1 process per node)")
 
 
 @click.command()

@@ -54,3 +54,13 @@ def target_options(func):
     for option in reversed(options):
         with_target = option(with_target)
     return with_target
+
+
+def diagnosis_options(func):
+    """--fail-grace and --verbose: when a failed job is stopped, and how much of its diagnosis is printed."""
+    func = click.option("-v", "--verbose", is_flag=True,
+                        help="Print every finding of a failed run's diagnosis (default: the top one).")(func)
+    return click.option("--fail-grace", type=click.FloatRange(0, 86400), default=10.0, show_default=True,
+                        metavar="SECONDS",
+                        help="Once every process of a node has failed, stop the others this much later instead of "
+                             "waiting for --timeout (0: wait for the timeout).")(func)

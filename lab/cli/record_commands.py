@@ -1,4 +1,4 @@
-"""Commands that read run records: `lab runs`, `lab show`."""
+"""Commands that read run records: `lab runs`, `lab show`, `lab explain`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from lab.cli.console import console
+from lab.cli.console import console, exit_codes_text
 from lab.cli.options import json_option
 
 
@@ -50,7 +50,7 @@ def show_command(run, as_json):
     console.print(f"[bold]{escape(record.run_id)}[/]: {escape(record.exercise)} on lab '{escape(record.lab)}', "
                   f"{record.status} in {record.seconds:.1f} s")
     for step in record.steps:
-        codes = ", ".join(f"node{node}={code}" for node, code in sorted(step.exit_codes.items()))
+        codes = exit_codes_text(step.exit_codes)
         expect = f" (expect {step.expect})" if step.expect else ""
         extra = " (timed out)" if step.timed_out else ""
         console.print(f"  step {step.name}{expect}: {codes}{extra}, {step.seconds:g} s", markup=False)
@@ -68,4 +68,43 @@ def show_command(run, as_json):
     for check in record.checks:
         table.add_row("[green]PASS[/]" if check.passed else "[red]FAIL[/]", escape(check.name), escape(check.detail))
     console.print(table)
+    if record.diagnosis:
+        console.print(f"why: {record.diagnosis[0].get('title')} (all findings: `lab explain {record.run_id}`)",
+                      markup=False)
     console.print(f"record: {record.path}" + (f"; curves: {record.curves}" if record.curves else ""), markup=False)
+
+
+@click.command("explain")
+@click.argument("run", default="latest")
+@json_option
+def explain_command(run, as_json):
+    """Say why RUN failed (id, id prefix, exercise name, or 'latest'): every finding, most likely cause first.
+
+    Each finding names the cause, quotes its evidence with the node and rank, and gives the fix.
+    The ranks' stacks of a hung run are in the record's stacks/ folder (summary.txt).
+
+    \b
+    Examples:
+      lab explain                 the latest run
+      lab explain exercise03      the newest run of exercise03
+      lab explain --json          findings as JSON: cause, title, evidence, node, rank, fix
+    """
+    from lab.jobs.diagnosis import Finding, format_findings
+    from lab.jobs.record import load
+
+    record = load(run)
+    if as_json:
+        print(json.dumps(record.diagnosis, indent=2))
+        return
+    if record.passed:
+        console.print(f"{record.run_id} passed: nothing to explain", markup=False)
+        return
+    if not record.diagnosis:
+        console.print(f"{record.run_id} {record.status}: no diagnosis was recorded"
+                      + (f" ({record.error})" if record.error else ""), markup=False)
+        return
+    console.print(format_findings([Finding.from_dict(finding) for finding in record.diagnosis], verbose=True),
+                  markup=False, highlight=False)
+    summary = record.stacks_dir / "summary.txt"
+    if summary.is_file():
+        console.print(f"stacks of every process: {summary}", markup=False)

@@ -10,10 +10,12 @@ import shutil
 import string
 from pathlib import Path
 
+from lab import paths
 from lab.errors import SpecError
 from lab.jobs.checks import Check
 from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
-from lab.jobs.launch import Reporter, launch
+from lab.jobs.explain import JobFacts, explain_launch, launch_failed
+from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.targets import Target
 
@@ -47,6 +49,16 @@ def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
+# Never copied with a script's folder: the lab's own state (a project's .lab holds every run, and the run
+# folder itself), version control, caches and virtual environments the nodes cannot use anyway.
+NOT_COPIED = (".lab", ".git", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache")
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    state = paths.state_dir().resolve()
+    return {name for name in names if name in NOT_COPIED or (Path(folder) / name).resolve() == state}
+
+
 def _stage(target: Target, run_id: str, copy: Path | None) -> str:
     """Create the run's folder on the shared folder, with `copy` in it, on every node; return its path on the nodes."""
     relative = f"runs/{run_id}/work"
@@ -56,31 +68,38 @@ def _stage(target: Target, run_id: str, copy: Path | None) -> str:
         if not copy.exists():
             raise SpecError(f"'{copy}' does not exist", "give a file or folder on this machine")
         if copy.is_dir():
-            shutil.copytree(copy, host / copy.name, dirs_exist_ok=True)
+            shutil.copytree(copy, host / copy.name, dirs_exist_ok=True, ignore=_not_copied)
         else:
             shutil.copy2(copy, host / copy.name)
     target.share(relative)
     return f"{target.transport.shared_dir}/{relative}"
 
 
-def _launch_recorded(record: RunRecord, command: list[str], target: Target, commands: dict, timeout: int | None,
-                     reporter: Reporter, cwd: str) -> RunRecord:
-    """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost."""
-    step = StepRecord("main", command=command)
+def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout: int | None, reporter: Reporter,
+                     cwd: str, facts: JobFacts, fail_grace: float | None) -> RunRecord:
+    """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost.
+
+    A run that did not pass gets a diagnosis (explain.py) from its logs, exit codes and, when it hung, stacks.
+    """
+    step = StepRecord("main", command=list(facts.command))
     record.steps = [step]
     with recording(record):
-        result = launch(target.transport, commands, record.run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd)
+        result = launch(target.transport, commands, record.run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd,
+                        fail_grace=fail_grace, stacks_dir=record.stacks_dir)
         failed = {node: code for node, code in result.exit_codes.items() if code != 0}
         record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
         record.status = "passed" if not failed else "failed"
         step.exit_codes, step.timed_out, step.seconds = result.exit_codes, result.timed_out, result.seconds
-        step.oom_killed = result.oom_killed
+        step.oom_killed, step.problem = result.oom_killed, result.stopped or None
         record.save_logs(step.name, result.logs)
+        if launch_failed(result):
+            record.diagnosis = explain_launch(result, facts, target.transport.faults())
     return record
 
 
 def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict[str, str], copy: Path | None,
-             timeout: int | None, reporter: Reporter, master_port: int | None = None) -> RunRecord:
+             timeout: int | None, reporter: Reporter, master_port: int | None = None,
+             fail_grace: float | None = FAILED_NODE_GRACE) -> RunRecord:
     """Run `argv` on `nodes` (None: every node), one process per node, placeholders filled per node."""
     if not argv:
         raise SpecError("no command given", "put it after --, e.g. lab exec --all -- hostname")
@@ -102,12 +121,13 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
             "NNODES": str(nnodes), **env})
         commands[index] = (fill_placeholders(argv, values), node_env)
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
-    return _launch_recorded(record, argv, target, commands, timeout, reporter, node_dir)
+    facts = _job_facts(target, 1, port, env, argv)
+    return _launch_recorded(record, target, commands, timeout, reporter, node_dir, facts, fail_grace)
 
 
 def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: Path, args: list[str],
                  env: dict[str, str], timeout: int | None, reporter: Reporter,
-                 master_port: int | None = None) -> RunRecord:
+                 master_port: int | None = None, fail_grace: float | None = FAILED_NODE_GRACE) -> RunRecord:
     """torchrun an unmodified script on every node; its folder is copied to the run's shared folder.
 
     `nproc_per_node` None: the lab's default (`lab up --nproc-per-node`), else 1.
@@ -130,4 +150,11 @@ def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: 
         commands[index] = (torchrun_argv(ctx, rdzv=rdzv) + [node_script, *args],
                            readable_output_env(transport.exercises_dir, {"OMP_NUM_THREADS": "1", **env}))
     reporter.event(f"torchrun {script.name} on {target.nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
-    return _launch_recorded(record, [script.name, *args], target, commands, timeout, reporter, node_dir)
+    facts = _job_facts(target, nproc_per_node, port, env, [script.name, *args])
+    return _launch_recorded(record, target, commands, timeout, reporter, node_dir, facts, fail_grace)
+
+
+def _job_facts(target: Target, nproc_per_node: int, port: int, env: dict[str, str], command: list[str]) -> JobFacts:
+    """What the diagnosis of a user's job may use: the nodes, the rendezvous the lab gave, what the user passed."""
+    return JobFacts(target.hostnames, nproc_per_node, "auto", target.transport.master_addr, port, target.node_gpus,
+                    target.memory_limit, tuple(env.items()), tuple(command))

@@ -16,26 +16,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Protocol
 
+from lab.jobs.stacks import Frame, ProcessStack
+
 # ---------------------------------------------------------------------------------------------
 # Evidence: what the runner knows after a run.
-
-
-@dataclass(frozen=True)
-class Frame:
-    function: str
-    file: str
-    line: int
-
-
-@dataclass
-class ProcessStack:
-    """One process's stack dump (lab/jobs/stacks.py fills these); `frames` innermost last."""
-    node: int
-    pid: int
-    role: str  # 'agent' | 'worker' | 'process'
-    rank: int | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    frames: list[Frame] = field(default_factory=list)
 
 
 @dataclass
@@ -129,6 +113,11 @@ class Finding:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Finding":
+        """A finding as a run record keeps it (extra keys such as `step` are left out)."""
+        return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
 
 
 def format_findings(findings: list[Finding], verbose: bool = False) -> str:

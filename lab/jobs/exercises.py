@@ -170,6 +170,37 @@ def find(name: str, root: Path | None = None) -> Exercise:
     raise SpecError(f"no exercise named '{name}'", f"run `lab exercises` to list them (known: {known})")
 
 
+# Every process of a job imports torch before it joins (~2.3 CPU-s each, measured in a node), and a lab's nodes share
+# one host, so the last process joins later the bigger the world: 32 nodes x 1 took 47 s on 2 busy cores. Each
+# timeout below was written for a small world and grows by SECONDS_PER_EXTRA_PROCESS for every process beyond it,
+# twice what a process was measured to add. `lab run --timeout` and a step's own LAB_PG_TIMEOUT stay as given.
+SECONDS_PER_EXTRA_PROCESS = 3
+PG_TIMEOUT = 60  # init_process_group's timeout (LAB_PG_TIMEOUT) and torchrun's rendezvous join_timeout ...
+PG_TIMEOUT_WORLD = (2, 2)  # ... written for 2 nodes x 2 processes
+
+
+def job_processes(launcher: str, nnodes: int, nproc_per_node: int) -> int:
+    """The Python processes a job starts that import torch: its ranks, plus torchrun's agent on every node."""
+    return nnodes * (nproc_per_node + (launcher == "torchrun"))
+
+
+def grown_timeout(seconds: int, processes: int, written_for: int) -> int:
+    """`seconds`, written for a job of `written_for` processes, grown for one of `processes`; never shrunk."""
+    return seconds + SECONDS_PER_EXTRA_PROCESS * max(0, processes - written_for)
+
+
+def step_timeout(exercise: Exercise, step: Step, nnodes: int, nproc_per_node: int) -> int:
+    """The step's timeout from its manifest (written for the manifest's nodes), grown for this world."""
+    return grown_timeout(step.timeout or exercise.timeout, job_processes(step.launcher, nnodes, nproc_per_node),
+                         job_processes(step.launcher, exercise.nodes, exercise.nproc_per_node))
+
+
+def process_group_timeout(nnodes: int, nproc_per_node: int) -> int:
+    """PG_TIMEOUT grown for this world, counted as torchrun's (an agent per node) whatever the launcher."""
+    return grown_timeout(PG_TIMEOUT, job_processes("torchrun", nnodes, nproc_per_node),
+                         job_processes("torchrun", *PG_TIMEOUT_WORLD))
+
+
 @dataclass(frozen=True)
 class LaunchContext:
     """Where one step runs: filled in by the runner for each node."""
@@ -185,7 +216,11 @@ class LaunchContext:
     work_dir: str  # this run's shared scratch folder, as the node sees it
     run_id: str
     backend: str = "auto"
-    pg_timeout: int = 60
+    pg_timeout: int | None = None  # None: process_group_timeout() for this world
+
+    def __post_init__(self):
+        if self.pg_timeout is None:  # frozen: fill in place
+            object.__setattr__(self, "pg_timeout", process_group_timeout(self.nnodes, self.nproc_per_node))
 
 
 # exercises/linebuffered/sitecustomize.py makes every Python process of a job write whole lines, one write() each.

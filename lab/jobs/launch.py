@@ -1,6 +1,9 @@
 """Start one command per node through a transport, stream their output, wait, and stop them all at a timeout.
 
 Every run goes through `launch()`: exercise steps (runner.py) and the user's own commands (adhoc.py).
+A run whose answer is known stops early: when every process of some node has failed while others wait,
+they would wait until the timeout for a peer that is gone. Before a hung run is stopped, the stacks of
+every process are captured (stacks.py), so the record says where each rank waited.
 """
 
 from __future__ import annotations
@@ -8,12 +11,15 @@ from __future__ import annotations
 import queue
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Protocol
 
+from lab.jobs.stacks import ProcessStack, capture_stacks
 from lab.jobs.transports import Transport, pump
 
 POLL_SECONDS = 0.2
-GRACE_SECONDS = 15
+GRACE_SECONDS = 15  # after the lab killed a run, how long a node's stream may take to end
+FAILED_NODE_GRACE = 10.0  # default `--fail-grace`: how long the others may go on once every process of a node failed
 
 
 class Reporter(Protocol):
@@ -28,22 +34,48 @@ class LaunchResult:
     timed_out: bool
     seconds: float
     oom_killed: list[int] = field(default_factory=list)
+    stopped: str = ""  # why the lab stopped the run before its timeout ('' when it did not)
+    stacks: list[ProcessStack] = field(default_factory=list)  # captured before a hung run was stopped
 
 
 def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
            timeout: float, reporter: Reporter, on_timeout: Callable[[dict], None] | None = None,
-           watch: Callable[[], None] | None = None, cwd: str | None = None) -> LaunchResult:
+           watch: Callable[[], None] | None = None, cwd: str | None = None,
+           fail_grace: float | None = FAILED_NODE_GRACE, expendable: frozenset[int] = frozenset(),
+           stacks_dir: Path | None = None) -> LaunchResult:
     """Start one command per node, stream their output, and wait; kill everything at the timeout.
 
     `watch` is called while waiting (fault injection); `on_timeout` gets the exit codes seen so far.
-    A node whose stream never ends (paused container, lost engine) is given up GRACE_SECONDS later.
+    Once every process of a node has exited non-zero while other nodes still run, the run is stopped
+    `fail_grace` seconds later (None or 0: wait for the timeout); nodes in `expendable` (taken away by a
+    fault on purpose) do not count. Before a timeout or such a stop kills anything, the stacks of every
+    process are captured into `stacks_dir`. A node whose stream never ends (paused container, lost
+    engine) is given up GRACE_SECONDS after the kill.
     """
     events: queue.Queue = queue.Queue()
     logs: dict[int, list[str]] = {index: [] for index in commands}
     exit_codes: dict[int, int | None] = {}
     oom_before = {index: transport.oom_kills(index) for index in commands}
     started = time.monotonic()
-    timed_out = False
+    timed_out, stopped, stopped_at, first_failure = False, "", None, None
+    stacks: list[ProcessStack] = []
+    killed_by_lab: set[int] = set()  # nodes still running when the lab stopped the run: their status is the lab's kill
+
+    def stop_all(reason: str) -> None:
+        """Capture where every process waits, then kill every process of the run on every node."""
+        nonlocal stopped_at
+        stopped_at = time.monotonic()
+        killed_by_lab.update(index for index in commands if index not in exit_codes)
+        if stacks_dir is not None:
+            stacks.extend(capture_stacks(transport, process_run_id, stacks_dir, list(commands)))
+            for stack in stacks:
+                if stack.role != "agent":
+                    reporter.event(f"stack: {stack.summary()}")
+        for index in commands:
+            transport.kill(index, process_run_id, "all")
+        if reason:
+            reporter.event(reason)
+
     try:
         for index, (argv, env) in commands.items():
             process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
@@ -61,14 +93,22 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
                 pass
             if watch:
                 watch()
-            elapsed = time.monotonic() - started
-            if not timed_out and elapsed > timeout:
+            now = time.monotonic()
+            if stopped_at is None and now - started > timeout:
                 timed_out = True
                 if on_timeout:
                     on_timeout(dict(exit_codes))
-                for index in commands:
-                    transport.kill(index, process_run_id, "all")
-            if timed_out and elapsed > timeout + GRACE_SECONDS:
+                stop_all("")
+            if stopped_at is None and fail_grace:
+                failed = failed_nodes(exit_codes, expendable)
+                waiting = [index for index in commands if index not in exit_codes]
+                first_failure = (first_failure or now) if failed and waiting else None
+                if first_failure is not None and now - first_failure >= fail_grace:
+                    stopped = (f"{', '.join(f'node{i} (exit {exit_codes[i]})' for i in failed)} failed while "
+                               f"{', '.join(f'node{i}' for i in waiting)} kept waiting: stopped the run "
+                               f"{fail_grace:g} s later instead of at the {timeout:g} s timeout")
+                    stop_all(stopped)
+            if stopped_at is not None and now - stopped_at > GRACE_SECONDS:
                 for index in commands:
                     exit_codes.setdefault(index, None)
     except BaseException:  # Ctrl-C, a node refusing to start: nothing of this launch may outlive it, on any node
@@ -77,9 +117,15 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
         raise
     if any(code is None for code in exit_codes.values()):
         transport.check_alive()
+    exit_codes.update({index: None for index in killed_by_lab})
     oom_killed = [index for index, before in oom_before.items()
                   if before is not None and (transport.oom_kills(index) or 0) > before]
     for index in oom_killed:
         reporter.event(f"node{index}: a process was killed by the kernel for exceeding the node's memory limit (OOM)")
     return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
-                        time.monotonic() - started, oom_killed)
+                        time.monotonic() - started, oom_killed, stopped, stacks)
+
+
+def failed_nodes(exit_codes: dict[int, int | None], expendable: frozenset[int] = frozenset()) -> list[int]:
+    """Nodes whose command exited by itself with a non-zero status (None: the lab killed it; not a failure of its own)."""
+    return [index for index, code in sorted(exit_codes.items()) if code not in (0, None) and index not in expendable]

@@ -32,7 +32,7 @@ class StepRecord:
     name: str
     command: list[str] | None = None  # exec/torchrun: what the user ran
     expect: str | None = None  # exercise steps: "pass" or "fail"; exec/torchrun have no expectation
-    exit_codes: dict[int, int | None] = field(default_factory=dict)  # node -> exit status (None: never ended)
+    exit_codes: dict[int, int | None] = field(default_factory=dict)  # node -> exit status (None: killed by the lab at a timeout or early stop, or never ended)
     timed_out: bool = False
     seconds: float = 0.0
     ranks_reported: list[int] = field(default_factory=list)

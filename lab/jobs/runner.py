@@ -13,7 +13,8 @@ from pathlib import Path
 
 from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
 from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command
-from lab.jobs.launch import Reporter, launch
+from lab.jobs.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed
+from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.transports import Transport
 
@@ -26,6 +27,10 @@ class RunOptions:
     timeout: int | None = None
     lab_name: str = "default"  # the target's label, kept in the record
     master_port: int | None = None  # None: 29500, or a free port when that is taken
+    fail_grace: float | None = FAILED_NODE_GRACE  # stop this long after every process of a node failed (None: never)
+    hostnames: tuple[str, ...] = ()  # node i's name, for the diagnosis (empty: node<i>)
+    node_gpus: tuple[tuple[str, ...], ...] | None = None
+    memory_limit: str | None = None
 
 
 def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, reporter: Reporter) -> RunRecord:
@@ -33,22 +38,28 @@ def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, 
     record = RunRecord.new(exercise.name, options.lab_name)
     outcome = RunOutcome(nnodes=options.nnodes, nproc_per_node=nproc, backend=options.backend)
     host_run_dir = transport.host_shared_dir / "runs" / record.run_id
+    findings: list[dict] = []
     with recording(record):
         for step in exercise.steps:
             reporter.event(f"{exercise.name} step '{step.name}' on {options.nnodes} node(s) x {nproc} process(es)")
-            step_outcome, step_record = _run_step(exercise, step, transport, options, nproc, record.run_id, reporter)
+            stacks_dir = record.stacks_dir if len(exercise.steps) == 1 else record.stacks_dir / step.name
+            step_outcome, step_record, step_findings = _run_step(exercise, step, transport, options, nproc,
+                                                                 record.run_id, reporter, stacks_dir)
             outcome.steps[step.name] = step_outcome
             record.steps.append(step_record)
+            findings += step_findings
             record.save_logs(step.name, step_outcome.logs)
             record.save_results(step.name, host_run_dir / "results" / step.name)
         record.checks = _checks(exercise, outcome)
         record.draw_curves()
         record.status = "passed" if all(check.passed for check in record.checks) else "failed"
+        if not record.passed:
+            record.diagnosis = findings or [finding for finding in [failed_checks_finding(record.checks)] if finding]
     return record
 
 
 def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
-              run_id: str, reporter: Reporter) -> tuple[StepOutcome, StepRecord]:
+              run_id: str, reporter: Reporter, stacks_dir: Path) -> tuple[StepOutcome, StepRecord, list[dict]]:
     shared = transport.shared_dir
     port = transport.pick_port(options.master_port)
     results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
@@ -81,14 +92,23 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
                                          exit_codes, options.nnodes))
         reporter.event(problems[-1])
 
-    result = launch(transport, commands, process_run_id, timeout, reporter, on_timeout, watch)
+    expendable = frozenset(node for node in [_killed_node(step)] if node is not None)
+    result = launch(transport, commands, process_run_id, timeout, reporter, on_timeout, watch,
+                    fail_grace=options.fail_grace, expendable=expendable, stacks_dir=stacks_dir)
     results = _read_results(results_dir)
     outcome = StepOutcome(step.name, results=results, exit_codes=result.exit_codes, logs=result.logs, expect=step.expect)
     step_record = StepRecord(step.name, expect=step.expect, exit_codes=result.exit_codes, timed_out=result.timed_out,
                              seconds=result.seconds, ranks_reported=sorted(results), oom_killed=result.oom_killed,
                              fault=fault or None, fault_injected=bool(injected),
-                             problem=problems[0] if problems else None)
-    return outcome, step_record
+                             problem=problems[0] if problems else result.stopped or None)
+    findings = []
+    if step.expect == "pass" and launch_failed(result, expendable):
+        facts = JobFacts(options.hostnames or tuple(f"node{index}" for index in range(options.nnodes)), nproc,
+                         options.backend, transport.master_addr, port, options.node_gpus, options.memory_limit,
+                         tuple(step.env), tuple(commands[0][0]) if 0 in commands else ())
+        faults = transport.faults() + ([(int(fault.get("node", 1)), fault.get("action", "kill-worker"))] if injected else [])
+        findings = explain_launch(result, facts, faults, step.name if len(exercise.steps) > 1 else None)
+    return outcome, step_record, findings
 
 
 def _maybe_inject(fault: dict, transport: Transport, process_run_id: str, run_id: str, reporter: Reporter) -> bool:

@@ -117,6 +117,13 @@ class ProcessStack:
     cmdline: list[str] = field(default_factory=list)
     error: str | None = None  # why there is no stack: not Python, py-spy missing, node not readable, ...
 
+    @property
+    def frames(self) -> list[Frame]:
+        """The frames of the thread that waits (the one in a distributed call, the main one first), innermost last."""
+        waiting = self.waiting()
+        thread = next((t for t in self.threads if waiting and t.name == waiting.thread), None)
+        return thread.frames if thread else []
+
     def waiting(self) -> WaitPoint | None:
         """Where the process waits: the thread inside a distributed call (the main one first), else the main thread."""
         if not self.threads:

@@ -14,11 +14,12 @@ from pathlib import Path
 from lab import paths
 from lab.errors import SpecError
 from lab.jobs.exercises import Exercise, exercises_root
-from lab.jobs.launch import Reporter
+from lab.jobs.launch import FAILED_NODE_GRACE, Reporter
 from lab.jobs.record import RunRecord
 from lab.jobs.runner import RunOptions, run_exercise
 from lab.jobs.transports import DockerTransport, LocalTransport, Transport
 from lab.nodes import lifecycle as labs
+from lab.model.spec import format_bytes
 from lab.nodes.gpus import run_backend
 from lab.provision import inventory as real_hosts
 
@@ -37,6 +38,7 @@ class Target:
     node_gpus: tuple[tuple[str, ...], ...] | None = None  # GPUs per node; None: not known here, each node decides
     nproc_per_node: int | None = None  # the lab's default processes per node; None: each job's own
     inventory: real_hosts.Inventory | None = None  # real hosts, provisioned before every run
+    memory_limit: str | None = None  # each node's memory limit, as `lab status` shows it; None: none or unknown
 
     @property
     def nnodes(self) -> int:
@@ -59,7 +61,8 @@ def containers(name: str) -> Target:
     driver, spec, states = labs.require(name)
     return Target(DockerTransport(driver, name, paths.lab_dir(name) / "shared"),
                   tuple(state.hostname for state in states), name,
-                  node_gpus=tuple(tuple(state.gpus) for state in states), nproc_per_node=spec.nproc_per_node)
+                  node_gpus=tuple(tuple(state.gpus) for state in states), nproc_per_node=spec.nproc_per_node,
+                  memory_limit=format_bytes(spec.memory) if spec.memory else None)
 
 
 def host_processes(nodes: int) -> Target:
@@ -97,12 +100,14 @@ def resolve(on: str | None, name: str, inventory: Path | None = None, nodes: int
 
 
 def run_exercises(exercises: list[Exercise], target: Target, nproc_per_node: int | None, backend: str,
-                  timeout: int | None, reporter: Reporter, master_port: int | None = None) -> list[RunRecord]:
+                  timeout: int | None, reporter: Reporter, master_port: int | None = None,
+                  fail_grace: float | None = FAILED_NODE_GRACE) -> list[RunRecord]:
     """Run the exercises on `target` in order; every run keeps its own record."""
     nproc_per_node = nproc_per_node or target.nproc_per_node
     target.prepare(nproc_per_node or max(exercise.nproc_per_node for exercise in exercises), reporter)
     options = RunOptions(nnodes=target.nnodes, nproc_per_node=nproc_per_node, backend=backend, timeout=timeout,
-                         master_port=master_port, lab_name=target.label)
+                         master_port=master_port, lab_name=target.label, fail_grace=fail_grace,
+                         hostnames=target.hostnames, node_gpus=target.node_gpus, memory_limit=target.memory_limit)
     return [run_exercise(exercise, target.transport, _resolved_backend(options, exercise, target.node_gpus), reporter)
             for exercise in exercises]
 

@@ -101,6 +101,7 @@ class Transport(Protocol):
     def check_alive(self) -> None: ...
     def processes(self, index: int, run_id: str) -> list[JobProcess]: ...
     def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]: ...
+    def faults(self) -> list[tuple[int, str]]: ...
 
 
 class DockerTransport:
@@ -160,6 +161,13 @@ class DockerTransport:
         """py-spy on this host, attached by host PID: the node needs no ptrace capability."""
         return host_stacks(pids)
 
+    def faults(self) -> list[tuple[int, str]]:
+        """Lab faults in force now (killed, paused, partitioned nodes): what a diagnosis must know first."""
+        try:
+            return [(state.index, fault) for state in self.driver.node_states(self.lab_name) for fault in state.faults]
+        except EngineError:
+            return []
+
 
 class LocalProcess:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path):
@@ -211,6 +219,9 @@ class LocalTransport:
 
     def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]:
         return host_stacks(pids)
+
+    def faults(self) -> list[tuple[int, str]]:
+        return []  # processes on this host: the lab injects no node faults here
 
 
 @dataclass(frozen=True)
@@ -354,6 +365,9 @@ class SshTransport:
         """py-spy on the host itself, when it has one; else each pid says that it has none."""
         script = remote_script(dump_with_py_spy, pids)
         return {int(pid): dump for pid, dump in self._remote_json(index, script, 60 + 30 * len(pids)).items()}
+
+    def faults(self) -> list[tuple[int, str]]:
+        return []  # real hosts: the lab injects no node faults there
 
     def _remote_json(self, index: int, script: str, timeout: float):
         try:

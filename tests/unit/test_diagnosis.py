@@ -13,8 +13,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from lab.jobs.diagnosis import (Evidence, Fault, Frame, NodeEvidence, ProcessStack, diagnose, evidence_from_launch,
-                                findings_json, format_findings, is_loopback)
+from lab.jobs.diagnosis import (Evidence, Fault, NodeEvidence, diagnose, evidence_from_launch, findings_json,
+                                format_findings, is_loopback)
+from lab.jobs.stacks import Frame, ProcessStack, ThreadStack
+
+
+
+def stacked(node: int, pid: int, role: str, rank: int | None = None, env: dict | None = None,
+            frames: list | None = None) -> ProcessStack:
+    """A captured process (lab/jobs/stacks.py) whose main thread holds `frames`, innermost last."""
+    return ProcessStack(node, pid, role, rank, None, dict(env or {}),
+                        threads=[ThreadStack("MainThread", pid, True, list(frames or []))])
 
 
 def lab_run(*logs: str, exit_codes=None, nproc=1, **facts) -> Evidence:
@@ -67,7 +76,7 @@ def test_loopback_from_the_command_line_when_no_log_names_it():
 
 
 def test_loopback_from_a_process_environment():
-    stack = ProcessStack(node=1, pid=77, role="worker", rank=1, env={"MASTER_ADDR": "::1"})
+    stack = stacked(node=1, pid=77, role="worker", rank=1, env={"MASTER_ADDR": "::1"})
     top = diagnose(lab_run(LOCALHOST_NODE0, "", processes=[stack]))[0]
     assert (top.cause, top.node, top.rank) == ("master-addr-loopback", 1, 1)
 
@@ -250,11 +259,11 @@ def test_ranks_in_different_collectives_from_their_tracebacks():
 
 def test_collective_order_from_stack_dumps():
     def worker(rank, function, line):
-        return ProcessStack(node=rank, pid=100 + rank, role="worker", rank=rank, frames=[
+        return stacked(node=rank, pid=100 + rank, role="worker", rank=rank, frames=[
             Frame("<module>", "/lab/shared/train.py", line),
             Frame(function, "/opt/lab-venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", 3252)])
     stacks = [worker(0, "all_reduce", 30), worker(1, "all_reduce", 30), worker(2, "broadcast", 41),
-              ProcessStack(node=0, pid=9, role="agent", frames=[Frame("_poll", "/x/torch/distributed/run.py", 1)])]
+              stacked(node=0, pid=9, role="agent", frames=[Frame("_poll", "/x/torch/distributed/run.py", 1)])]
     run = lab_run("", "", "", exit_codes=[None] * 3, timed_out=True, processes=stacks)
     findings = diagnose(run)
     top = findings[0]
@@ -265,7 +274,7 @@ def test_collective_order_from_stack_dumps():
 
 def test_same_collective_same_place_is_not_a_mismatch():
     def worker(rank):
-        return ProcessStack(node=rank, pid=rank, role="worker", rank=rank, frames=[
+        return stacked(node=rank, pid=rank, role="worker", rank=rank, frames=[
             Frame("<module>", "/lab/shared/train.py", 30),
             Frame("all_reduce", "/site-packages/torch/distributed/distributed_c10d.py", 3252)])
     run = lab_run("", "", exit_codes=[None, None], timed_out=True, processes=[worker(0), worker(1)])

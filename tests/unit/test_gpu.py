@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from lab.nodes.doctor import judge
+from lab.jobs.doctor import judge
 from lab.errors import RunError, SpecError
 from lab.nodes.gpus import (
     CPU_NOTICE,
