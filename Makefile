@@ -7,13 +7,14 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup engine image demo test test-fast bench clean help
+.PHONY: setup engine image demo test test-fast bench reliability clean help
 
 help:
 	@echo "make demo       2-node lab, every exercise run and checked, torn down"
 	@echo "make test       the whole test suite (brings up the Docker engine, builds the image)"
 	@echo "make test-fast  unit tests only, no containers"
 	@echo "make bench      benchmarks (see bench/)"
+	@echo "make reliability  interruption trials + cited tests, rewrites RELIABILITY.md (20-40 min)"
 	@echo "make setup | engine | image | clean"
 
 setup: $(VENV)/.installed
@@ -44,6 +45,9 @@ test-fast: setup
 
 bench: image
 	$(BIN)/lab bench
+
+reliability: image
+	$(BIN)/python bench/trials.py --write RELIABILITY.md
 
 clean:
 	-$(BIN)/lab down --all

@@ -13,6 +13,8 @@ Parts (each prints a table and its ratio to the target; targets in verdicts()):
               the same worker (bench/allreduce_worker.py) launched through the same `lab exec` code;
               nccl-tests columns: time, algbw = bytes/time, busbw = algbw * 2(n-1)/n; PNG plot
   exercise03  `lab run exercise03` on the 2-node lab vs `lab run exercise03 --on host --nodes 2`
+  links       the same gloo all_reduce (nccl-tests columns) and exercise03's steps on a 2-node lab per link
+              profile (`lab up --link`: unshaped, ethernet-10g, ethernet-1g), plot links.png
 
 Rounds alternate containers and native so that load from other work on the machine hits both;
 the best round of each is compared. Results go to bench/results/ (latest.json, allreduce.png).
@@ -43,6 +45,7 @@ ALLREDUCE_TARGET = 0.9  # busbw containers/native at >= 16 MiB; also drawn on th
 UP_TARGETS = {2: 2.5, 16: 10, 32: 20}  # warm `lab up` seconds by node count
 UP_AGAIN_TARGET = 1  # `lab up` with the spec already up
 DOWN_TARGET = 10  # `lab down` of the largest lab timed
+LINK_PROFILES = (None, "ethernet-10g", "ethernet-1g")  # `lab up --link` values of the links part; None: unshaped
 
 
 def cli(*args: str, timeout: float = 900, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, subprocess.CompletedProcess]:
@@ -212,14 +215,11 @@ def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int], res
             for row in allreduce_once(target, sizes, budget):
                 previous = best[mode].get(row["bytes"])
                 best[mode][row["bytes"]] = row["seconds"] if previous is None else min(previous, row["seconds"])
-    factor = 2 * (nnodes - 1) / nnodes
     rows = []
     for size in sizes:
         entry = {"bytes": size}
         for mode in best:
-            seconds = best[mode][size]
-            algbw = size / seconds / 1e9
-            entry[mode] = {"time_us": round(seconds * 1e6, 1), "algbw": round(algbw, 3), "busbw": round(algbw * factor, 3)}
+            entry[mode] = nccl_columns(size, best[mode][size], nnodes)
         entry["ratio"] = round(entry["containers"]["busbw"] / entry["native"]["busbw"], 3)
         rows.append(entry)
     print(f"\n## gloo all_reduce, {nnodes} ranks, float32, best of {rounds} round(s) ({started_load} -> {load()})")
@@ -229,6 +229,86 @@ def bench_allreduce(name: str, rounds: int, budget: float, sizes: list[int], res
                   r["native"]["time_us"], r["native"]["algbw"], r["native"]["busbw"], r["ratio"]] for r in rows]))
     plot(rows, results_dir / "allreduce.png")
     return {"ranks": nnodes, "rounds": rounds, "rows": rows, "plot": str(results_dir / "allreduce.png")}
+
+
+def nccl_columns(size: int, seconds: float, ranks: int) -> dict:
+    """nccl-tests' columns for one all_reduce: time, algbw = bytes/time, busbw = algbw * 2(n-1)/n (GB/s)."""
+    algbw = size / seconds / 1e9
+    return {"time_us": round(seconds * 1e6, 1), "algbw": round(algbw, 3), "busbw": round(algbw * 2 * (ranks - 1) / ranks, 3)}
+
+
+def exercise03_seconds(args: list[str]) -> tuple[float, float]:
+    """`lab run exercise03 ARGS`: (wall seconds, seconds of its steps); it must have run through on all 4 ranks."""
+    wall, output = cli("run", "exercise03", *args, "--quiet", "--json", ok_codes=(0, 1))
+    [record] = [RunRecord.from_dict(data) for data in json.loads(output.stdout)]
+    if any(len(step.ranks_reported) < 4 for step in record.steps):
+        raise SystemExit(f"exercise03 ({' '.join(args)}) did not run through: see {record.path}")
+    return wall, record.seconds
+
+
+def bench_links(name: str, rounds: int, budget: float, sizes: list[int], results_dir: Path) -> dict:
+    """Per link profile, a fresh 2-node lab: all_reduce best of `rounds`, exercise03 best of `rounds`."""
+    profiles = {}
+    for profile in LINK_PROFILES:
+        cli("up", "--nodes", "2", "--name", name, "--recreate", *(["--link", profile] if profile else []))
+        time.sleep(5)  # let the fresh nodes settle before anything is measured
+        containers = targets.resolve(targets.CONTAINERS, name)
+        started_load = load()
+        best: dict[int, float] = {}
+        steps = []
+        for _ in range(rounds):
+            for row in allreduce_once(containers, sizes, budget):
+                best[row["bytes"]] = min(best.get(row["bytes"], row["seconds"]), row["seconds"])
+            steps.append(exercise03_seconds(["--name", name])[1])
+        label = profile or "unshaped"
+        profiles[label] = {"allreduce": [{"bytes": size, **nccl_columns(size, best[size], containers.nnodes)}
+                                         for size in sizes],
+                           "exercise03_steps_seconds": min(steps), "exercise03_rounds": steps,
+                           "load": f"{started_load} -> {load()}"}
+    base = profiles["unshaped"]["exercise03_steps_seconds"]
+    print(f"\n## links: gloo all_reduce, 2 ranks, float32, best of {rounds} round(s), per link profile")
+    print(table(["size"] + [f"{label} {column}" for label in profiles for column in ("time (us)", "algbw", "busbw")],
+                [[human(size)] + [cell for entry in profiles.values() for cell in
+                                  (entry["allreduce"][i]["time_us"], entry["allreduce"][i]["algbw"],
+                                   entry["allreduce"][i]["busbw"])] for i, size in enumerate(sizes)]))
+    print(f"\n## links: exercise03 (2 nodes x 2 workers), seconds of its steps, best of {rounds}")
+    print(table(["link", "steps (s)", "vs unshaped", "rounds (s)", "load"],
+                [[label, entry["exercise03_steps_seconds"], round(entry["exercise03_steps_seconds"] / base, 2),
+                  ", ".join(f"{seconds:.2f}" for seconds in entry["exercise03_rounds"]), entry["load"]]
+                 for label, entry in profiles.items()]))
+    plot_links(profiles, sizes, results_dir / "links.png")
+    return {"rounds": rounds, "profiles": profiles, "plot": str(results_dir / "links.png")}
+
+
+def plot_links(profiles: dict, sizes: list[int], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, (bandwidth, steps) = plt.subplots(1, 2, figsize=(11, 4.5), width_ratios=[2, 1])
+    for label, entry in profiles.items():
+        bandwidth.plot(sizes, [row["busbw"] for row in entry["allreduce"]], "o-", label=label)
+    for label, rate in (("10 Gbit/s", 1.25), ("1 Gbit/s", 0.125)):
+        bandwidth.axhline(rate, color="gray", linestyle=":", linewidth=1)
+        bandwidth.annotate(label, (sizes[0], rate), textcoords="offset points", xytext=(0, 3), fontsize=8, color="gray")
+    bandwidth.set_xscale("log", base=2)
+    bandwidth.set_yscale("log")
+    bandwidth.set_xticks(sizes, [human(size) for size in sizes], rotation=45)
+    bandwidth.set_xlabel("message size")
+    bandwidth.set_ylabel("busbw (GB/s)")
+    bandwidth.set_title("gloo all_reduce, 2 nodes, per `lab up --link`")
+    bandwidth.legend()
+    bandwidth.grid(alpha=0.3)
+    labels = list(profiles)
+    steps.bar(labels, [profiles[label]["exercise03_steps_seconds"] for label in labels], color="tab:blue")
+    steps.set_ylabel("seconds")
+    steps.set_title("exercise03 steps")
+    steps.grid(alpha=0.3, axis="y")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 def human(size: int) -> str:
@@ -271,13 +351,8 @@ def bench_exercise03(name: str, rounds: int) -> dict:
         for mode, args in (("containers", ["--name", name]), ("native", ["--on", "host", "--nodes", "2"])):
             # Natively every "node" is this host, so the check that nodes are distinct hosts fails (exit 1);
             # the training itself must still have run through: all 4 ranks reported their results.
-            wall, output = cli("run", "exercise03", *args, "--quiet", "--json", ok_codes=(0, 1))
-            [record] = [RunRecord.from_dict(data) for data in json.loads(output.stdout)]
-            if any(len(step.ranks_reported) < 4 for step in record.steps):
-                raise SystemExit(f"exercise03 ({mode}) did not run through: see {record.path}")
-            exit_codes = [code for step in record.steps for code in step.exit_codes.values()]
-            runs[mode].append({"wall": round(wall, 2), "run": round(record.seconds, 2), "passed": record.passed,
-                               "exit_codes": exit_codes})
+            wall, seconds = exercise03_seconds(args)
+            runs[mode].append({"wall": round(wall, 2), "run": round(seconds, 2)})
     best = {mode: min(runs[mode], key=lambda r: r["wall"]) for mode in runs}
     ratio = round(best["containers"]["wall"] / best["native"]["wall"], 3)
     run_ratio = round(best["containers"]["run"] / best["native"]["run"], 3)
@@ -348,8 +423,10 @@ def main() -> None:
                 results["memory"] = bench_memory(args.name)
             elif part == "allreduce":
                 results["allreduce"] = bench_allreduce(args.name, args.rounds, args.budget, SIZES, args.results)
-            else:
+            elif part == "exercise03":
                 results["exercise03"] = bench_exercise03(args.name, args.rounds)
+            else:
+                results["links"] = bench_links(args.name, args.rounds, args.budget, SIZES, args.results)
     finally:
         if not args.keep:
             cli("down", "--name", args.name)

@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 import torch
 # torch.optim imports torch._dynamo on first use; imported after init_process_group it keeps the default group
@@ -68,7 +69,14 @@ def init(rank: int | None = None, world_size: int | None = None, local_rank: int
     kwargs = {}
     if rank is not None:
         kwargs = {"rank": rank, "world_size": world_size}
+    known_rank = rank if rank is not None else env_int("RANK", -1)
+    if known_rank >= 0:
+        _event(known_rank, "started", _process_start_time())
+        _event(known_rank, "init")
     dist.init_process_group(backend=backend, init_method="env://", timeout=timeout, **kwargs)
+    if known_rank < 0:
+        _event(dist.get_rank(), "started", _process_start_time())
+    _event(dist.get_rank(), "pg_ready")
     return backend, device_for(backend, local_rank)
 
 
@@ -81,7 +89,10 @@ def finish() -> None:
     in twenty left a worker hung there after every rank had reported, barrier or not.
     """
     dist.barrier()
+    rank = dist.get_rank()
+    _write_last_step(rank)
     dist.destroy_process_group()
+    _event(rank, "finished")
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
@@ -117,13 +128,65 @@ def write_result(rank: int, **payload) -> None:
     with open(path + ".tmp", "w") as handle:
         json.dump(record, handle, indent=1, default=_json_default)
     os.replace(path + ".tmp", path)
+    _write_last_step(rank)
+    _event(rank, "result")
 
 
 def append_metric(rank: int, **values) -> None:
-    """Append one line of metrics (step, loss, ...) for training curves."""
+    """Append one line of metrics (step, loss, ...) for training curves; it also marks a step on the timeline."""
     path = os.path.join(results_dir(), f"metrics-rank{rank}.jsonl")
     with open(path, "a") as handle:
         handle.write(json.dumps(values, default=_json_default) + "\n")
+    mark_step(rank, values.get("step"))
+
+
+# The rank's timeline (`events-rank<r>.jsonl` in the results folder, drawn by the lab as timeline.png): one line
+# per moment, wall-clock seconds: started (the process), init (init_process_group called), pg_ready, step (the
+# first, then at most one every STEP_EVENT_SECONDS, and the last at finish), result, finished.
+STEP_EVENT_SECONDS = 2.0
+_last_step: tuple[object, float] | None = None  # (step, when) of the latest step not yet written
+_step_written_at: float | None = None
+
+
+def mark_step(rank: int, step: object = None) -> None:
+    """Note that `rank` finished a training step, for the first/last step markers of the timeline."""
+    global _last_step, _step_written_at
+    now = time.time()
+    if _step_written_at is None or now - _step_written_at >= STEP_EVENT_SECONDS:
+        _event(rank, "step", now, step=step)
+        _step_written_at, _last_step = now, None
+    else:
+        _last_step = (step, now)
+
+
+def _write_last_step(rank: int) -> None:
+    """The latest step, if the throttle held it back: the timeline's last-step marker must be the real last one."""
+    global _last_step
+    if _last_step is not None:
+        _event(rank, "step", _last_step[1], step=_last_step[0])
+        _last_step = None
+
+
+def _event(rank: int, name: str, when: float | None = None, **extra) -> None:
+    """Append one event to the rank's events file; one short line per write, so restarts of a rank append."""
+    line = {"event": name, "time": round(time.time() if when is None else when, 3), "rank": rank,
+            "node_rank": node_rank(), "hostname": socket.gethostname(), "pid": os.getpid(), **extra}
+    with open(os.path.join(results_dir(), f"events-rank{rank}.jsonl"), "a") as handle:
+        handle.write(json.dumps(line, default=_json_default) + "\n")
+
+
+def _process_start_time() -> float:
+    """When this process started (wall clock), so the timeline includes its imports; now where /proc cannot say.
+
+    /proc/self/stat gives the start in clock ticks since boot; the boot clock read now turns it into wall clock
+    (/proc/stat's btime is whole seconds only).
+    """
+    try:
+        with open("/proc/self/stat") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.time()
 
 
 def parameters_hash(module: torch.nn.Module) -> str:

@@ -9,7 +9,8 @@ import click
 from rich.markup import escape
 
 from lab import paths
-from lab.cli import bench_command, export_commands, job_commands, lab_commands, record_commands, stack_commands
+from lab.cli import (bench_command, export_commands, graph_commands, job_commands, lab_commands, record_commands,
+                     slurm_commands, stack_commands)
 from lab.cli.console import errors
 from lab.errors import LabError, host_error
 
@@ -42,7 +43,8 @@ for command in (lab_commands.up, lab_commands.provision, lab_commands.status, la
                 job_commands.exec_command, job_commands.torchrun_command, export_commands.export,
                 record_commands.runs_command, record_commands.show_command, record_commands.explain_command,
                 bench_command.bench,
-                stack_commands.stacks_command):
+                stack_commands.stacks_command, graph_commands.graph_command, graph_commands.report_command,
+                slurm_commands.sbatch_command, slurm_commands.ssh_command):
     cli.add_command(command)
 
 

@@ -27,7 +27,7 @@ def bench(only, max_nodes, cold, rounds, name, keep, results, as_json):
 
     Prints nccl-tests style all_reduce tables (containers vs native processes on this host),
     `lab up` times, exercise03 wall times and idle node memory, each with its ratio and target.
-    Raw results: bench/results/latest.json, plots: bench/results/allreduce.png and up.png. Method and the
+    Raw results: bench/results/latest.json, plots: bench/results/allreduce.png, up.png and links.png. Method and the
     last measured numbers: bench/RESULTS.md.
 
     \b

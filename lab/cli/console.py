@@ -192,15 +192,16 @@ class LiveReporter:
 
 
 def print_nodes(nodes) -> None:
+    nodes = [node if isinstance(node, dict) else node.to_dict() for node in nodes]
+    shaped = any("link" in node for node in nodes)  # `lab up --link`: how each node's link is shaped now
     table = Table(box=None, pad_edge=False)
-    for column in ("node", "hostname", "ip", "state", "cpus", "memory", "gpus", "ssh", "faults"):
+    for column in ("node", "hostname", "ip", "state", "cpus", "memory", "gpus", "ssh", "faults") + ("link",) * shaped:
         table.add_column(column)
     for node in nodes:
-        node = node if isinstance(node, dict) else node.to_dict()
         table.add_row(f"node{node['index']}", node["hostname"], node["ip"] or "-", node["state"],
                       f"{node['cpus']:g}" if node["cpus"] else "host", format_bytes(node["memory"]) if node["memory"] else "host",
                       ",".join(node["gpus"]) or "none", f"127.0.0.1:{node['ssh_port']}" if node["ssh_port"] else "-",
-                      ",".join(node["faults"]) or "-")
+                      ",".join(node["faults"]) or "-", *([node.get("link", "-")] if shaped else []))
     console.print(table)
 
 

@@ -13,7 +13,7 @@ from lab.nodes import lifecycle
 
 @click.group()
 def export():
-    """Write the lab or an exercise in formats a real setup uses (compose, Slurm)."""
+    """Write the lab or an exercise in formats a real setup uses (compose, Slurm, Kubernetes)."""
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -52,3 +52,44 @@ def export_slurm(exercise, nodes, nproc_per_node, gpus_per_node, partition, time
     _write(slurm_script(found, nodes or found.nodes, nproc_per_node or found.nproc_per_node, gpus_per_node,
                         partition, time_limit), output)
 
+
+
+@export.command("k8s", context_settings={"ignore_unknown_options": True})
+@click.argument("target", nargs=-1, type=click.UNPROCESSED)
+@click.option("--script", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="A torchrun script instead of an exercise; the other arguments are its arguments (after -- when they look like these options).")
+@click.option("--nodes", type=click.IntRange(1, 4096), default=None, help="Pods (default: the exercise's, else 2).")
+@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None,
+              help="Processes per pod (default: the exercise's, else 1).")
+@click.option("--image", default=None, metavar="IMAGE",
+              help="Container image with Python 3 and torch (default: pytorch/pytorch:latest).")
+@click.option("--gpus", type=click.IntRange(0, 64), default=0, show_default=True, help="nvidia.com/gpu per pod.")
+@click.option("--claim", default=None, metavar="PVC",
+              help="A ReadWriteMany PersistentVolumeClaim shared by the pods for results and snapshots "
+                   "(default: an emptyDir per pod).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="File to write (default: stdout).")
+def export_k8s(target, script, nodes, nproc_per_node, image, gpus, claim, output):
+    """Kubernetes manifests (1.27+, no operators) running EXERCISE, or --script FILE [ARGS], with torchrun.
+
+    An Indexed Job (JOB_COMPLETION_INDEX = node rank), a headless Service so the pods resolve each other, and a
+    ConfigMap with the files. Apply with `kubectl apply -f FILE`.
+
+    \b
+    Examples:
+      lab export k8s exercise03 --gpus 1 -o job.yaml
+      lab export k8s --nodes 2 --nproc-per-node 4 --script train.py --epochs 3
+    """
+    from lab.errors import SpecError
+    from lab.jobs import k8s
+    from lab.jobs.exercises import find
+
+    image = image or k8s.DEFAULT_IMAGE
+    if script is not None:
+        job = k8s.script_job(script, list(target), nodes or 2, nproc_per_node or 1, image, gpus, claim)
+    elif len(target) == 1:
+        found = find(target[0])
+        job = k8s.exercise_job(found, nodes or found.nodes, nproc_per_node or found.nproc_per_node, image, gpus, claim)
+    else:
+        raise SpecError("give one EXERCISE, or --script FILE [ARGS]",
+                        "e.g. lab export k8s exercise03, or lab export k8s --script train.py --epochs 3")
+    _write(k8s.manifests_yaml(job), output)

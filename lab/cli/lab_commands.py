@@ -27,11 +27,17 @@ from lab.nodes.labels import GPUS_LABEL
               help="NVIDIA GPUs for the nodes: auto (all when there are any), none, all (split across nodes), N per node.")
 @click.option("--image", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
               help="host: no image build; nodes mount this host's /usr and Python (with its torch) read-only.")
+@click.option("--link", default=None, metavar="PROFILE",
+              help="Shape traffic between nodes: RATE[:DELAY[:JITTER]][:LOSS%], e.g. 10gbit, 1gbit:200us, "
+                   "1gbit:200us:20us:0.1%, or ethernet-1g|ethernet-10g|ethernet-100g (delays need netem in the kernel).")
+@click.option("--scheduler", type=click.Choice(["none", "slurm"]), default="none", show_default=True,
+              help="slurm: the nodes form a Slurm cluster (slurmctld on node0; `lab sbatch`, `lab ssh node0`).")
 @click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (every container setting; all of it with --json) and create nothing.")
 @json_option
-def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recreate, rebuild, dry_run, as_json):
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, scheduler, recreate, rebuild, dry_run,
+       as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -43,10 +49,13 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, recrea
       lab up --nodes 2
       lab up --nodes 4 --cpus 0.5 --memory 1g --name big
       lab up --nodes 2 --image host --gpus auto
+      lab up --nodes 2 --link 1gbit            nodes talk over a 1 Gbit/s link (nodes stay unprivileged)
       lab up --nodes 2 --dry-run --json
+      lab up --nodes 2 --scheduler slurm       a Slurm cluster: `lab sbatch job.sh`
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
-                   memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin)
+                   memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin,
+                   link=link, scheduler=scheduler)
     if dry_run:
         plan, notes = lifecycle.plan_up(spec)
         if as_json:
@@ -75,6 +84,9 @@ def _print_plan(plan, notes: list[str]) -> None:
     options = ", ".join(f"{key.rsplit('.', 1)[-1]} {value}" for key, value in plan.network.options.items())
     console.print(f"network {plan.network.name} ({plan.network.driver}{', ' + options if options else ''})")
     console.print(f"volume  {plan.volume.name} -> {escape(plan.volume.host_dir)}")
+    if plan.spec.link:
+        console.print(f"links   {plan.spec.link} between nodes, shaped with tc on each node's host-side veth "
+                      "(into the node) and an IFB device (out of it); traffic inside a node is not shaped")
     table = Table(box=None, pad_edge=False)
     for column in ("node", "container", "image", "cpus", "memory", "gpus", "caps", "mounts"):
         table.add_column(column)
@@ -112,7 +124,13 @@ def provision(name, as_json):
 @json_option
 def status(name, as_json):
     """Show labs and their nodes: hostnames, IPs, state, limits, GPUs, SSH ports."""
+    from lab.nodes.faults import timed_faults
+
     report = lifecycle.status(name)
+    for lab_name, lab in report.items():  # timed faults, with the time they have left
+        pending = timed_faults(lab_name)
+        for node in lab["nodes"]:
+            node["faults"] += pending.get(node["index"], [])
     if as_json:
         print(json.dumps(report, indent=2))
         return
@@ -219,28 +237,37 @@ def down(name, every, as_json):
 
 
 @click.command()
-@click.argument("action", type=click.Choice(["kill", "stop", "pause", "unpause", "partition", "heal", "delay"]))
-@click.argument("node")
+@click.argument("action", type=click.Choice(["kill", "stop", "pause", "unpause", "partition", "heal", "delay", "clear"]))
+@click.argument("node", required=False)
 @name_option
+@click.option("--for", "duration", default=None, metavar="DURATION",
+              help="End the fault by itself after this long, e.g. 30s, 2m (even if this command is killed).")
 @click.option("--ms", type=click.IntRange(0, 60000), default=None, help="delay: added latency in milliseconds.")
 @click.option("--jitter", type=click.IntRange(0, 60000), default=None, help="delay: +/- jitter in milliseconds.")
 @click.option("--rate", default=None, metavar="RATE", help="delay: bandwidth limit, e.g. 100mbit.")
-def fault(action, node, name, ms, jitter, rate):
-    """Inject a fault into NODE (node1 or 1) of a running lab; `heal` undoes them all.
+def fault(action, node, name, duration, ms, jitter, rate):
+    """Inject a fault into NODE (node1 or 1) of a running lab; `heal`/`clear` undo them.
 
-    
+    \b
     kill       SIGKILL the node's container (like pulling the plug)
     stop       stop it gracefully
     pause      freeze every process (unpause to continue)
     partition  disconnect it from the lab network
-    delay      tc netem latency/jitter/rate on its interface (needs `lab up --net-admin`)
+    delay      tc netem latency/jitter/rate on its interface (needs `lab up --net-admin` and a kernel with netem)
     heal       start, unpause, reconnect and clear delays
+    clear      heal NODE (every node when none is named) and cancel its pending `--for` timers
 
-    Faults show in `lab status`.
+    With --for DURATION a helper process on this host reverts the fault when the time is up, also when this
+    command has been killed. Faults, and the time left on timed ones, show in `lab status`.
+
+    \b
+    Examples:
+      lab fault partition node1 --for 30s
+      lab fault clear
     """
     from lab.nodes.faults import inject
 
-    console.print(inject(name, action, node, ms=ms, jitter=jitter, rate=rate))
+    console.print(inject(name, action, node, ms=ms, jitter=jitter, rate=rate, duration=duration), markup=False)
 
 
 @click.group()

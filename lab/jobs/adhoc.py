@@ -91,6 +91,8 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
         record.status = "passed" if not failed else "failed"
         step.exit_codes, step.timed_out, step.seconds = result.exit_codes, result.timed_out, result.seconds
         step.oom_killed, step.problem = result.oom_killed, result.stopped or None
+        step.nproc_per_node, step.master_port = facts.nproc_per_node, facts.master_port
+        step.started_at, step.node_exits, step.stopped_at = result.started_at, result.node_exits, result.stopped_at
         record.save_logs(step.name, result.logs)
         if launch_failed(result):
             record.diagnosis = explain_launch(result, facts, target.transport.faults())

@@ -737,14 +737,19 @@ def _killed_rank(ctx: Context, node: int) -> int | None:
     return node if ctx.evidence.nproc_per_node == 1 else None
 
 
+# Faults as a manifest names them (actions) and as the lab finds them in force after a run (node states).
 FAULT_WORDS = {"kill": "killed", "kill-node": "killed", "kill-worker": "had a worker killed", "stop": "stopped",
-               "pause": "paused", "partition": "cut off from the network", "delay": "slowed down (network delay)"}
+               "pause": "paused", "partition": "cut off from the network", "delay": "slowed down (network delay)",
+               "partitioned": "cut off from the network"}
 
 
 def fault_findings(ctx: Context) -> list[Finding]:
+    """The lab's own faults; with one process per node the faulted node's rank is its index (as read_lines says)."""
+    one_per_node = ctx.evidence.nproc_per_node == 1
     return [Finding("lab-fault", f"node{fault.node} was {FAULT_WORDS.get(fault.action, fault.action)} by the lab "
                                  f"(fault '{fault.action}')",
-                    f"the lab injected '{fault.action}' on node{fault.node} during the run", fault.node, None,
+                    f"the lab injected '{fault.action}' on node{fault.node} during the run", fault.node,
+                    fault.node if one_per_node else None,
                     "this failure was made on purpose: to survive it, restart workers from a snapshot "
                     "(torchrun --max-restarts N) and let membership shrink (--nnodes MIN:MAX)")
             for fault in ctx.evidence.faults]

@@ -65,7 +65,7 @@ def diagnose(target: Target, master_port: int | None = None, env: dict[str, str]
     transport = target.transport
     port = master_port or transport.pick_port()
     script = PROBE.read_text()
-    probes = [transport.start(index, [transport.python, "-c", script, "--deep", *target.hostnames], env)
+    probes = [transport.start(index, [transport.python, "-c", script, "--deep", *peer_names(target)], env)
               for index in range(target.nnodes)]
     preflight = run_preflight(transport, target.nnodes, port, env)  # while torch loads in the probes
     nodes = []
@@ -79,6 +79,14 @@ def diagnose(target: Target, master_port: int | None = None, env: dict[str, str]
     if target.node_gpus is not None:
         backend = run_backend("auto", [list(gpus) for gpus in target.node_gpus], 1, target.label)
     return Diagnosis(target.label, nodes, backend, transport.master_addr, port)
+
+
+def peer_names(target: Target) -> list[str]:
+    """The names every node must resolve: the nodes' hostnames; on real hosts, whose inventory names are this
+    machine's aliases, how they reach node0 (what provisioning checks too)."""
+    if target.inventory is not None:
+        return [target.transport.master_addr]
+    return list(dict.fromkeys(target.hostnames))
 
 
 def judge(index: int, hostname: str, output: list[str], exit_code: int | None,

@@ -36,6 +36,9 @@ class LaunchResult:
     oom_killed: list[int] = field(default_factory=list)
     stopped: str = ""  # why the lab stopped the run before its timeout ('' when it did not)
     stacks: list[ProcessStack] = field(default_factory=list)  # captured before a hung run was stopped
+    started_at: float = 0.0  # wall clock (time.time()) when the first node's command was started
+    node_exits: dict[int, float] = field(default_factory=dict)  # node -> wall clock when its command ended
+    stopped_at: float | None = None  # wall clock when the lab stopped the run (timeout or early stop)
 
 
 def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
@@ -57,6 +60,13 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     exit_codes: dict[int, int | None] = {}
     oom_before = {index: transport.oom_kills(index) for index in commands}
     started = time.monotonic()
+    started_at = time.time()
+    node_exits: dict[int, float] = {}
+
+    def wall(moment: float) -> float:
+        """A monotonic moment of this launch as wall-clock time, for timelines that meet the ranks' own clocks."""
+        return started_at + (moment - started)
+
     timed_out, stopped, stopped_at, first_failure = False, "", None, None
     stacks: list[ProcessStack] = []
     killed_by_lab: set[int] = set()  # nodes still running when the lab stopped the run: their status is the lab's kill
@@ -89,6 +99,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
                     reporter.line(index, payload)
                 else:
                     exit_codes[index] = payload
+                    node_exits[index] = wall(time.monotonic())
             except queue.Empty:
                 pass
             if watch:
@@ -111,6 +122,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
             if stopped_at is not None and now - stopped_at > GRACE_SECONDS:
                 for index in commands:
                     exit_codes.setdefault(index, None)
+                    node_exits.setdefault(index, wall(now))
     except BaseException:  # Ctrl-C, a node refusing to start: nothing of this launch may outlive it, on any node
         for index in commands:
             transport.kill(index, process_run_id, "all")
@@ -123,7 +135,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     for index in oom_killed:
         reporter.event(f"node{index}: a process was killed by the kernel for exceeding the node's memory limit (OOM)")
     return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
-                        time.monotonic() - started, oom_killed, stopped, stacks)
+                        time.monotonic() - started, oom_killed, stopped, stacks, started_at, node_exits,
+                        wall(stopped_at) if stopped_at is not None else None)
 
 
 def failed_nodes(exit_codes: dict[int, int | None], expendable: frozenset[int] = frozenset()) -> list[int]:

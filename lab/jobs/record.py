@@ -1,8 +1,9 @@
 """Run records: the one type every run (exercise, exec, torchrun) keeps, and how it is saved and read back.
 
 A record is a folder `.lab/runs/<id>/` with `run.json` (this module's `RunRecord.to_dict`), the nodes'
-logs (`logs/node<i>-<step>.log`), every rank's results (`results/<step>/`), training curves (`loss.png`)
-and, from runs that hung, the ranks' stacks (`stacks/`). `.lab/runs/latest` links to the newest.
+logs (`logs/node<i>-<step>.log`), every rank's results (`results/<step>/`), training curves (`loss.png`),
+who ran when (`timeline.png`, lab/jobs/timeline.py) and, from runs that hung, the ranks' stacks (`stacks/`).
+`.lab/runs/latest` links to the newest.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from lab.jobs.checks import Check
 
 # 1: records written before the version was kept (no `schema_version` key); read the same way.
 # 2: the version is kept, steps carry `command` and `expect` (None where they have none), `diagnosis` added.
-SCHEMA_VERSION = 2
+# 3: steps carry wall-clock times for the timeline (`started_at`, `node_exits`, `stopped_at`, `fault_at`),
+#    `nproc_per_node` and `master_port`; None/{} in older records.
+SCHEMA_VERSION = 3
 UNREADABLE = "unreadable"
 
 
@@ -40,12 +43,22 @@ class StepRecord:
     fault: dict | None = None  # the fault the manifest injects in this step
     fault_injected: bool = False
     problem: str | None = None  # e.g. the timeout message naming the ranks that never reported
+    nproc_per_node: int | None = None
+    master_port: int | None = None
+    # Wall-clock times (time.time()) for the timeline (lab/jobs/timeline.py): the launch, each node's exit,
+    # the lab's stop (timeout or early stop) and the injected fault.
+    started_at: float | None = None
+    node_exits: dict[int, float] = field(default_factory=dict)
+    stopped_at: float | None = None
+    fault_at: float | None = None
 
     def to_dict(self) -> dict:
         return {"step": self.name, "command": self.command, "expect": self.expect, "exit_codes": self.exit_codes,
                 "timed_out": self.timed_out, "seconds": round(self.seconds, 2), "ranks_reported": self.ranks_reported,
                 "oom_killed": self.oom_killed, "fault": self.fault, "fault_injected": self.fault_injected,
-                "problem": self.problem}
+                "problem": self.problem, "nproc_per_node": self.nproc_per_node, "master_port": self.master_port,
+                "started_at": self.started_at, "node_exits": self.node_exits, "stopped_at": self.stopped_at,
+                "fault_at": self.fault_at}
 
     @classmethod
     def from_dict(cls, data: dict) -> StepRecord:
@@ -55,7 +68,11 @@ class StepRecord:
                    timed_out=bool(data.get("timed_out")), seconds=float(data.get("seconds") or 0),
                    ranks_reported=[int(rank) for rank in data.get("ranks_reported") or []],
                    oom_killed=[int(node) for node in data.get("oom_killed") or []], fault=data.get("fault") or None,
-                   fault_injected=bool(data.get("fault_injected")), problem=data.get("problem"))
+                   fault_injected=bool(data.get("fault_injected")), problem=data.get("problem"),
+                   nproc_per_node=data.get("nproc_per_node"), master_port=data.get("master_port"),
+                   started_at=data.get("started_at"),
+                   node_exits={int(node): float(when) for node, when in (data.get("node_exits") or {}).items()},
+                   stopped_at=data.get("stopped_at"), fault_at=data.get("fault_at"))
 
 
 @dataclass
@@ -162,6 +179,9 @@ def recording(record: RunRecord):
     finally:
         record.seconds = time.monotonic() - started
         record.save()
+        from lab.jobs.timeline import draw_timeline  # matplotlib: loaded once the run is over
+
+        draw_timeline(record)
 
 
 def _read(folder: Path) -> RunRecord:

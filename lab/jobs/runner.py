@@ -8,6 +8,7 @@ record (record.py), also for runs that failed, timed out or were interrupted.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
 
     def watch():
         if fault and not injected and _maybe_inject(fault, transport, process_run_id, run_id, reporter):
-            injected.append(True)
+            injected.append(time.time())
 
     problems = []
 
@@ -100,7 +101,10 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
     step_record = StepRecord(step.name, expect=step.expect, exit_codes=result.exit_codes, timed_out=result.timed_out,
                              seconds=result.seconds, ranks_reported=sorted(results), oom_killed=result.oom_killed,
                              fault=fault or None, fault_injected=bool(injected),
-                             problem=problems[0] if problems else result.stopped or None)
+                             problem=problems[0] if problems else result.stopped or None,
+                             nproc_per_node=nproc, master_port=port, started_at=result.started_at,
+                             node_exits=result.node_exits, stopped_at=result.stopped_at,
+                             fault_at=injected[0] if injected else None)
     findings = []
     if step.expect == "pass" and launch_failed(result, expendable):
         facts = JobFacts(options.hostnames or tuple(f"node{index}" for index in range(options.nnodes)), nproc,
@@ -150,6 +154,15 @@ def _read_results(folder: Path) -> dict[int, dict]:
         except (ValueError, OSError):
             continue
     return results
+
+
+def check_results(exercise: Exercise, nnodes: int, nproc_per_node: int, results_root: Path) -> list[Check]:
+    """The exercise's checks on results a job left in `results_root/<step>/` without the lab's launcher (sbatch, pods)."""
+    outcome = RunOutcome(nnodes=nnodes, nproc_per_node=nproc_per_node)
+    for step in exercise.steps:
+        outcome.steps[step.name] = StepOutcome(step.name, results=_read_results(results_root / step.name),
+                                               expect=step.expect)
+    return _checks(exercise, outcome)
 
 
 def _killed_node(step: Step | None) -> int | None:

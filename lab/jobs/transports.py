@@ -20,7 +20,8 @@ from typing import Callable, Iterator, Protocol
 from lab.nodes.driver import ENGINE_HINT
 from lab.nodes.processes import (JobProcess, StacksUnavailable, container_processes, dump_with_py_spy, host_processes,
                                  host_stacks, parse_remote, remote_script, scan_processes)
-from lab.errors import EngineError, RunError
+from lab.errors import EngineError, LabStateError, RunError
+from lab.locks import HeldLock, holder, try_lock
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
@@ -67,17 +68,58 @@ else:
     print(probe.getsockname()[1])
 """
 DEFAULT_MASTER_PORT = 29500
+FREE_PORT_ATTEMPTS = 20  # any free port the probe offers that another run reserved meanwhile: ask again
 
 
-def choose_port(probe: Callable[[int], int], wanted: int | None, where: str) -> int:
-    """The wanted port if free (error if taken); else the usual 29500, or any free port when that is taken."""
+class PortReservations:
+    """The rendezvous ports that live runs on one target hold: one flock'd file per port in `folder`, on this host.
+
+    A probe binds a port and lets it go, so two runs that start together would both find 29500 free; a run
+    reserves its port here before it probes it, and keeps it until its next step picks one (or it ends: the
+    kernel drops the lock of a process that died).
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.held: HeldLock | None = None
+
+    def reserve(self, port: int) -> bool:
+        """Hold `port` for this run, letting go of the one it held before; False when another live run holds it."""
+        self.release()
+        self.held = try_lock(self.path(port))
+        return self.held is not None
+
+    def release(self) -> None:
+        if self.held is not None:
+            self.held.release()
+            self.held = None
+
+    def path(self, port: int) -> Path:
+        return self.folder / f"{port}.lock"
+
+
+def choose_port(probe: Callable[[int], int], wanted: int | None, where: str, reservations: PortReservations) -> int:
+    """The wanted port if free (error if taken); else the usual 29500, or any free port when that is taken.
+
+    Only a port reserved for this run and found free by `probe` is chosen, so two runs never get the same one.
+    """
     if wanted is not None:
+        if not reservations.reserve(wanted):
+            raise RunError(f"port {wanted} on {where} is reserved by another run: {holder(reservations.path(wanted))}",
+                           "choose another --master-port, or leave it out to get a free one")
         if probe(wanted) != wanted:
+            reservations.release()
             raise RunError(f"port {wanted} is already in use on {where}",
                            "choose another --master-port, or leave it out to get a free one")
         return wanted
-    port = probe(DEFAULT_MASTER_PORT)
-    return port if port == DEFAULT_MASTER_PORT else probe(0)
+    if reservations.reserve(DEFAULT_MASTER_PORT) and probe(DEFAULT_MASTER_PORT) == DEFAULT_MASTER_PORT:
+        return DEFAULT_MASTER_PORT
+    for _ in range(FREE_PORT_ATTEMPTS):
+        port = probe(0)
+        if port > 0 and reservations.reserve(port):
+            return port
+    reservations.release()
+    raise RunError(f"found no free port for the rendezvous on {where}", "pass a free one with --master-port")
 
 
 class NodeProcess(Protocol):
@@ -117,9 +159,15 @@ class DockerTransport:
         self.lab_name = lab_name
         self.host_shared_dir = host_shared_dir
         self.python = python or driver.node_python(lab_name) or self.python  # `--image host` nodes run the host's
+        self.ports = PortReservations(host_shared_dir.parent / "ports")
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> NodeProcess:
-        return self.driver.start_process(self.lab_name, index, argv, {**env, "LAB_NODE": str(index)}, cwd or SHARED_MOUNT)
+        try:
+            return self.driver.start_process(self.lab_name, index, argv, {**env, "LAB_NODE": str(index)},
+                                             cwd or SHARED_MOUNT)
+        except EngineError:
+            self.check_alive()  # the lab was taken down under the run: say that instead
+            raise
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
         try:
@@ -130,10 +178,14 @@ class DockerTransport:
 
     def pick_port(self, wanted: int | None = None) -> int:
         def probe(port: int) -> int:
-            code, output = self.driver.exec_output(self.lab_name, 0, [self.python, "-c", PORT_PROBE, str(port)])
+            try:
+                code, output = self.driver.exec_output(self.lab_name, 0, [self.python, "-c", PORT_PROBE, str(port)])
+            except EngineError:
+                self.check_alive()  # the lab was taken down under the run: say that instead
+                raise
             return int(output.strip() or -1) if code == 0 else -1
 
-        return choose_port(probe, wanted, "node0")
+        return choose_port(probe, wanted, "node0", self.ports)
 
     def oom_kills(self, index: int) -> int | None:
         """OOM kills so far in the node's memory cgroup (v1 or v2); None when unknown."""
@@ -149,9 +201,22 @@ class DockerTransport:
         return None
 
     def check_alive(self) -> None:
-        """Raise EngineError when the engine stopped answering (streams then end without exit codes)."""
+        """Raise when the engine stopped answering or the lab was taken down (streams then end without exit codes)."""
         if not self.driver.engine_answers():
             raise EngineError("lost the Docker engine during the run", ENGINE_HINT)
+        if self.taken_down():
+            raise LabStateError(f"lab '{self.lab_name}' was taken down during the run (`lab down` removed its nodes)",
+                                f"`lab up --name {self.lab_name}` again, then rerun")
+
+    def taken_down(self) -> bool:
+        """The lab's nodes are gone or going: `lab down` removes every one; a fault stops or kills, never removes."""
+        try:
+            spec = self.driver.existing_spec(self.lab_name)
+            states = self.driver.container_states(self.lab_name)
+        except EngineError:
+            return False
+        return (spec is None or len(states) < spec.nodes
+                or any(state in ("removing", "dead") for state in states.values()))
 
     def processes(self, index: int, run_id: str) -> list[JobProcess]:
         """The run's processes in node `index` ('' = every run), by host PID: stacks are read from the host."""
@@ -192,6 +257,7 @@ class LocalTransport:
         self.exercises_dir = str(exercises_dir)
         self.host_shared_dir = host_shared_dir
         self.shared_dir = str(host_shared_dir)
+        self.ports = PortReservations(host_shared_dir.parent / "ports")
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> LocalProcess:
         self.host_shared_dir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +272,7 @@ class LocalTransport:
             result = subprocess.run([self.python, "-c", PORT_PROBE, str(port)], capture_output=True, text=True)
             return int(result.stdout.strip() or -1)
 
-        return choose_port(probe, wanted, "this host")
+        return choose_port(probe, wanted, "this host", self.ports)
 
     def oom_kills(self, index: int) -> int | None:
         return None
@@ -280,6 +346,7 @@ class SshTransport:
         self.exercises_dir = exercises_dir
         self.shared_dir = shared_dir
         self.master_addr = master_addr
+        self.ports = PortReservations(host_shared_dir.parent / "ports")
 
     def _run(self, index: int, command: str, timeout: float = 60) -> subprocess.CompletedProcess:
         return subprocess.run(self.hosts[index].ssh_argv() + [command], stdin=subprocess.DEVNULL, capture_output=True,
@@ -340,7 +407,7 @@ class SshTransport:
                                "check the inventory's address, port, user, key and lab_python")
             return int(result.stdout.strip() or -1)
 
-        return choose_port(probe, wanted, self.hosts[0].name)
+        return choose_port(probe, wanted, self.hosts[0].name, self.ports)
 
     def oom_kills(self, index: int) -> int | None:
         return None

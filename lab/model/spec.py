@@ -17,14 +17,29 @@ from lab.errors import SpecError
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 MEMORY_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)b?$", re.IGNORECASE)
 DEFAULT_NAME = "default"
-# A node that runs a small DDP job needs about this much; used to refuse labs the host cannot hold.
-MIN_NODE_MEMORY = 512 * 1024**2
+# What a node holds, measured with docker stats (bench/RESULTS.md): ~8 MiB idle, and ~192 MiB for each process that
+# imported torch and joined a gloo group (exercise05: 363 MiB a node at 1 worker + torchrun's agent, 574 MiB at 2 +
+# agent). Used to refuse labs the host cannot hold.
+PROCESS_MEMORY = 192 * 1024**2
+DEFAULT_NPROC_PER_NODE = 2  # what most exercises start on a node when --nproc-per-node is not given
 MAX_NODES = 64
 MASTER_PORT = 29500
 SHARED_MOUNT = "/lab/shared"
 EXERCISES_MOUNT = "/lab/exercises"
 GPU_MODES = ("auto", "none", "all")
 IMAGE_CHOICES = ("auto", "host")  # host: the host's own Python environment, mounted read-only (lab/host_image.py)
+SCHEDULERS = ("none", "slurm")  # slurm: the nodes form a Slurm cluster (lab/nodes/slurm.py)
+# Named link profiles. Rate only: the lab's bridge already has a round trip of tens of microseconds, about
+# what a switched datacenter LAN has, and a delay needs netem, which not every kernel has.
+LINK_PROFILES = {"ethernet-1g": "1gbit", "ethernet-10g": "10gbit", "ethernet-100g": "100gbit"}
+RATE_UNITS = {"kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}  # tc's spelling, powers of ten
+TIME_UNITS = {"us": 1, "ms": 1000, "s": 1000**2}
+RATE_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit|tbit)$")
+TIME_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)$")
+LOSS_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)%$")
+MIN_LINK_RATE = 10**6  # below 1 mbit a rendezvous or an ssh login already times out
+LINK_HINT = ("use RATE[:DELAY[:JITTER]][:LOSS%] like 10gbit, 1gbit:200us or 1gbit:200us:20us:0.1%, "
+             f"or one of {', '.join(LINK_PROFILES)}")
 
 
 def parse_memory(text: str) -> int:
@@ -55,6 +70,80 @@ def parse_gpus(text: str) -> str:
         return str(int(value)) if value.isdigit() else value
     raise SpecError(f"--gpus '{text}' is not auto, none, all or a positive number",
                     "use --gpus auto (GPUs when the host has any), none, all, or a count per node like --gpus 1")
+
+
+@dataclass(frozen=True)
+class LinkProfile:
+    """How traffic between two nodes is shaped: a rate and, optionally, one-way delay, jitter and loss."""
+
+    rate_bps: int  # bits per second
+    delay_us: float = 0
+    jitter_us: float = 0
+    loss_percent: float = 0
+
+    @property
+    def needs_netem(self) -> bool:
+        """Delay, jitter and loss are netem's; a rate alone is a token bucket's (tbf)."""
+        return bool(self.delay_us or self.jitter_us or self.loss_percent)
+
+    @property
+    def rate_bytes_per_second(self) -> float:
+        return self.rate_bps / 8
+
+    def text(self) -> str:
+        """The normalised spelling, e.g. '1gbit:200us:20us:0.1%'; parse_link(text()) gives this profile back."""
+        parts = [format_rate(self.rate_bps)]
+        if self.delay_us:
+            parts.append(format_time(self.delay_us))
+        if self.jitter_us:
+            parts.append(format_time(self.jitter_us))
+        if self.loss_percent:
+            parts.append(f"{self.loss_percent:g}%")
+        return ":".join(parts)
+
+
+def format_rate(bps: float) -> str:
+    """10**9 -> '1gbit', 2.5 * 10**9 -> '2500mbit': the largest tc unit that keeps the number whole."""
+    for unit, size in sorted(RATE_UNITS.items(), key=lambda item: -item[1]):
+        if bps >= size and bps % size == 0:
+            return f"{bps // size:.0f}{unit}"
+    return f"{bps / 1000:g}kbit"
+
+
+def format_time(us: float) -> str:
+    for unit, size in sorted(TIME_UNITS.items(), key=lambda item: -item[1]):
+        if us >= size and us % size == 0:
+            return f"{us // size:.0f}{unit}"
+    return f"{us:g}us"
+
+
+def parse_link(text: str) -> LinkProfile:
+    """'10gbit', '1gbit:200us', '1gbit:200us:20us:0.1%' or a named profile -> LinkProfile; else a SpecError.
+
+    After the rate come times (first the one-way delay, then its jitter) and a loss ending in '%', in that order.
+    """
+    raw = str(text).strip().lower()
+    raw = LINK_PROFILES.get(raw, raw)
+    rate_text, *rest = raw.split(":")
+    rate = RATE_PATTERN.match(rate_text)
+    if not rate:
+        raise SpecError(f"--link '{text}': '{rate_text}' is not a rate", LINK_HINT)
+    rate_bps = round(float(rate.group(1)) * RATE_UNITS[rate.group(2)])
+    if rate_bps < MIN_LINK_RATE:
+        raise SpecError(f"--link '{text}': a rate below 1mbit leaves the nodes unable to meet", "use 1mbit or more")
+    times, loss = [], 0.0
+    for part in rest:
+        time_match, loss_match = TIME_PATTERN.match(part), LOSS_PATTERN.match(part)
+        if time_match and not loss and len(times) < 2:
+            times.append(float(time_match.group(1)) * TIME_UNITS[time_match.group(2)])
+        elif loss_match and not loss and float(loss_match.group(1)) <= 100:
+            loss = float(loss_match.group(1))
+        else:
+            raise SpecError(f"--link '{text}': '{part}' is not a delay, a jitter or a loss (out of place?)", LINK_HINT)
+    delay, jitter = (times + [0, 0])[:2]
+    if jitter and not delay:
+        raise SpecError(f"--link '{text}': a jitter needs a delay", LINK_HINT)
+    return LinkProfile(rate_bps, delay, jitter, loss)
 
 
 def validate_name(name: str) -> str:
@@ -91,6 +180,8 @@ class LabSpec:
     image: str = "auto"
     gpus: str = "none"
     net_admin: bool = False  # only granted when asked for: `lab fault delay` needs it for tc netem
+    scheduler: str = "none"
+    link: str | None = None  # how traffic between nodes is shaped (parse_link), normalised; None: unshaped
 
     def __post_init__(self):
         validate_name(self.name)
@@ -104,7 +195,17 @@ class LabSpec:
             raise SpecError(f"--cpus must be positive, got {self.cpus}", "try --cpus 1")
         if self.image not in IMAGE_CHOICES:
             raise SpecError(f"--image '{self.image}' is not one of {', '.join(IMAGE_CHOICES)}", "try --image host")
+        if self.scheduler not in SCHEDULERS:
+            raise SpecError(f"--scheduler '{self.scheduler}' is not one of {', '.join(SCHEDULERS)}", "try --scheduler slurm")
+        if self.scheduler != "none" and self.image != "auto":
+            raise SpecError(f"--scheduler {self.scheduler} needs the node image", "leave out --image host")
         object.__setattr__(self, "gpus", parse_gpus(self.gpus))  # frozen: normalise in place
+        if self.link is not None:
+            object.__setattr__(self, "link", parse_link(self.link).text())
+
+    @property
+    def link_profile(self) -> LinkProfile | None:
+        return parse_link(self.link) if self.link else None
 
     def node_list(self) -> list[Node]:
         return [Node(self.name, index) for index in range(self.nodes)]
@@ -126,9 +227,13 @@ class LabSpec:
         text = json.dumps(self.to_dict(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
+    def node_memory(self) -> int:
+        """What one node is counted for: its --memory limit, or its job's processes (workers + torchrun's agent)."""
+        return self.memory or PROCESS_MEMORY * ((self.nproc_per_node or DEFAULT_NPROC_PER_NODE) + 1)
+
     def check_fits(self, host_cpus: int, host_memory: int) -> None:
         """Refuse a lab the host cannot hold, before anything is created."""
-        per_node = self.memory or MIN_NODE_MEMORY
+        per_node = self.node_memory()
         if self.nodes * per_node > host_memory:
             fit = max(1, host_memory // per_node)
             raise SpecError(

@@ -49,8 +49,14 @@ def compose_service(settings: ContainerPlan) -> dict:
         service["mem_limit"] = settings.memory
     if settings.memory_swap:
         service["memswap_limit"] = settings.memory_swap
+    if settings.cap_drop:
+        service["cap_drop"] = list(settings.cap_drop)
     if settings.cap_add:
         service["cap_add"] = list(settings.cap_add)
+    if settings.security_opt:
+        service["security_opt"] = list(settings.security_opt)
+    if settings.pids_limit:
+        service["pids_limit"] = settings.pids_limit
     if settings.devices:
         service["devices"] = list(settings.devices)
     if settings.device_requests:

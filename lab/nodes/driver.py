@@ -40,6 +40,7 @@ ENGINE_HINT = "start one with `make engine` (or start Docker Desktop), then try 
 # at a time and 5.0 s 16 at a time (bench/RESULTS.md). The client keeps as many connections open, so no thread
 # waits for one or throws one away.
 ENGINE_THREADS = 16
+HOST_KEY_PATH = "/etc/ssh/ssh_host_ed25519_key.pub"  # sshd's ed25519 key: in the node image and `--image host` nodes
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -144,7 +145,10 @@ def describe_container(attrs: dict) -> ContainerDescription:
         memory_swap=host.get("MemorySwap") or None,
         shm_size=host.get("ShmSize") or None,
         init=bool(host.get("Init")),
+        cap_drop=list(host.get("CapDrop") or []),
         cap_add=list(host.get("CapAdd") or []),
+        security_opt=list(host.get("SecurityOpt") or []),
+        pids_limit=host.get("PidsLimit") or None,
     )
     published = (attrs["NetworkSettings"].get("Ports") or {}).get(f"{SSH_PORT}/tcp") or []
     state = attrs["State"]
@@ -179,7 +183,10 @@ def create_arguments(plan: ContainerPlan) -> dict:
             "memswap_limit": plan.memory_swap,
             "devices": plan.devices or None,
             "device_requests": plan.device_requests or None,
+            "cap_drop": plan.cap_drop or None,
             "cap_add": plan.cap_add or None,
+            "security_opt": plan.security_opt or None,
+            "pids_limit": plan.pids_limit,
         },
         "network": plan.network,
         "endpoint": {"aliases": plan.aliases},
@@ -280,6 +287,12 @@ class DockerDriver:
         """The interpreter the lab's nodes run when it is not the node image's venv (`--image host`)."""
         return next((c.labels[PYTHON_LABEL] for c in self.containers(name) if PYTHON_LABEL in c.labels), None)
 
+    def container_states(self, name: str) -> dict[int, str]:
+        """Each node container of lab `name` by index: created, running, exited, removing, dead... (one listing)."""
+        with engine_errors("list the lab's containers"):
+            return {int(found["Labels"][NODE_LABEL]): found["State"]
+                    for found in self.client.api.containers(all=True, filters=lab_filter(name))}
+
     def describe(self, name: str) -> list[ContainerDescription]:
         return [describe_container(container.attrs) for container in self.containers(name)]
 
@@ -306,9 +319,7 @@ class DockerDriver:
             if not self.client.volumes.list(filters={"name": plan.volume.name, **lab_filter(plan.lab)}):
                 self.client.volumes.create(plan.volume.name, driver="local", labels=plan.volume.labels,
                                            driver_opts={"type": "none", "o": "bind", "device": plan.volume.host_dir})
-        with engine_errors("list the lab's containers"):
-            existing = {int(found["Labels"][NODE_LABEL]): found["State"]
-                        for found in self.client.api.containers(all=True, filters=lab_filter(plan.lab))}
+        existing = self.container_states(plan.lab)
         in_parallel(lambda container: self._bring_up(plan.lab, container, existing.get(container.index)),
                     plan.containers)
 
@@ -424,6 +435,14 @@ class DockerDriver:
             exec_id = api.exec_create(container_name(Node(name, index)), argv, user=user)["Id"]
             output = api.exec_start(exec_id)
             return api.exec_inspect(exec_id).get("ExitCode"), output.decode(errors="replace")
+
+    def host_public_key(self, name: str, index: int) -> str:
+        """Node `index`'s SSH host key ('ssh-ed25519 AAAA...'), read through the engine: a channel ssh cannot spoof."""
+        code, output = self.exec_output(name, index, ["cat", HOST_KEY_PATH])
+        if code != 0 or not output.startswith("ssh-ed25519 "):
+            raise ProvisionError(f"node{index} has no SSH host key at {HOST_KEY_PATH}: {output.strip()[:200]}",
+                                 "the node image's sshd makes one (ssh-keygen -A); `lab up --rebuild --recreate`")
+        return output.strip()
 
     def memory_stats(self, name: str, index: int) -> dict:
         """The engine's memory statistics of node `index`'s cgroup (`docker stats`)."""

@@ -1,19 +1,27 @@
-"""Fault injection on a running lab: kill, stop, pause, partition, delay, heal.
+"""Fault injection on a running lab: kill, stop, pause, partition, delay, heal, clear.
 
 Partitions disconnect a node from the lab network (no privileges needed); delays use
 tc netem inside the node, which needs NET_ADMIN, granted only by `lab up --net-admin`.
+A fault set `--for DURATION` is reverted by a timer process of its own (lab.nodes.fault_timer),
+so it ends even when the `lab` that set it is killed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from lab import paths
 from lab.errors import LabStateError, SpecError
+from lab.nodes import fault_timer
 from lab.nodes.driver import DockerDriver
 
-ACTIONS = ("kill", "stop", "pause", "unpause", "partition", "heal", "delay")
+ACTIONS = ("kill", "stop", "pause", "unpause", "partition", "heal", "delay", "clear")
+TIMED_ACTIONS = ("kill", "stop", "pause", "partition", "delay")  # the faults `--for` can end
 INTERFACE = "eth0"
+NO_NETEM = "Specified qdisc kind is unknown"  # tc's answer where the kernel lacks sch_netem
+DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+DURATION_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
 
 def _delays_file(name: str):
@@ -66,14 +74,54 @@ def netem_args(ms: int | None, jitter: int | None, rate: str | None) -> list[str
     return args
 
 
-def inject(name: str, action: str, node_text: str, ms: int | None = None, jitter: int | None = None,
-           rate: str | None = None, driver: DockerDriver | None = None) -> str:
-    """Apply `action` to one node; returns a one-line description of what was done."""
+def parse_duration(text: str) -> float:
+    """'30s', '2m', '1h', '500ms' or plain seconds -> seconds (more than 0)."""
+    match = DURATION_PATTERN.match(text.strip())
+    seconds = float(match[1]) * DURATION_UNITS[match[2] or "s"] if match else 0
+    if seconds <= 0:
+        raise SpecError(f"'{text}' is not a duration", "e.g. --for 30s, --for 2m, --for 1h")
+    return seconds
+
+
+def inject(name: str, action: str, node_text: str | None, ms: int | None = None, jitter: int | None = None,
+           rate: str | None = None, duration: str | None = None, driver: DockerDriver | None = None) -> str:
+    """Apply `action` to one node (every node for `clear` without one), for `duration` when given (then a timer
+    reverts it); returns a one-line description of what was done."""
+    seconds = parse_duration(duration) if duration is not None else None
+    if seconds is not None and action not in TIMED_ACTIONS:
+        raise SpecError(f"--for does not apply to {action}", f"use it with {', '.join(TIMED_ACTIONS)}")
+    if node_text is None and action != "clear":
+        raise SpecError(f"`lab fault {action}` needs a node", f"e.g. lab fault {action} node1")
     driver = driver or DockerDriver()
     spec = driver.existing_spec(name)
     if spec is None:
         raise LabStateError(f"no lab named '{name}' is up", "start one with `lab up --nodes 2`")
+    if action == "clear":
+        indices = [parse_node(node_text, spec.nodes)] if node_text is not None else list(range(spec.nodes))
+        cleared = [line for index in indices if (line := clear(driver, name, index, spec.net_admin))]
+        return "\n".join(cleared) or f"nothing to clear: no fault and no timer left on {_which(name, node_text)}"
     index = parse_node(node_text, spec.nodes)
+    if seconds is None:
+        _apply(driver, spec, name, index, action, ms, jitter, rate)
+        return f"node{index}: {action}" + (f" {' '.join(netem_args(ms, jitter, rate))}" if action == "delay" else "")
+    if action == "delay":
+        netem_args(ms, jitter, rate)  # bad arguments fail before anything is armed
+    # Armed first: a `lab` killed right after applying the fault still leaves the fault with its timer.
+    timer = fault_timer.arm(name, index, action, seconds, driver.container(name, index).id)
+    try:
+        _apply(driver, spec, name, index, action, ms, jitter, rate)
+    except BaseException:
+        fault_timer.cancel(timer)
+        raise
+    return f"node{index}: {action} for {duration} (reverts by itself; `lab fault clear` ends it sooner)"
+
+
+def _which(name: str, node_text: str | None) -> str:
+    return f"node{node_text.removeprefix('node')} of lab '{name}'" if node_text is not None else f"lab '{name}'"
+
+
+def _apply(driver: DockerDriver, spec, name: str, index: int, action: str, ms: int | None, jitter: int | None,
+           rate: str | None) -> None:
     if action == "kill":
         _require_running(driver, name, index)
         driver.kill_node(name, index)
@@ -95,15 +143,58 @@ def inject(name: str, action: str, node_text: str, ms: int | None = None, jitter
                                 "recreate it with `lab up --recreate --net-admin ...`")
         args = netem_args(ms, jitter, rate)
         code, output = driver.exec_output(name, index, ["tc", "qdisc", "replace", "dev", INTERFACE, "root", "netem", *args])
+        if code != 0 and NO_NETEM in output:
+            raise LabStateError("this kernel has no netem (CONFIG_NET_SCH_NETEM), so `lab fault delay` cannot work here",
+                                "use a host whose kernel has the sch_netem module")
         if code != 0:
             raise LabStateError(f"tc refused the delay: {output.strip()}")
         _record_delay(name, index, " ".join(args))
     elif action == "heal":
-        _heal(driver, name, index, spec.net_admin)
-        _record_delay(name, index, None)
+        clear(driver, name, index, spec.net_admin)
     else:
         raise SpecError(f"unknown fault '{action}'", f"use one of {', '.join(ACTIONS)}")
-    return f"node{index}: {action}" + (f" {' '.join(netem_args(ms, jitter, rate))}" if action == "delay" else "")
+
+
+def clear(driver: DockerDriver, name: str, index: int, net_admin: bool) -> str:
+    """Cancel the node's timers and heal every fault it has; what was cleared, '' when there was nothing."""
+    timers = fault_timer.pending(name, index)
+    for timer in timers:
+        fault_timer.cancel(timer)
+    state = next((s for s in driver.node_states(name) if s.index == index), None)
+    found = (state.faults if state else []) + ([f"delay {d}"] if (d := recorded_delays(name).get(str(index))) else [])
+    if found:
+        _heal(driver, name, index, net_admin)
+        _record_delay(name, index, None)
+    if not found and not timers:
+        return ""
+    cancelled = f"{len(timers)} timer(s) cancelled" if timers else ""
+    return f"node{index}: " + "; ".join(part for part in (f"healed {', '.join(found)}" if found else "", cancelled) if part)
+
+
+def timed_faults(name: str) -> dict[int, list[str]]:
+    """node index -> its pending timed faults with the time left, for `lab status`."""
+    faults: dict[int, list[str]] = {}
+    for timer in fault_timer.pending(name):
+        faults.setdefault(timer.node, []).append(f"{timer.action} for {timer.seconds_left():.0f} s more")
+    return faults
+
+
+def revert(timer: fault_timer.Timer, driver: DockerDriver | None = None) -> None:
+    """Undo the one fault a timer was set for, if the node is still the container it was set on."""
+    driver = driver or DockerDriver()
+    container = next((c for c in driver.containers(timer.lab) if c.id == timer.container), None)
+    if container is None:
+        return  # the lab was taken down or recreated since: not this timer's node any more
+    status = container.status
+    if timer.action in ("kill", "stop") and status not in ("running", "paused", "restarting"):
+        driver.start_node(timer.lab, timer.node)
+    elif timer.action == "pause" and status == "paused":
+        driver.unpause_node(timer.lab, timer.node)
+    elif timer.action == "partition":
+        driver.reconnect_node(timer.lab, timer.node)
+    elif timer.action == "delay":
+        driver.exec_output(timer.lab, timer.node, ["tc", "qdisc", "del", "dev", INTERFACE, "root"])
+        _record_delay(timer.lab, timer.node, None)
 
 
 def _require_running(driver: DockerDriver, name: str, index: int) -> None:

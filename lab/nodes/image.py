@@ -255,40 +255,46 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
+def stream_build(client: docker.DockerClient, context: Path, tag: str, buildargs: dict[str, str],
+                 labels: dict[str, str], nocache: bool, log: TextIO, log_path: Path, on_progress: Progress,
+                 what: str = "the node image") -> None:
+    """Build the Dockerfile in `context` as `tag`, its output to `log` and `on_progress`; an ImageError if it fails."""
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    error = None
+    try:
+        stream = client.api.build(path=str(context), tag=tag, decode=True, rm=True, forcerm=True, pull=False,
+                                  nocache=nocache, buildargs=buildargs, labels=labels)
+        for chunk in stream:
+            if "error" in chunk:
+                error = chunk["error"].strip()
+            for line in (chunk.get("error") or chunk.get("stream") or "").splitlines():
+                log.write(line + "\n")
+                if line.strip():
+                    tail.append(line.strip())
+                    on_progress(line.strip())
+    except docker.errors.APIError as refusal:
+        raise ImageError(f"Docker refused to build {what}: {refusal.explanation or refusal}",
+                         f"check `docker info` and the engine's log; full log: {log_path}") from None
+    if error:
+        raise logged_failure(f"{what} build failed: {error.splitlines()[-1][:300]}", list(tail),
+                             log_path, _engine_disk(client))
+
+
 def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wheels: list[Path],
                 nocache: bool, log: TextIO, log_path: Path, on_progress: Progress) -> None:
     """Build the Dockerfile on `base` with a context of just the Dockerfile and `wheels`; tag it `tag`."""
     context = Path(tempfile.mkdtemp(prefix="image-context-", dir=paths.cache_dir()))
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    error = None
     try:
         shutil.copy(DOCKERFILE, context / "Dockerfile")
         (context / "wheelhouse").mkdir()
         for wheel in wheels:
             _link_or_copy(wheel, context / "wheelhouse" / wheel.name)
         requirements = " ".join(requirement_lines(pins))
-        try:
-            stream = client.api.build(
-                path=str(context), tag=tag, decode=True, rm=True, forcerm=True, pull=False, nocache=nocache,
-                buildargs={"BASE": base, "REQUIREMENTS": requirements},
-                labels={f"{LABEL_PREFIX}.image.base": base, f"{LABEL_PREFIX}.image.requirements": requirements},
-            )
-            for chunk in stream:
-                if "error" in chunk:
-                    error = chunk["error"].strip()
-                for line in (chunk.get("error") or chunk.get("stream") or "").splitlines():
-                    log.write(line + "\n")
-                    if line.strip():
-                        tail.append(line.strip())
-                        on_progress(line.strip())
-        except docker.errors.APIError as refusal:
-            raise ImageError(f"Docker refused to build the node image: {refusal.explanation or refusal}",
-                             f"check `docker info` and the engine's log; full log: {log_path}") from None
+        stream_build(client, context, tag, {"BASE": base, "REQUIREMENTS": requirements},
+                     {f"{LABEL_PREFIX}.image.base": base, f"{LABEL_PREFIX}.image.requirements": requirements},
+                     nocache, log, log_path, on_progress)
     finally:
         shutil.rmtree(context, ignore_errors=True)
-    if error:
-        raise logged_failure(f"the node image build failed: {error.splitlines()[-1][:300]}", list(tail),
-                             log_path, _engine_disk(client))
     for stage in client.images.list(filters={"dangling": True, "label": VENV_STAGE_LABEL}):
         with contextlib.suppress(docker.errors.APIError):  # a concurrent build may still use it
             client.images.remove(stage.id)

@@ -6,25 +6,32 @@ apply the plan, waits for ssh and provisions; `plan_up` (`lab up --dry-run`) sto
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from lab import paths
-from lab.errors import EngineError, LabStateError, ProvisionError
-from lab.model.spec import LabSpec
-from lab.nodes.driver import DockerDriver, NodeState, engine_errors
+from lab.errors import EngineError, LabError, LabStateError, ProvisionError, SpecError
+from lab.locks import HeldLock, holder, try_lock
+from lab.model.spec import NAME_PATTERN, LabSpec
+from lab.nodes.driver import DockerDriver, NodeState, engine_errors, in_parallel
 from lab.nodes.faults import recorded_delays
 from lab.nodes.gpus import detect_host
+from lab.nodes import slurm
+from lab.nodes.labels import GPUS_LABEL
+from lab.nodes.links import apply_links, check_host, link_state, remove_links
 from lab.nodes.plan import HostFacts, LabPlan, build_plan
-from lab.nodes.sshkeys import checked_key, ensure_key, key_paths
+from lab.nodes.sshkeys import checked_key, ensure_key, key_paths, known_hosts_path, known_names, write_known_hosts
 from lab.provision.ansible import ProvisionResult, run_playbook, write_inventory
 
 Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
+HOST_KEY_REFUSED = "Host key verification failed"  # ssh's words when StrictHostKeyChecking refuses a host
 NO_ENGINE_NOTE = "no Docker engine answers: planned without one, so no NVIDIA toolkit runtime is known"
 
 
@@ -43,9 +50,44 @@ def _quiet(_: str) -> None:
     pass
 
 
+# The labs this process is changing now, with the thread that holds each: `up` calls `down` and `provision`.
+_changing: dict[str, tuple[int, HeldLock]] = {}
+
+
+@contextlib.contextmanager
+def changing(name: str) -> Iterator[None]:
+    """Hold lab `name`'s lock while this command changes it; a lab another command is changing is a one-line error.
+
+    `lab up`, `lab down` and `lab provision` take it, so two of them never change one lab at once (no duplicate
+    containers, no provisioning of a lab being removed). It is an flock: the kernel drops it when the holder dies.
+    """
+    if not NAME_PATTERN.match(name):
+        raise SpecError(f"'{name}' is not a lab name", "lab names are lowercase letters, digits and '-', e.g. --name demo")
+    owner = _changing.get(name)
+    if owner is not None and owner[0] == threading.get_ident():
+        yield  # this command already holds it
+        return
+    path = paths.state_dir() / "locks" / f"{name}.lock"  # outside labs/NAME/, which `down` removes
+    lock = None if owner else try_lock(path)
+    if lock is None:
+        raise LabStateError(f"lab '{name}' is being changed by {holder(path)}",
+                            "wait for that command to finish (it holds the lab until it ends), then try again")
+    _changing[name] = (threading.get_ident(), lock)
+    try:
+        yield
+    finally:
+        del _changing[name]
+        lock.release()
+
+
 def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: Progress = _quiet,
        driver: DockerDriver | None = None) -> UpResult:
     """Bring the lab to `spec`; a no-op when it already is. Never leaves a half-created lab behind."""
+    with changing(spec.name):
+        return _up(spec, recreate, rebuild, progress, driver)
+
+
+def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver: DockerDriver | None) -> UpResult:
     started = time.monotonic()
     driver = driver or DockerDriver()
     plan = build_plan(spec, host_facts(spec, driver))
@@ -62,17 +104,29 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
         current = None
     states = driver.node_states(spec.name)
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
+        apply_links(spec, driver)  # a node restarted or reconnected since has a new, unshaped veth
         return UpResult(spec, False, "", states, time.monotonic() - started)
     spec.check_fits(*driver.host_resources())
+    if spec.link_profile:
+        check_host(spec.link_profile)  # before anything is made: no tc, or a delay on a kernel without netem
     image = ensure_image(spec, driver, rebuild, progress)  # the tag the plan names: both hash the same inputs
     # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
     ensure_key(paths.lab_dir(spec.name) / "ssh", f"lab-{spec.name}", fresh=current is None)
+    if spec.scheduler == slurm.SCHEDULER:
+        slurm.configure(slurm.slurm_dir(paths.lab_dir(spec.name)), f"lab-{spec.name}",
+                        [container.hostname for container in plan.containers],
+                        [len(container.labels[GPUS_LABEL].split(",")) if GPUS_LABEL in container.labels else 0
+                         for container in plan.containers], spec.cpus, spec.memory, *driver.host_resources())
     progress(f"starting {spec.nodes} node(s)")
     try:
         driver.apply(plan)
         states = driver.node_states(spec.name)
         progress("waiting for every node to answer")
         wait_for_ssh(states)
+        pin_host_keys(spec.name, states, driver)  # the nodes just (re)started: their keys and ports are these now
+        if spec.link:
+            progress(f"shaping the links between nodes to {spec.link}")
+            apply_links(spec, driver)
         progress("provisioning with ansible")
         provisioned = provision(spec.name, driver=driver)
     except BaseException:  # any failure, Ctrl-C included: a new lab is removed again, never left half-made
@@ -98,6 +152,11 @@ def plan_up(spec: LabSpec) -> tuple[LabPlan, list[str]]:
     elif current is not None:
         notes.append(f"lab '{spec.name}' is up with a different spec ({describe(current)}): "
                      "`lab up` refuses it without --recreate")
+    if plan.spec.link_profile:
+        try:
+            check_host(plan.spec.link_profile)
+        except LabError as error:
+            notes.append(f"`lab up` would refuse --link: {error}")
     image = plan.containers[0].image
     if not driver.has_image(image):
         notes.append(f"image {image} is not in the engine yet: `lab up` makes it first")
@@ -113,7 +172,8 @@ def host_facts(spec: LabSpec, driver: DockerDriver | None) -> HostFacts:
     return HostFacts(gpus=detect_host(driver.runtimes() if driver else set()), image=image_tag(spec, driver),
                      shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"),
                      public_key=key_paths(lab_dir / "ssh")[1], python=python,
-                     host_folders=host_folders(python) if python else ())
+                     host_folders=host_folders(python) if python else (),
+                     slurm_dir=slurm.slurm_dir(lab_dir) if spec.scheduler == slurm.SCHEDULER else None)
 
 
 def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
@@ -125,6 +185,10 @@ def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
             return host_image_inputs(driver.client if driver else None).tag
     from lab.nodes.image import node_image_tag
 
+    if spec.scheduler == slurm.SCHEDULER:
+        from lab.nodes.slurm_image import slurm_image_tag
+
+        return slurm_image_tag(node_image_tag())
     return node_image_tag()
 
 
@@ -136,22 +200,63 @@ def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: P
         return ensure_host_image(driver.client, progress)
     from lab.nodes.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
 
-    return ensure_node_image(driver.client, progress, rebuild=rebuild)
+    tag = ensure_node_image(driver.client, progress, rebuild=rebuild)
+    if spec.scheduler == slurm.SCHEDULER:
+        from lab.nodes.slurm_image import ensure_slurm_image  # the Slurm variant: built on the node image, when asked
+
+        return ensure_slurm_image(driver.client, tag, progress)
+    return tag
 
 
 def provision(name: str, driver: DockerDriver | None = None) -> ProvisionResult:
     """(Re)run the provisioning playbook on every node of lab `name`; fail if any node fails."""
+    with changing(name):
+        return _provision(name, driver)
+
+
+def _provision(name: str, driver: DockerDriver | None) -> ProvisionResult:
     driver, spec, states = require(name, driver)
     key, _ = checked_key(paths.lab_dir(name) / "ssh")
+    known_hosts = known_hosts_path(key.parent)
+    if not known_hosts.exists():  # a lab started before keys were pinned: pin them now, through the engine
+        pin_host_keys(name, states, driver)
     python = driver.node_python(name)
     interpreters = {"python": python, "interpreter": python} if python else {}  # `--image host`: the host's python
-    inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, paths.lab_dir(name) / "inventory",
-                                **interpreters)
+    inventory = write_inventory(spec, {s.index: s.ssh_port for s in states}, key, known_hosts,
+                                paths.lab_dir(name) / "inventory", **interpreters)
     result = run_playbook(name, inventory)
     if not result.ok:
+        refuse_unpinned_host_keys(result, states, known_hosts)
         failed = [node.summary() for node in result.nodes if not node.ok] or ["no node reported"]
         raise ProvisionError(f"provisioning failed: {'; '.join(failed)}", f"full ansible log: {result.log}")
     return result
+
+
+def pin_host_keys(name: str, states: list[NodeState], driver: DockerDriver) -> None:
+    """Write the lab's known_hosts: each node's host key, read through the engine, for `[127.0.0.1]:PORT` and its name.
+
+    ssh (ansible) then accepts nothing else (StrictHostKeyChecking=yes): not another process that took a node's
+    port, nor a node whose key changed since it started.
+    """
+    keys = in_parallel(lambda state: driver.host_public_key(name, state.index), states)
+    write_known_hosts(known_hosts_path(paths.lab_dir(name) / "ssh"),
+                      {(f"[127.0.0.1]:{state.ssh_port}", state.hostname): key for state, key in zip(states, keys)})
+
+
+def refuse_unpinned_host_keys(result: ProvisionResult, states: list[NodeState], known_hosts) -> None:
+    """A node that ssh refused for its host key is one line naming it and the key, not a provisioning failure."""
+    ports = {state.hostname: state.ssh_port for state in states}
+    for node in result.nodes:
+        if node.ok or HOST_KEY_REFUSED not in node.error or node.host not in ports:
+            continue
+        address = f"127.0.0.1:{ports[node.host]}"
+        if f"[127.0.0.1]:{ports[node.host]}" in known_names(known_hosts):
+            raise ProvisionError(f"{node.host}'s SSH host key changed: {address} no longer presents the key pinned in "
+                                 f"{known_hosts} when the node started; ssh refused it",
+                                 f"if you re-keyed {node.host} yourself, `lab down` and `lab up` pin new keys; "
+                                 f"else find what answers on {address} instead of the node")
+        raise ProvisionError(f"{node.host}'s SSH host key is not pinned: {known_hosts} has no key for {address}; "
+                             "ssh refused it", "`lab up` pins the keys of the nodes it starts; `lab down`, then `lab up`")
 
 
 def wait_for_ssh(states: list[NodeState], seconds: float = SSH_WAIT_SECONDS) -> None:
@@ -211,6 +316,8 @@ def status(name: str | None, driver: DockerDriver | None = None) -> dict[str, di
             if str(state.index) in delays:
                 state.faults.append(f"delay {delays[str(state.index)]}")
             nodes.append(state.to_dict())
+            if spec.link and state.state == "running":
+                nodes[-1]["link"] = link_state(driver, lab_name, state.index)
         report[lab_name] = {"spec": spec.to_dict(), "nodes": nodes}
     return report
 
@@ -219,9 +326,13 @@ def down(name: str | None, driver: DockerDriver | None = None) -> dict[str, int]
     """Remove lab `name` (None: every lab) by label, and its per-lab folder; run records stay."""
     driver = driver or DockerDriver()
     names = [name] if name else driver.lab_names()
-    removed = driver.remove_lab(name)
-    for lab_name in names:
-        shutil.rmtree(paths.lab_dir(lab_name), ignore_errors=True)
+    with contextlib.ExitStack() as held:
+        for lab_name in names:
+            held.enter_context(changing(lab_name))
+        removed = driver.remove_lab(name)
+        for lab_name in names:
+            shutil.rmtree(paths.lab_dir(lab_name), ignore_errors=True)
+            remove_links(lab_name)
     return removed
 
 
@@ -237,4 +348,6 @@ def describe(spec: LabSpec) -> str:
         parts.append(f"image {spec.image}")
     if spec.gpus != "none":
         parts.append(f"gpus {spec.gpus}")
+    if spec.link:
+        parts.append(f"link {spec.link}")
     return ", ".join(parts)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT, LabSpec, Node
+from lab.nodes import slurm
 from lab.nodes.gpus import TOOLKIT_CAPABILITIES, TOOLKIT_RUNTIME, HostGpus, NodeGpuPlan, plan_gpus
 from lab.nodes.labels import (
     GPUS_LABEL,
@@ -29,6 +30,12 @@ from lab.nodes.labels import (
 
 AUTHORIZED_KEYS_PATH = "/etc/ssh/lab_authorized_keys"
 SHM_SIZE = 512 * 1024**2  # torch's DataLoader workers and gloo share memory through /dev/shm
+# Least privilege: every capability dropped, only these given back, found by test (README "Security" says why each):
+# sshd's privilege separation and logins, and root in a node writing to the shared folder the host's user owns.
+NODE_CAPABILITIES = ("AUDIT_WRITE", "DAC_OVERRIDE", "SETGID", "SETUID", "SYS_CHROOT")
+NET_ADMIN = "NET_ADMIN"  # only with `lab up --net-admin` (tc for `lab fault delay`)
+SECURITY_OPTIONS = ("no-new-privileges",)  # no setuid binary or file capability raises a process's privileges
+PIDS_LIMIT = 4096  # processes and threads per node: a fork bomb stops here, torch's threads fit well below
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class HostFacts:
     public_key: Path  # the lab's SSH public key (it need not exist yet)
     python: HostPython | None = None  # `--image host`: the interpreter the nodes run
     host_folders: tuple[str, ...] = ()  # `--image host`: host folders the nodes mount read-only
+    slurm_dir: Path | None = None  # `--scheduler slurm`: the lab's slurm.conf folder and munge key (lab/nodes/slurm.py)
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,10 @@ class ContainerPlan:
     memory_swap: int | None = None
     shm_size: int | None = None
     init: bool = False
+    cap_drop: list[str] = field(default_factory=list)
     cap_add: list[str] = field(default_factory=list)
+    security_opt: list[str] = field(default_factory=list)
+    pids_limit: int | None = None
     start_commands: list[list[str]] = field(default_factory=list)  # run as root in the started node, in order
 
     def to_dict(self) -> dict:
@@ -168,6 +179,11 @@ def _container(spec: LabSpec, node: Node, gpus: NodeGpuPlan, facts: HostFacts) -
         environment.update(facts.python.environment())
         labels[PYTHON_LABEL] = facts.python.executable
     mounts += [Mount(source, bind["bind"], read_only=bind["mode"] == "ro") for source, bind in gpus.binds.items()]
+    start_commands = [list(gpus.loader_command)] if gpus.loader_command else []
+    if spec.scheduler == slurm.SCHEDULER:
+        mounts += [Mount(str(facts.slurm_dir / "etc"), slurm.CONFIG_MOUNT),
+                   Mount(str(facts.slurm_dir / "munge.key"), slurm.MUNGE_KEY_MOUNT)]
+        start_commands.append(list(slurm.START_COMMAND))
     environment.update(gpus.environment)
     if gpus.label:
         labels[GPUS_LABEL] = gpus.label
@@ -190,8 +206,11 @@ def _container(spec: LabSpec, node: Node, gpus: NodeGpuPlan, facts: HostFacts) -
         memory_swap=spec.memory,  # no swap beyond the limit: a node out of memory is OOM-killed, not thrashing
         shm_size=SHM_SIZE,
         init=True,
-        cap_add=["NET_ADMIN"] if spec.net_admin else [],
-        start_commands=[list(gpus.loader_command)] if gpus.loader_command else [],
+        cap_drop=["ALL"],
+        cap_add=sorted([*NODE_CAPABILITIES, *([NET_ADMIN] if spec.net_admin else [])]),
+        security_opt=list(SECURITY_OPTIONS),
+        pids_limit=PIDS_LIMIT,
+        start_commands=start_commands,
     )
 
 

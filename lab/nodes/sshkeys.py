@@ -44,3 +44,27 @@ def checked_key(folder: Path) -> tuple[Path, Path]:
     except ValueError:
         raise LabStateError(f"the lab's SSH key {private} is corrupted", hint) from None
     return private, public
+
+
+def known_hosts_path(folder: Path) -> Path:
+    """The lab's known_hosts in its ssh `folder`: the nodes' host keys, pinned when they start."""
+    return folder / "known_hosts"
+
+
+def write_known_hosts(path: Path, keys: dict[tuple[str, ...], str]) -> None:
+    """Pin host keys: each (names...) -> the host's public key line ('ssh-ed25519 AAAA... [comment]')."""
+    lines = []
+    for names, public_key in keys.items():
+        key_type, key_data, *_ = public_key.split()
+        lines.append(f"{','.join(names)} {key_type} {key_data}\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines))
+
+
+def known_names(path: Path) -> set[str]:
+    """Every host name `path` pins a key for (none when it does not exist)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return set()
+    return {name for line in text.splitlines() if line.strip() for name in line.split()[0].split(",")}

@@ -55,9 +55,10 @@ class ProvisionResult:
         return bool(self.nodes) and all(node.ok for node in self.nodes)
 
 
-def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: Path, python: str = NODE_PYTHON,
-                    interpreter: str = "/usr/bin/python3") -> Path:
-    """An INI inventory addressing each node through its loopback SSH port."""
+def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, known_hosts: Path, path: Path,
+                    python: str = NODE_PYTHON, interpreter: str = "/usr/bin/python3") -> Path:
+    """An INI inventory addressing each node through its loopback SSH port, accepting only the host keys pinned in
+    `known_hosts` (ansible's own host_key_checking on: off, it would put StrictHostKeyChecking=no first)."""
     lines = ["[lab]"]
     for index, port in sorted(ssh_ports.items()):
         lines.append(f"node{index} ansible_host=127.0.0.1 ansible_port={port} node_rank={index}")
@@ -71,7 +72,8 @@ def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, path: P
         "ansible_user=root",
         f"ansible_ssh_private_key_file={key}",
         f"ansible_ssh_args='{LAB_SSH_ARGS}'",
-        "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'",
+        "ansible_host_key_checking=true",
+        f"ansible_ssh_common_args='-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known_hosts} -o LogLevel=ERROR'",
         f"ansible_python_interpreter={interpreter}",
         f"lab_python={python}",
         f"nnodes={spec.nodes}",

@@ -376,6 +376,15 @@ def test_lab_fault_explains_the_peers_errors():
     assert "peer-lost" in causes(findings)
 
 
+def test_a_fault_in_force_after_the_run_is_named_in_words_with_the_rank_of_a_one_process_node():
+    """After a run the lab reports faults as node states ('partitioned', 'paused'), not as manifest actions."""
+    node0 = "\n".join(line for line in RANK_CRASH_ONE_NODE.splitlines() if line.startswith("[rank0]"))
+    top = diagnose(lab_run(node0, "", exit_codes=[1, None], faults=[Fault(1, "partitioned")]))[0]
+    assert (top.cause, top.node, top.rank) == ("lab-fault", 1, 1) and "cut off from the network" in top.title
+    top = diagnose(lab_run(node0, "", nproc=2, exit_codes=[1, None], faults=[Fault(1, "paused")]))[0]
+    assert (top.cause, top.node, top.rank) == ("lab-fault", 1, None) and "was paused" in top.title
+
+
 def test_a_fault_that_did_not_touch_the_failure_comes_after_the_cause():
     findings = diagnose(lab_run(IFNAME, "", exit_codes=[1, 0], faults=[Fault(1, "delay")]))
     assert causes(findings) == ["socket-ifname-missing", "lab-fault"]

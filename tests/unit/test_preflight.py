@@ -6,11 +6,17 @@ import socket
 import subprocess
 import sys
 import threading
+from types import SimpleNamespace
 
 import pytest
 
-from lab.jobs.preflight import SCRIPT, NodePreflight, judge_preflight, run_preflight
+from lab.jobs.doctor import peer_names
+from lab.jobs.preflight import MIN_SHM_BYTES, SCRIPT, NodePreflight, judge_preflight, run_preflight
+from lab.jobs.targets import Target
 from lab.jobs.transports import LocalTransport
+from lab.model.spec import LabSpec
+from lab.nodes.gpus import HostGpus
+from lab.nodes.plan import HostFacts, build_plan
 
 
 def healthy(index: int, mtu: int = 65520) -> NodePreflight:
@@ -170,3 +176,18 @@ def test_run_preflight_on_this_host_reaches_node0_and_reports_a_port_already_tak
         nodes = run_preflight(transport, 2, port)
     assert nodes[0].reach["listen_error"] and "cannot listen on the rendezvous port" in nodes[0].problems[0]
     assert nodes[1].reach["reached"] is None and not nodes[1].problems
+
+
+def test_doctor_resolves_the_nodes_hostnames_or_on_real_hosts_how_they_reach_node0():
+    lab = Target(SimpleNamespace(master_addr="node0"), ("node0", "node1"), "lab1")
+    assert peer_names(lab) == ["node0", "node1"]
+    assert peer_names(Target(SimpleNamespace(master_addr="127.0.0.1"), ("vm", "vm"), "local")) == ["vm"]
+    real = Target(SimpleNamespace(master_addr="10.0.0.1"), ("n0", "n1"), "inventory-hosts", inventory=object())
+    assert peer_names(real) == ["10.0.0.1"]  # inventory names are this machine's aliases, unknown to the hosts
+
+
+def test_the_lab_gives_every_node_the_shm_the_checks_want(tmp_path):
+    facts = HostFacts(gpus=HostGpus(), image="lab-node:test", shared_dir=tmp_path, exercises_dir=tmp_path,
+                      public_key=tmp_path / "key.pub", python=None, host_folders=())
+    plan = build_plan(LabSpec(name="shm", nodes=3), facts)
+    assert all(container.shm_size >= MIN_SHM_BYTES for container in plan.containers)

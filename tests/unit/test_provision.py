@@ -51,8 +51,17 @@ def test_failures_name_what_the_probe_found_or_what_ansible_said():
 
 def test_lab_inventory_skips_the_wait_and_reuses_one_connection_per_node(tmp_path):
     text = write_inventory(LabSpec(name="t1", nodes=3), {0: 2201, 1: 2202, 2: 2203}, tmp_path / "key",
-                           tmp_path / "inventory").read_text()
+                           tmp_path / "known_hosts", tmp_path / "inventory").read_text()
     assert "node2 ansible_host=127.0.0.1 ansible_port=2203 node_rank=2" in text
     assert "[lab_ssh_ready:children]\nlab\n" in text  # provision.yml's wait play skips these hosts
     assert "ansible_ssh_args='-o ControlMaster=auto -o ControlPersist=60s'" in text
     assert "lab_peers=['node0','node1','node2']" in text
+
+
+def test_lab_inventory_accepts_only_the_pinned_host_keys(tmp_path):
+    text = write_inventory(LabSpec(name="t1", nodes=2), {0: 2201, 1: 2202}, tmp_path / "key",
+                           tmp_path / "known_hosts", tmp_path / "inventory").read_text()
+    assert (f"ansible_ssh_common_args='-o StrictHostKeyChecking=yes -o UserKnownHostsFile={tmp_path}/known_hosts "
+            "-o LogLevel=ERROR'") in text
+    assert "ansible_host_key_checking=true" in text  # false would put StrictHostKeyChecking=no ahead of these
+    assert "StrictHostKeyChecking=no" not in text and "/dev/null" not in text

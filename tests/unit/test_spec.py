@@ -1,7 +1,7 @@
 import pytest
 
 from lab.errors import SpecError
-from lab.model.spec import MIN_NODE_MEMORY, LabSpec, parse_memory
+from lab.model.spec import PROCESS_MEMORY, LabSpec, parse_memory
 
 
 def test_defaults_and_nodes():
@@ -48,9 +48,22 @@ def test_check_fits_refuses_what_the_host_cannot_hold():
     LabSpec(nodes=4).check_fits(2, host_memory)
     with pytest.raises(SpecError) as error:
         LabSpec(nodes=64).check_fits(2, host_memory)
-    assert f"--nodes {host_memory // MIN_NODE_MEMORY}" in error.value.hint
+    assert f"--nodes {host_memory // (3 * PROCESS_MEMORY)}" in error.value.hint  # 2 workers + torchrun's agent
     with pytest.raises(SpecError):
         LabSpec(nodes=2, cpus=4).check_fits(2, host_memory)
     with pytest.raises(SpecError):
         LabSpec(nodes=2, memory=3 * 1024**3).check_fits(2, host_memory)
+
+
+def test_a_node_is_counted_for_its_processes_or_its_memory_limit():
+    """One worker per node holds less than the default two; an explicit --memory is what the node can take."""
+    host_memory = 24105 * 1024**2  # the 24 GiB machine the numbers were measured on
+    assert LabSpec(nproc_per_node=1).node_memory() == 2 * PROCESS_MEMORY
+    assert LabSpec(nproc_per_node=4).node_memory() == 5 * PROCESS_MEMORY
+    LabSpec(nodes=60, nproc_per_node=1).check_fits(2, host_memory)
+    with pytest.raises(SpecError):
+        LabSpec(nodes=60).check_fits(2, host_memory)
+    with pytest.raises(SpecError):
+        LabSpec(nodes=64, nproc_per_node=1).check_fits(2, host_memory)
+    LabSpec(nodes=64, nproc_per_node=1, memory=320 * 1024**2).check_fits(2, host_memory)
 

@@ -170,20 +170,6 @@ def test_pick_port_and_unreachable_host(tmp_path, fake_ssh):
         ssh_transport(tmp_path, "unreachable").check_alive()
 
 
-def test_slurm_export_of_exercise03():
-    result = CliRunner().invoke(cli, ["export", "slurm", "exercise03"])
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    assert "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks-per-node=1" in lines
-    assert any(line.startswith("head_node=$(scontrol show hostnames") for line in lines)
-    assert any(line.startswith("export MASTER_ADDR=$head_node_ip MASTER_PORT=29500") for line in lines)
-    sruns = [line for line in lines if line.startswith("srun --nodes=$SLURM_NNODES --ntasks-per-node=1 ")]
-    assert len(sruns) == 1
-    assert "torchrun --nnodes=$SLURM_NNODES --nproc-per-node=2" in sruns[0]
-    assert "--rdzv-backend=c10d --rdzv-endpoint=$head_node_ip:29500" in sruns[0]
-    assert sruns[0].endswith("exercises/exercise03_torchrun/train.py --epochs 6")
-
-
 def test_run_with_a_bad_inventory_fails_before_touching_anything(tmp_path):
     result = CliRunner().invoke(cli, ["run", "exercise01", "--inventory", str(tmp_path / "missing.ini")])
     assert isinstance(result.exception, SpecError) and "cannot read inventory" in result.exception.message

@@ -1,0 +1,223 @@
+"""Every cause the diagnosis names, reproduced for real on a 2-node lab and read back from the run record.
+
+Each run starts one of tests/failures/ the way a user would (`lab exec --copy` or `lab torchrun`) and
+checks the record: the top finding's cause, the node and rank it names, that the run ended by itself
+(early stop) or at its timeout, and, for a hang, that the stacks of every rank were kept.
+GPU-only causes (nccl without a GPU, two ranks on one GPU) are covered by tests/unit/test_diagnosis.py.
+"""
+
+import json
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .conftest import lab, lab_json, labelled
+from .test_reliability import run_processes, start_lab, wait_for
+
+pytestmark = [pytest.mark.docker]
+
+FAILURES = Path(__file__).parents[1] / "failures"
+ENDS_BY_ITSELF = 90  # --timeout for runs that fail on their own: a cap, the early stop ends them well before
+HANGS = 45  # --timeout for runs that hang: the lab stops them and keeps every rank's stack
+SLACK = 15  # the stop itself: stacks, kills, streams closing
+FAST_FAIL = ("PG_TIMEOUT=5",)  # every wait in the scripts, in seconds
+
+
+def job_args(how: str, lab_name: str, script: str, timeout: int, env=FAST_FAIL, args=()) -> list[str]:
+    """The `lab` command line a user would type to run tests/failures/SCRIPT on the lab, asking for the record."""
+    common = ["--name", lab_name, "--timeout", str(timeout), "--json",
+              *[option for pair in env for option in ("--env", pair)]]
+    if how == "exec":
+        return ["exec", *common, "--copy", str(FAILURES / script), "--", "python", script, *args]
+    return ["torchrun", "--nproc-per-node", "1", *common, str(FAILURES / script), *args]
+
+
+def run_failing(how: str, lab_name: str, script: str, timeout: int = ENDS_BY_ITSELF, **kwargs) -> dict:
+    result = lab(*job_args(how, lab_name, script, timeout, **kwargs), timeout=timeout + 180)
+    assert result.returncode == 1, f"{script}: exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    return json.loads(result.stdout)
+
+
+def assert_diagnosed(record: dict, cause: str, node: int | None, rank: int | None, evidence: str, timeout: int,
+                     timed_out: bool = False) -> dict:
+    """The record's top finding is `cause` at node/rank, its evidence says `evidence`, and `lab explain` agrees."""
+    findings = record["diagnosis"]
+    shown = json.dumps(findings, indent=1)
+    assert record["status"] == "failed" and findings, shown
+    top = findings[0]
+    assert (top["cause"], top["node"], top["rank"]) == (cause, node, rank), shown
+    assert evidence in top["evidence"], shown
+    assert top["title"] and top["fix"], shown
+    assert record["seconds"] < timeout + SLACK, record["seconds"]
+    assert record["steps"][0]["timed_out"] is timed_out, record["steps"][0]
+    assert lab_json("explain", record["run_id"]) == findings
+    return top
+
+
+def assert_stacks_of_every_rank(record: dict, ranks_on_nodes: dict[int, int]) -> list[dict]:
+    """stacks/stacks.json of the record holds one worker per rank, on its node (rank -> node)."""
+    captured = json.loads((Path(record["path"]) / "stacks" / "stacks.json").read_text())
+    workers = sorted((process for process in captured["processes"] if process["role"] == "worker"),
+                     key=lambda process: process["rank"])
+    assert {worker["rank"]: worker["node"] for worker in workers} == ranks_on_nodes, captured
+    assert len(workers) == len(ranks_on_nodes), captured
+    return workers
+
+
+# ---------------------------------------------------------------------------------------------
+# Quick: one run each on the shared lab, ending by itself in seconds.
+
+
+def test_master_addr_localhost_on_two_nodes(two_nodes):
+    record = run_failing("exec", two_nodes, "master_addr_localhost.py")
+    assert_diagnosed(record, "master-addr-loopback", 1, 1, "node1 rank 1:", ENDS_BY_ITSELF)
+
+
+def test_one_rank_crashed_while_the_other_waited(two_nodes):
+    record = run_failing("exec", two_nodes, "rank_crash.py")
+    top = assert_diagnosed(record, "rank-crashed", 1, 1, "node1 rank 1: ValueError: corrupt sample in shard 1",
+                           ENDS_BY_ITSELF)
+    assert "rank_crash.py:11 in load_batch" in top["evidence"]
+    assert "peer-lost" in [finding["cause"] for finding in record["diagnosis"]]  # rank 0's echo, ranked below
+
+
+def test_shape_mismatch_in_all_reduce(two_nodes):
+    record = run_failing("exec", two_nodes, "shape_mismatch.py")
+    assert_diagnosed(record, "shape-mismatch", 0, 0, "node0 rank 0:", ENDS_BY_ITSELF)
+
+
+def test_world_size_larger_than_launched(two_nodes):
+    record = run_failing("torchrun", two_nodes, "world_size_too_large.py")
+    top = assert_diagnosed(record, "world-size-mismatch", 0, 0, "node0 rank 0:", ENDS_BY_ITSELF)
+    assert "the lab launched 2 process(es)" in top["title"]  # 3 expected, or rank 2 awaited
+
+
+def test_import_error_at_start(two_nodes):
+    record = run_failing("torchrun", two_nodes, "import_error.py")
+    top = assert_diagnosed(record, "import-error", 0, 0, "No module named 'wandb'", ENDS_BY_ITSELF)
+    assert "'wandb'" in top["fix"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Slow: the rest of the causes on the shared lab.
+
+
+@pytest.mark.slow
+def test_nothing_listens_on_the_port_a_rank_dials(two_nodes):
+    record = run_failing("exec", two_nodes, "master_port_closed.py")
+    top = assert_diagnosed(record, "master-unreachable", 1, 1, "node1 rank 1:", ENDS_BY_ITSELF)
+    assert "this rank dialled" in top["fix"], top  # the rule saw rank 1 dial another port than the lab's
+
+
+@pytest.mark.slow
+def test_master_port_already_in_use(two_nodes):
+    record = run_failing("exec", two_nodes, "master_port_in_use.py")
+    assert_diagnosed(record, "master-port-in-use", 0, 0, "node0 rank 0:", ENDS_BY_ITSELF)
+    assert record["steps"][0]["problem"], "node0 failed while node1 waited: the lab stops the run early"
+
+
+@pytest.mark.slow
+def test_socket_ifname_names_a_missing_interface(two_nodes):
+    record = run_failing("torchrun", two_nodes, "socket_ifname_missing.py")
+    top = assert_diagnosed(record, "socket-ifname-missing", 0, 0, "Unable to find address for: ib0", ENDS_BY_ITSELF)
+    assert "GLOO_SOCKET_IFNAME" in top["title"] and "eth0" in top["fix"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["exec", "torchrun"])
+def test_destroy_process_group_without_init(two_nodes, how):
+    record = run_failing(how, two_nodes, "destroy_without_init.py")
+    assert_diagnosed(record, "process-group-not-initialized", 0, 0, "node0 rank 0:", ENDS_BY_ITSELF)
+
+
+@pytest.mark.slow
+def test_bad_arguments_on_the_launch_line(two_nodes):
+    record = run_failing("torchrun", two_nodes, "bad_arguments.py", args=("--batch_size", "64"))
+    top = assert_diagnosed(record, "bad-arguments", 0, 0, "unrecognized arguments: --batch_size 64", ENDS_BY_ITSELF)
+    assert "unrecognized arguments" in top["title"]
+
+
+@pytest.mark.slow
+def test_rank_crash_under_torchrun(two_nodes):
+    record = run_failing("torchrun", two_nodes, "rank_crash.py")
+    assert_diagnosed(record, "rank-crashed", 1, 1, "node1 rank 1: ValueError: corrupt sample in shard 1",
+                     ENDS_BY_ITSELF)
+
+
+@pytest.mark.slow
+def test_ranks_stuck_in_different_collectives_hang_until_the_timeout(two_nodes):
+    """Rank 0 skips a barrier the other calls: with a long process-group timeout the job hangs; the lab stops it
+    at --timeout with the stack of every rank, which shows where each one waits."""
+    record = run_failing("exec", two_nodes, "collective_mismatch.py", timeout=HANGS, env=("PG_TIMEOUT=300",))
+    top = assert_diagnosed(record, "collective-mismatch", 0, 0, "rank 0 in all_reduce", HANGS, timed_out=True)
+    assert "rank 1 in barrier" in top["evidence"], top
+    workers = assert_stacks_of_every_rank(record, {0: 0, 1: 1})
+    assert [worker["summary"].split(" (")[0] for worker in workers] == ["rank 0 node0: all_reduce",
+                                                                       "rank 1 node1: barrier"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Slow, on a lab of their own: name resolution kept on the nodes, a memory limit, node faults.
+
+
+@pytest.fixture(scope="module")
+def spare_lab():
+    """A 2-node lab with 1 GiB per node, for what would disturb the shared lab (faults, DNS, OOM kills)."""
+    name = f"it{uuid.uuid4().hex[:6]}"
+    lab_json("up", "--nodes", "2", "--memory", "1g", "--name", name)
+    yield name
+    lab("down", "--name", name)
+
+
+# Run as root in a node: the peers into /etc/hosts (Docker's embedded DNS answers for the lab's own names),
+# then a resolver on the node's own loopback, where nothing listens. An unknown name then fails there and
+# then, instead of being forwarded by Docker's embedded DNS to the host's resolver, outside this machine.
+LOCAL_DNS = ("getent hosts {peers} > /tmp/peers && cat /tmp/peers >> /etc/hosts "
+             "&& printf 'nameserver 127.0.0.1\\n' > /etc/resolv.conf && cat /etc/resolv.conf && getent hosts {peers}")
+
+
+def keep_name_lookups_on_the_nodes(client, lab_name: str) -> None:
+    containers = labelled(client, lab_name)[0]
+    peers = " ".join(f"node{container.labels['io.lab.node']}" for container in containers)
+    for container in containers:
+        code, output = container.exec_run(["sh", "-c", LOCAL_DNS.format(peers=peers)], user="root")
+        lines = output.decode().splitlines()
+        assert code == 0 and lines[0] == "nameserver 127.0.0.1" and len(lines) == 1 + len(containers), output
+
+
+@pytest.mark.slow
+def test_master_addr_that_does_not_resolve(client, spare_lab):
+    keep_name_lookups_on_the_nodes(client, spare_lab)  # never send the lookup of a typo outside this machine
+    record = run_failing("exec", spare_lab, "master_addr_unresolvable.py")
+    top = assert_diagnosed(record, "master-addr-unresolvable", 0, 0, "(nodee0, ", ENDS_BY_ITSELF)
+    assert "'nodee0'" in top["title"] and "node0" in top["fix"]
+
+
+@pytest.mark.slow
+def test_process_killed_for_memory(spare_lab):
+    record = run_failing("torchrun", spare_lab, "out_of_memory.py", env=())
+    killed = record["diagnosis"][0]["node"]  # both ranks leak alike: either node may hit its limit first
+    assert killed in record["steps"][0]["oom_killed"], record["steps"][0]
+    top = assert_diagnosed(record, "out-of-memory", killed, killed, "exitcode: -9", ENDS_BY_ITSELF)
+    assert "1 GiB" in top["title"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault, state", [("kill", "killed"), ("pause", "paused"), ("partition", "partitioned")])
+def test_node_broken_by_a_lab_fault_during_a_job(client, spare_lab, fault, state):
+    job = start_lab(*job_args("exec", spare_lab, "training_loop.py", ENDS_BY_ITSELF))
+    try:
+        wait_for(lambda: all(run_processes(client, spare_lab).values()), what="the job running on both nodes")
+        lab("fault", fault, "node1", "--name", spare_lab, check=True)
+        stdout, stderr = job.communicate(timeout=ENDS_BY_ITSELF + 180)
+    finally:
+        if job.poll() is None:
+            job.send_signal(signal.SIGINT)
+            job.communicate(timeout=60)
+        lab("fault", "heal", "node1", "--name", spare_lab, check=True)
+    assert job.returncode == 1, stderr
+    record = json.loads(stdout)
+    top = assert_diagnosed(record, "lab-fault", 1, 1, f"'{state}' on node1", ENDS_BY_ITSELF)
+    assert f"fault '{state}'" in top["title"]
