@@ -259,7 +259,7 @@ def bench_links(name: str, rounds: int, budget: float, sizes: list[int], results
         for _ in range(rounds):
             for row in allreduce_once(containers, sizes, budget):
                 best[row["bytes"]] = min(best.get(row["bytes"], row["seconds"]), row["seconds"])
-            steps.append(exercise03_seconds(["--name", name])[1])
+            steps.append(exercise03_seconds(["--name", name, "--timeout", "300"])[1])  # a loaded host imports torch slowly
         label = profile or "unshaped"
         profiles[label] = {"allreduce": [{"bytes": size, **nccl_columns(size, best[size], containers.nnodes)}
                                          for size in sizes],

@@ -216,6 +216,8 @@ def interrupt_trials(trials: Trials, part: str, count: int, rng: random.Random) 
         result.folders_left += folder
         result.processes_left += len(processes)
         problems = []
+        if finished_first and code != 0:
+            problems.append(f"`lab up` failed by itself, exit {code}: {stderr.strip()[-300:]}")
         if not crash and not finished_first and code not in (130, -signal.SIGINT):  # -2: before Python's handler
             problems.append(f"exit {code}: {stderr.strip()[-300:]}")
         if objects or folder or processes:

@@ -107,7 +107,7 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, in
     """Run COMMAND on the nodes, with placeholders filled in per node.
 
     
-    Placeholders: {node_rank} {nnodes} {rank} {world_size} {master_addr} {master_port}
+    Placeholders, in COMMAND and --env values: {node_rank} {nnodes} {rank} {world_size} {master_addr} {master_port}
     (one process per node, so rank = node_rank). MASTER_ADDR/MASTER_PORT/NODE_RANK/NNODES
     are set too. The working directory is this run's folder on the shared mount.
 

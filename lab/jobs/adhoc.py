@@ -14,7 +14,7 @@ from lab import paths
 from lab.errors import SpecError
 from lab.jobs.checks import Check
 from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
-from lab.jobs.explain import JobFacts, explain_launch, launch_failed
+from lab.jobs.explain import JobFacts, explain_launch, launch_failed, node_interfaces
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.targets import Target
@@ -95,7 +95,8 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
         step.started_at, step.node_exits, step.stopped_at = result.started_at, result.node_exits, result.stopped_at
         record.save_logs(step.name, result.logs)
         if launch_failed(result):
-            record.diagnosis = explain_launch(result, facts, target.transport.faults())
+            record.diagnosis = explain_launch(result, facts, target.transport.faults(),
+                                              interfaces=node_interfaces(target.transport, commands))
     return record
 
 
@@ -120,7 +121,7 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
                   "master_addr": transport.master_addr, "master_port": port}
         node_env = readable_output_env(transport.exercises_dir, {
             "MASTER_ADDR": transport.master_addr, "MASTER_PORT": str(port), "NODE_RANK": str(index),
-            "NNODES": str(nnodes), **env})
+            "NNODES": str(nnodes), **dict(zip(env, fill_placeholders(list(env.values()), values)))})
         commands[index] = (fill_placeholders(argv, values), node_env)
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
     facts = _job_facts(target, 1, port, env, argv)

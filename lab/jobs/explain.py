@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lab.errors import LabError
 from lab.jobs.checks import Check
 from lab.jobs.diagnosis import Finding, diagnose, evidence_from_launch
 from lab.jobs.launch import LaunchResult
@@ -33,14 +34,28 @@ def launch_failed(result: LaunchResult, expendable: frozenset[int] = frozenset()
         code != 0 for index, code in result.exit_codes.items() if index not in expendable)
 
 
+def node_interfaces(transport, nodes) -> dict[int, list[str]]:
+    """Each node's network interfaces, read from the node itself (any target): what *_SOCKET_IFNAME may name."""
+    found = {}
+    for index in nodes:
+        try:
+            process = transport.start(index, ["ls", "/sys/class/net"], {})
+            names = [name for line in process.lines() for name in line.split()]
+            if process.wait() == 0:
+                found[index] = names
+        except LabError:  # a node that is gone has no interfaces to offer; the diagnosis goes on without them
+            continue
+    return found
+
+
 def explain_launch(result: LaunchResult, facts: JobFacts, faults: list[tuple[int, str]] = (),
-                   step: str | None = None) -> list[dict]:
+                   step: str | None = None, interfaces: dict[int, list[str]] | None = None) -> list[dict]:
     """Findings about one launch, as the record keeps them (with the step's name for multi-step exercises)."""
     nnodes = len(facts.hostnames)
     evidence = evidence_from_launch(
         result, nnodes=nnodes, nproc_per_node=facts.nproc_per_node, backend=facts.backend,
         master_addr=facts.master_addr, master_port=facts.master_port,
-        hostnames=dict(enumerate(facts.hostnames)),
+        hostnames=dict(enumerate(facts.hostnames)), interfaces=interfaces,
         gpus={index: len(gpus) for index, gpus in enumerate(facts.node_gpus or ())},
         memory_limit=facts.memory_limit, faults=faults, env=dict(facts.env), command=list(facts.command),
         stopped=result.stopped, processes=[stack for stack in result.stacks if stack.pid is not None])

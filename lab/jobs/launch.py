@@ -20,6 +20,8 @@ from lab.jobs.transports import Transport, pump
 POLL_SECONDS = 0.2
 GRACE_SECONDS = 15  # after the lab killed a run, how long a node's stream may take to end
 FAILED_NODE_GRACE = 10.0  # default `--fail-grace`: how long the others may go on once every process of a node failed
+# torchrun's last word when its workers failed for good; its agent can then hang in shutdown instead of exiting.
+TORCHRUN_GAVE_UP = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 
 
 class Reporter(Protocol):
@@ -70,6 +72,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     timed_out, stopped, stopped_at, first_failure = False, "", None, None
     stacks: list[ProcessStack] = []
     killed_by_lab: set[int] = set()  # nodes still running when the lab stopped the run: their status is the lab's kill
+    gave_up: set[int] = set()  # nodes whose torchrun reported its workers failed, whether or not it has exited
 
     def stop_all(reason: str) -> None:
         """Capture where every process waits, then kill every process of the run on every node."""
@@ -97,6 +100,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
                 if kind == "line":
                     logs[index].append(payload)
                     reporter.line(index, payload)
+                    if TORCHRUN_GAVE_UP in payload:
+                        gave_up.add(index)
                 else:
                     exit_codes[index] = payload
                     node_exits[index] = wall(time.monotonic())
@@ -111,12 +116,13 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
                     on_timeout(dict(exit_codes))
                 stop_all("")
             if stopped_at is None and fail_grace:
-                failed = failed_nodes(exit_codes, expendable)
+                failed = sorted(set(failed_nodes(exit_codes, expendable)) | (gave_up - expendable))
                 waiting = [index for index in commands if index not in exit_codes]
                 first_failure = (first_failure or now) if failed and waiting else None
                 if first_failure is not None and now - first_failure >= fail_grace:
-                    stopped = (f"{', '.join(f'node{i} (exit {exit_codes[i]})' for i in failed)} failed while "
-                               f"{', '.join(f'node{i}' for i in waiting)} kept waiting: stopped the run "
+                    how = {i: f"exit {exit_codes[i]}" if i in exit_codes else "torchrun gave up" for i in failed}
+                    stopped = (f"{', '.join(f'node{i} ({how[i]})' for i in failed)} failed while "
+                               f"{', '.join(f'node{i}' for i in waiting)} kept running: stopped the run "
                                f"{fail_grace:g} s later instead of at the {timeout:g} s timeout")
                     stop_all(stopped)
             if stopped_at is not None and now - stopped_at > GRACE_SECONDS:
@@ -127,7 +133,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
         for index in commands:
             transport.kill(index, process_run_id, "all")
         raise
-    if any(code is None for code in exit_codes.values()):
+    if any(code != 0 for code in exit_codes.values()):  # cut off or killed: was it the engine, or the lab taken down?
         transport.check_alive()
     exit_codes.update({index: None for index in killed_by_lab})
     oom_killed = [index for index, before in oom_before.items()

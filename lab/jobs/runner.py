@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
-from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command
-from lab.jobs.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed
+from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command, step_timeout
+from lab.jobs.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed, node_interfaces
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.transports import Transport
@@ -78,7 +78,7 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
             run_id=process_run_id, backend=options.backend,
         )
         commands[index] = step_command(exercise, step, ctx)
-    timeout = options.timeout or step.timeout or exercise.timeout
+    timeout = options.timeout or step_timeout(exercise, step, options.nnodes, nproc)
     fault = dict(step.fault)
     injected = []
 
@@ -111,7 +111,8 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
                          options.backend, transport.master_addr, port, options.node_gpus, options.memory_limit,
                          tuple(step.env), tuple(commands[0][0]) if 0 in commands else ())
         faults = transport.faults() + ([(int(fault.get("node", 1)), fault.get("action", "kill-worker"))] if injected else [])
-        findings = explain_launch(result, facts, faults, step.name if len(exercise.steps) > 1 else None)
+        findings = explain_launch(result, facts, faults, step.name if len(exercise.steps) > 1 else None,
+                                  node_interfaces(transport, commands))
     return outcome, step_record, findings
 
 

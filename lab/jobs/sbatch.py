@@ -101,8 +101,10 @@ class SlurmNode:
     def __init__(self, driver, lab: str, index: int = 0):
         self.driver, self.lab, self.index = driver, lab, index
 
-    def run(self, argv: list[str]) -> tuple[int | None, str]:
-        return self.driver.exec_output(self.lab, self.index, argv)
+    def run(self, argv: list[str], hostname: str | None = None) -> tuple[int | None, str]:
+        """argv on this node, or on node `hostname` of the lab (nodeI)."""
+        index = int(hostname.removeprefix("node")) if hostname and hostname.startswith("node") else self.index
+        return self.driver.exec_output(self.lab, index, argv)
 
     def job(self, job_id: str) -> dict[str, str]:
         code, output = self.run(["scontrol", "show", "job", "-o", job_id])
@@ -156,8 +158,8 @@ def run_sbatch(name: str, script: Path, args: list[str], timeout: int | None, re
         job, out_text = _follow(slurm, job_id, host_shared, timeout or DEFAULT_TIMEOUT, reporter)
         step.seconds = job_seconds(job)
         batch_host = job.get("BatchHost", "node0")
-        status = int(job.get("ExitCode", "0:0").split(":")[0] or 0)
-        step.exit_codes = {int(batch_host.removeprefix("node")) if batch_host.startswith("node") else 0: status}
+        step.exit_codes = {int(batch_host.removeprefix("node")) if batch_host.startswith("node") else 0:
+                           int(job.get("ExitCode", "0:0").split(":")[0] or 0)}
         record.save_logs("main", {0: out_text})
         problem = finished_problem(job, out_text)
         step.problem = problem
@@ -217,8 +219,9 @@ def _follow(slurm: SlurmNode, job_id: str, host_shared: Path, timeout: int,
         slurm.run(["scancel", job_id])
         raise
     if out_path is None:  # written outside the shared folder: read it where the batch step ran
-        out_text = slurm.driver.exec_output(slurm.lab, int(job.get("BatchHost", "node0").removeprefix("node") or 0),
-                                            ["cat", job.get("StdOut", "/dev/null")])[1]
+        out_text = slurm.run(["cat", job.get("StdOut", "/dev/null")], job.get("BatchHost"))[1]
+        for line in out_text.splitlines():
+            reporter.line(0, line)
     else:
         _stream(out_path, shown, reporter)
         out_text = out_path.read_text(errors="replace") if out_path.is_file() else ""

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Protocol
@@ -68,6 +69,7 @@ else:
     print(probe.getsockname()[1])
 """
 DEFAULT_MASTER_PORT = 29500
+TAKEN_DOWN_WAIT = 10.0  # seconds the engine may take to say that a node it still calls running is being removed
 FREE_PORT_ATTEMPTS = 20  # any free port the probe offers that another run reserved meanwhile: ask again
 
 
@@ -206,17 +208,33 @@ class DockerTransport:
             raise EngineError("lost the Docker engine during the run", ENGINE_HINT)
         if self.taken_down():
             raise LabStateError(f"lab '{self.lab_name}' was taken down during the run (`lab down` removed its nodes)",
-                                f"`lab up --name {self.lab_name}` again, then rerun")
+                                f"bring it up again (`lab up --name {self.lab_name}` with its options), then rerun")
 
     def taken_down(self) -> bool:
-        """The lab's nodes are gone or going: `lab down` removes every one; a fault stops or kills, never removes."""
+        """The lab's nodes are gone or going: `lab down` removes every one; a fault stops or kills, never removes.
+
+        The engine still calls a node 'running' for a moment after `lab down` killed it: a node that says so but no
+        longer runs a command is looked at again until the engine has made up its mind.
+        """
+        deadline = time.monotonic() + TAKEN_DOWN_WAIT
+        while True:
+            try:
+                spec = self.driver.existing_spec(self.lab_name)
+                states = self.driver.container_states(self.lab_name)
+            except EngineError:
+                return False
+            if spec is None or len(states) < spec.nodes or any(state in ("removing", "dead") for state in states.values()):
+                return True
+            running = [index for index, state in states.items() if state == "running"]
+            if all(self._answers(index) for index in running) or time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
+    def _answers(self, index: int) -> bool:
         try:
-            spec = self.driver.existing_spec(self.lab_name)
-            states = self.driver.container_states(self.lab_name)
+            return self.driver.exec_output(self.lab_name, index, ["true"])[0] == 0
         except EngineError:
             return False
-        return (spec is None or len(states) < spec.nodes
-                or any(state in ("removing", "dead") for state in states.values()))
 
     def processes(self, index: int, run_id: str) -> list[JobProcess]:
         """The run's processes in node `index` ('' = every run), by host PID: stacks are read from the host."""

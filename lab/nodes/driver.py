@@ -335,7 +335,8 @@ class DockerDriver:
             if code != 0:
                 raise ProvisionError(f"node{plan.index}: `{' '.join(command)}` failed (exit {code}): "
                                      f"{output.strip()[-300:]}",
-                                     "the node image needs glibc's ldconfig to use the host's NVIDIA driver")
+                                     f"see `docker logs {plan.name}`; the start commands of every node are in "
+                                     "`lab up --dry-run --json`")
 
     def _create(self, plan: ContainerPlan) -> None:
         api = self.client.api

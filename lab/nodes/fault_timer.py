@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -118,26 +119,32 @@ def arm(lab: str, node: int, action: str, seconds: float, container: str) -> Tim
         cancel(earlier)
     until = time.time() + seconds
     command = [sys.executable, "-m", MODULE, lab, str(node), action, repr(until), container]
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, start_new_session=True, close_fds=True,
-                               env={**os.environ, "LAB_HOME": str(paths.state_dir())})
+    log = _log_file()
+    with log.open("a") as errors:  # a timer that fails leaves its traceback there
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                   text=True, start_new_session=True, close_fds=True,
+                                   env={**os.environ, "LAB_HOME": str(paths.state_dir())})
     try:
-        with process.stdout:
-            armed = process.stdout.readline().startswith("armed")  # the timer writes its file before it says so
+        with process.stdout:  # the timer writes its file before it says it is armed
+            ready, _, _ = select.select([process.stdout], [], [], ARM_SECONDS)
+            armed = bool(ready) and process.stdout.readline().startswith("armed")
         timer = read(state_file(lab, node, action))
         if not armed or timer is None or timer.pid != process.pid:
-            raise LabStateError(f"the timer of node{node}'s {action} did not start",
-                                f"see {paths.logs_dir() / 'fault-timers.log'}")
+            raise LabStateError(f"the timer of node{node}'s {action} did not start", f"see {log}")
     except BaseException:
         process.kill()
         raise
     return timer
 
 
-def _log(message: str) -> None:
+def _log_file() -> Path:
     path = paths.logs_dir() / "fault-timers.log"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as log:
+    return path
+
+
+def _log(message: str) -> None:
+    with _log_file().open("a") as log:
         log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
 
 

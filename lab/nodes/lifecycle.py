@@ -13,6 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator
 
 from lab import paths
@@ -163,6 +164,9 @@ def plan_up(spec: LabSpec) -> tuple[LabPlan, list[str]]:
     return plan, notes
 
 
+NEIGHBOUR_LIMIT = Path("/proc/sys/net/ipv4/neigh/default/gc_thresh3")
+
+
 def host_facts(spec: LabSpec, driver: DockerDriver | None) -> HostFacts:
     """What planning `spec` needs from this host; only looks. No driver (no engine): no runtime is known."""
     from lab.nodes.host_image import host_folders, host_python
@@ -173,7 +177,15 @@ def host_facts(spec: LabSpec, driver: DockerDriver | None) -> HostFacts:
                      shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"),
                      public_key=key_paths(lab_dir / "ssh")[1], python=python,
                      host_folders=host_folders(python) if python else (),
-                     slurm_dir=slurm.slurm_dir(lab_dir) if spec.scheduler == slurm.SCHEDULER else None)
+                     slurm_dir=slurm.slurm_dir(lab_dir) if spec.scheduler == slurm.SCHEDULER else None,
+                     neighbour_limit=_neighbour_limit())
+
+
+def _neighbour_limit() -> int | None:
+    try:
+        return int(NEIGHBOUR_LIMIT.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
@@ -243,7 +255,7 @@ def pin_host_keys(name: str, states: list[NodeState], driver: DockerDriver) -> N
                       {(f"[127.0.0.1]:{state.ssh_port}", state.hostname): key for state, key in zip(states, keys)})
 
 
-def refuse_unpinned_host_keys(result: ProvisionResult, states: list[NodeState], known_hosts) -> None:
+def refuse_unpinned_host_keys(result: ProvisionResult, states: list[NodeState], known_hosts: Path) -> None:
     """A node that ssh refused for its host key is one line naming it and the key, not a provisioning failure."""
     ports = {state.hostname: state.ssh_port for state in states}
     for node in result.nodes:

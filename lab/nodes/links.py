@@ -173,9 +173,9 @@ def link_state(driver: DockerDriver, lab: str, index: int) -> str:
     """How node `index`'s link is shaped now, as `lab status` shows it: the qdisc kind and rate, or 'unshaped'."""
     try:
         veth = host_veth(driver, lab, index)
-    except HostError:
-        return "unknown"
-    shown = _run(["tc", "qdisc", "show", "dev", veth, "root"])
+        shown = _run(["tc", "qdisc", "show", "dev", veth, "root"])
+    except HostError as error:
+        return f"unknown: {error}"
     words = shown.stdout.split()
     kind = words[1] if len(words) > 1 else ""
     if kind not in ("tbf", "netem") or not (SYS_NET / ifb_name(lab, index)).exists():

@@ -66,6 +66,7 @@ class HostFacts:
     python: HostPython | None = None  # `--image host`: the interpreter the nodes run
     host_folders: tuple[str, ...] = ()  # `--image host`: host folders the nodes mount read-only
     slurm_dir: Path | None = None  # `--scheduler slurm`: the lab's slurm.conf folder and munge key (lab/nodes/slurm.py)
+    neighbour_limit: int | None = None  # the host's ARP table size (net.ipv4.neigh.default.gc_thresh3), when known
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,20 @@ def build_plan(spec: LabSpec, facts: HostFacts) -> LabPlan:
                           {**lab_labels(spec.name), ROLE_LABEL: "network"})
     volume = VolumePlan(volume_name(spec.name), str(facts.shared_dir), {**lab_labels(spec.name), ROLE_LABEL: "volume"})
     containers = [_container(spec, node, gpus, facts) for node, gpus in zip(spec.node_list(), gpu_plan.nodes)]
-    return LabPlan(spec, gpu_plan.mode, network, volume, containers, list(gpu_plan.notices))
+    return LabPlan(spec, gpu_plan.mode, network, volume, containers,
+                   list(gpu_plan.notices) + neighbour_notices(spec.nodes, facts.neighbour_limit))
+
+
+def neighbour_notices(nodes: int, limit: int | None) -> list[str]:
+    """Every node's namespace shares the host's ARP table: a full mesh of N nodes needs N x (N - 1) entries.
+
+    Measured: 64 nodes overflowed the default 1024 ("neighbor table overflow", gloo: "No route to host").
+    """
+    if limit is None or nodes * (nodes - 1) <= limit:
+        return []
+    return [f"{nodes} nodes talking to each other need {nodes * (nodes - 1)} ARP entries but this host keeps at most "
+            f"{limit}: jobs across all nodes may fail with 'No route to host'; raise it with `sysctl -w "
+            f"net.ipv4.neigh.default.gc_thresh3={2 * nodes * nodes} net.ipv4.neigh.default.gc_thresh2={nodes * nodes}`"]
 
 
 def _container(spec: LabSpec, node: Node, gpus: NodeGpuPlan, facts: HostFacts) -> ContainerPlan:

@@ -66,7 +66,7 @@ def download_debs(dpkg_status: bytes, folder: Path, log, log_path: Path, on_prog
     shutil.rmtree(debs, ignore_errors=True)
     debs.mkdir()
     on_progress(f"downloading {len(wanted)} Debian package(s) into {debs}")
-    code, tail = run_logged(["sh", "-c", f'cd "$1" && shift && exec apt-get download "$@"', "sh", str(debs), *wanted],
+    code, tail = run_logged(["sh", "-c", 'cd "$1" && shift && exec apt-get download "$@"', "sh", str(debs), *wanted],
                             log, on_progress)
     if code != 0:
         raise logged_failure("apt-get could not download the Slurm packages", tail, log_path, folder)

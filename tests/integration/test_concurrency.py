@@ -98,10 +98,10 @@ def rendezvous_port(record):
 
 def test_two_runs_at_once_on_one_lab_get_their_own_port_and_id_and_both_pass(two_nodes):
     ports = paths.lab_dir(two_nodes) / "ports"
-    first = start_lab("run", "exercise01", "--name", two_nodes, "--json")
+    first = start_lab("run", "exercise01", "--name", two_nodes, "--timeout", "600", "--json")
     # The second starts once the first holds its port and before it ends: it probes while the first's is still free.
     wait_until(lambda: any(taken_by(path, first) for path in ports.glob("*.lock")), "the first run's port")
-    second = start_lab("run", "exercise01", "--name", two_nodes, "--json")
+    second = start_lab("run", "exercise01", "--name", two_nodes, "--timeout", "600", "--json")
     outputs = [process.communicate(timeout=900) for process in (first, second)]
     assert [process.returncode for process in (first, second)] == [0, 0], outputs
     records = [json.loads(stdout)[0] for stdout, _ in outputs]

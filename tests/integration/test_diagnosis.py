@@ -115,14 +115,13 @@ def test_nothing_listens_on_the_port_a_rank_dials(two_nodes):
 def test_master_port_already_in_use(two_nodes):
     record = run_failing("exec", two_nodes, "master_port_in_use.py")
     assert_diagnosed(record, "master-port-in-use", 0, 0, "node0 rank 0:", ENDS_BY_ITSELF)
-    assert record["steps"][0]["problem"], "node0 failed while node1 waited: the lab stops the run early"
 
 
 @pytest.mark.slow
 def test_socket_ifname_names_a_missing_interface(two_nodes):
     record = run_failing("torchrun", two_nodes, "socket_ifname_missing.py")
     top = assert_diagnosed(record, "socket-ifname-missing", 0, 0, "Unable to find address for: ib0", ENDS_BY_ITSELF)
-    assert "GLOO_SOCKET_IFNAME" in top["title"] and "eth0" in top["fix"]
+    assert top["title"].startswith("GLOO_SOCKET_IFNAME") and "GLOO_SOCKET_IFNAME" in top["fix"]
 
 
 @pytest.mark.slow
@@ -134,7 +133,7 @@ def test_destroy_process_group_without_init(two_nodes, how):
 
 @pytest.mark.slow
 def test_bad_arguments_on_the_launch_line(two_nodes):
-    record = run_failing("torchrun", two_nodes, "bad_arguments.py", args=("--batch_size", "64"))
+    record = run_failing("exec", two_nodes, "bad_arguments.py", args=("--batch_size", "64"))
     top = assert_diagnosed(record, "bad-arguments", 0, 0, "unrecognized arguments: --batch_size 64", ENDS_BY_ITSELF)
     assert "unrecognized arguments" in top["title"]
 
@@ -164,7 +163,7 @@ def test_ranks_stuck_in_different_collectives_hang_until_the_timeout(two_nodes):
 
 @pytest.fixture(scope="module")
 def spare_lab():
-    """A 2-node lab with 1 GiB per node, for what would disturb the shared lab (faults, DNS, OOM kills)."""
+    """A 2-node lab with 1 GiB per node, for what would disturb the shared lab (faults, OOM kills)."""
     name = f"it{uuid.uuid4().hex[:6]}"
     lab_json("up", "--nodes", "2", "--memory", "1g", "--name", name)
     yield name
@@ -183,14 +182,17 @@ def keep_name_lookups_on_the_nodes(client, lab_name: str) -> None:
     peers = " ".join(f"node{container.labels['io.lab.node']}" for container in containers)
     for container in containers:
         code, output = container.exec_run(["sh", "-c", LOCAL_DNS.format(peers=peers)], user="root")
-        lines = output.decode().splitlines()
-        assert code == 0 and lines[0] == "nameserver 127.0.0.1" and len(lines) == 1 + len(containers), output
+        resolver, *resolved = output.decode().splitlines()
+        assert code == 0 and resolver == "nameserver 127.0.0.1", output
+        assert {line.split()[-1] for line in resolved} == set(peers.split()), output
 
 
 @pytest.mark.slow
-def test_master_addr_that_does_not_resolve(client, spare_lab):
-    keep_name_lookups_on_the_nodes(client, spare_lab)  # never send the lookup of a typo outside this machine
-    record = run_failing("exec", spare_lab, "master_addr_unresolvable.py")
+def test_master_addr_that_does_not_resolve(client, fresh_name):
+    """On a lab of its own: its nodes' name lookups stay changed (a node restarted by a fault would not resolve)."""
+    lab_json("up", "--nodes", "2", "--name", fresh_name)
+    keep_name_lookups_on_the_nodes(client, fresh_name)  # never send the lookup of a typo outside this machine
+    record = run_failing("exec", fresh_name, "master_addr_unresolvable.py")
     top = assert_diagnosed(record, "master-addr-unresolvable", 0, 0, "(nodee0, ", ENDS_BY_ITSELF)
     assert "'nodee0'" in top["title"] and "node0" in top["fix"]
 
@@ -209,7 +211,9 @@ def test_process_killed_for_memory(spare_lab):
 def test_node_broken_by_a_lab_fault_during_a_job(client, spare_lab, fault, state):
     job = start_lab(*job_args("exec", spare_lab, "training_loop.py", ENDS_BY_ITSELF))
     try:
-        wait_for(lambda: all(run_processes(client, spare_lab).values()), what="the job running on both nodes")
+        wait_for(lambda: job.poll() is not None or all(run_processes(client, spare_lab).values()),
+                 what="the job running on both nodes")
+        assert job.poll() is None, job.communicate()
         lab("fault", fault, "node1", "--name", spare_lab, check=True)
         stdout, stderr = job.communicate(timeout=ENDS_BY_ITSELF + 180)
     finally:

@@ -1,5 +1,6 @@
 """Link profiles (`lab up --link`): parsing in the model, the tc command lines, the host checks; no engine, no tc."""
 
+import json
 import subprocess
 
 import pytest
@@ -100,3 +101,14 @@ def test_tc_without_privilege_says_to_run_as_root():
     refused = subprocess.CompletedProcess(["tc"], 2, "", "RTNETLINK answers: Operation not permitted\n")
     error = links._refused("could not shape node0's link", refused)
     assert "Operation not permitted" in str(error) and "root" in error.hint
+
+
+def test_the_plan_and_the_node_labels_carry_the_link():
+    from tests.unit.test_plan import facts
+
+    from lab.nodes.labels import SPEC_LABEL
+    from lab.nodes.plan import build_plan
+
+    plan = build_plan(LabSpec(name="demo", link="ethernet-1g"), facts())
+    assert plan.spec.link == "1gbit" and plan.to_dict()["spec"]["link"] == "1gbit"
+    assert all(LabSpec.from_dict(json.loads(c.labels[SPEC_LABEL])).link == "1gbit" for c in plan.containers)

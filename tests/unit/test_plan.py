@@ -213,3 +213,12 @@ def test_filters_and_object_names():
     assert network_name("demo") == "lab-demo-net"
     assert volume_name("demo") == "lab-demo-shared"
     assert container_name(LabSpec().node_list()[1]) == "lab-default-node1"
+
+
+def test_a_mesh_larger_than_the_hosts_arp_table_is_announced():
+    from lab.nodes.plan import neighbour_notices
+
+    assert neighbour_notices(32, 1024) == [] and neighbour_notices(64, None) == []
+    notice = neighbour_notices(64, 1024)[0]
+    assert "64 nodes talking to each other need 4032 ARP entries but this host keeps at most 1024" in notice
+    assert "net.ipv4.neigh.default.gc_thresh3=8192" in notice

@@ -126,14 +126,32 @@ def test_real_run_draws_launch_to_exit_with_each_ranks_moments(tmp_path):
         assert rows[rank].spans[0].start <= ready <= rows[rank].spans[0].end
 
 
-def test_real_hung_run_shows_the_timeout_and_who_waited(tmp_path):
-    ex, transport = exercise(tmp_path, "program: prog.py\ntimeout: 8\nargs: [--hang]\n")
-    record = run_exercise(ex, transport, RunOptions(nnodes=2, master_port=free_port()), Collect())
+# Rank 1 leaves once rank 0 has called init_process_group: rank 0 then waits for a peer that is gone.
+GONE_PEER = """
+import os, sys, time, labkit
+rank = labkit.node_rank()
+if rank == 1:
+    events = os.path.join(labkit.results_dir(), "events-rank0.jsonl")
+    while not (os.path.exists(events) and '"init"' in open(events).read()):
+        time.sleep(0.1)
+    time.sleep(1)
+    sys.exit(3)
+labkit.init(rank=rank, world_size=2)
+"""
+
+
+def test_real_stopped_run_shows_who_waited_and_who_was_gone(tmp_path):
+    ex, transport = exercise(tmp_path, "program: prog.py\ntimeout: 300\n", program=GONE_PEER)
+    options = RunOptions(nnodes=2, master_port=free_port(), fail_grace=3)
+    record = run_exercise(ex, transport, options, Collect())
     assert record.status == "failed" and record.steps[0].stopped_at is not None
     timeline = build_timeline(load(record.run_id))
-    assert [kind for _, kind, _ in timeline.moments] == ["timeout"]
+    assert [kind for _, kind, _ in timeline.moments] == ["stop"]
     rows = {row.label: row for row in timeline.rows}
-    assert rows["node0"].spans[0].outcome == KILLED and rows["node1"].spans[0].outcome == KILLED
-    waited = rows["rank 0"].spans[0]  # joined, and waited for rank 1, which never called init
-    assert waited.outcome == KILLED and waited.label == "waiting in init_process_group", waited
+    gone = rows["node1"].spans[0]
+    assert (gone.outcome, gone.label) == (FAILED, "exit 3") and gone.end < record.steps[0].stopped_at
+    waited = rows["rank 0"].spans[0]
+    assert (waited.outcome, waited.label, waited.end) == (KILLED, "waiting in init_process_group",
+                                                          record.steps[0].stopped_at)
+    assert rows["node0"].spans[0].outcome == KILLED and not rows["rank 0"].marks  # never got its process group
     assert (record.path / "timeline.png").is_file()
