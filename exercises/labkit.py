@@ -168,7 +168,12 @@ def _write_last_step(rank: int) -> None:
 
 
 def _event(rank: int, name: str, when: float | None = None, **extra) -> None:
-    """Append one event to the rank's events file; one short line per write, so restarts of a rank append."""
+    """Append one event to the rank's events file; one short line per write, so restarts of a rank append.
+
+    Only when a launcher asked for results in a folder (LAB_RESULTS_DIR): a program run by hand writes no timeline.
+    """
+    if "LAB_RESULTS_DIR" not in os.environ:
+        return
     line = {"event": name, "time": round(time.time() if when is None else when, 3), "rank": rank,
             "node_rank": node_rank(), "hostname": socket.gethostname(), "pid": os.getpid(), **extra}
     with open(os.path.join(results_dir(), f"events-rank{rank}.jsonl"), "a") as handle:
