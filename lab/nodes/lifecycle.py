@@ -32,6 +32,7 @@ from lab.provision.ansible import ProvisionResult, run_playbook, write_inventory
 
 Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
+IN_FLIGHT_SECONDS = 1.0  # how long an engine request sent before an interruption may still take to land
 HOST_KEY_REFUSED = "Host key verification failed"  # ssh's words when StrictHostKeyChecking refuses a host
 NO_ENGINE_NOTE = "no Docker engine answers: planned without one, so no NVIDIA toolkit runtime is known"
 
@@ -111,15 +112,15 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
     if spec.link_profile:
         check_host(spec.link_profile)  # before anything is made: no tc, or a delay on a kernel without netem
     image = ensure_image(spec, driver, rebuild, progress)  # the tag the plan names: both hash the same inputs
-    # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
-    ensure_key(paths.lab_dir(spec.name) / "ssh", f"lab-{spec.name}", fresh=current is None)
-    if spec.scheduler == slurm.SCHEDULER:
-        slurm.configure(slurm.slurm_dir(paths.lab_dir(spec.name)), f"lab-{spec.name}",
-                        [container.hostname for container in plan.containers],
-                        [len(container.labels[GPUS_LABEL].split(",")) if GPUS_LABEL in container.labels else 0
-                         for container in plan.containers], spec.cpus, spec.memory, *driver.host_resources())
-    progress(f"starting {spec.nodes} node(s)")
     try:
+        # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
+        ensure_key(paths.lab_dir(spec.name) / "ssh", f"lab-{spec.name}", fresh=current is None)
+        if spec.scheduler == slurm.SCHEDULER:
+            slurm.configure(slurm.slurm_dir(paths.lab_dir(spec.name)), f"lab-{spec.name}",
+                            [container.hostname for container in plan.containers],
+                            [len(container.labels[GPUS_LABEL].split(",")) if GPUS_LABEL in container.labels else 0
+                             for container in plan.containers], spec.cpus, spec.memory, *driver.host_resources())
+        progress(f"starting {spec.nodes} node(s)")
         driver.apply(plan)
         states = driver.node_states(spec.name)
         progress("waiting for every node to answer")
@@ -133,6 +134,9 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
     except BaseException:  # any failure, Ctrl-C included: a new lab is removed again, never left half-made
         if current is None:
             down(spec.name, driver=driver)
+            # A create request already sent when Ctrl-C came may land after the removal listed the lab's objects.
+            time.sleep(IN_FLIGHT_SECONDS)
+            driver.remove_lab(spec.name)
         raise
     return UpResult(spec, True, image, driver.node_states(spec.name), time.monotonic() - started,
                     notices=plan.notices, provision=provisioned)

@@ -6,13 +6,17 @@ their inventory instead of the lab's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 from lab import paths
 from lab.errors import ProvisionError
@@ -87,6 +91,25 @@ def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, known_h
     return path
 
 
+@contextlib.contextmanager
+def interrupts_cancel() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C during a playbook cancels it (ansible-runner stops ansible-playbook), then interrupts `lab`.
+
+    Left to itself, ansible-runner installs its own SIGINT handler and never restores it: a Ctrl-C would
+    only cancel the playbook, and `lab up` would carry on as if nothing happened (measured in bench/trials.py).
+    """
+    interrupted = threading.Event()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set()) if in_main else None
+    try:
+        yield interrupted.is_set
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+
+
 def run_playbook(lab_name: str, inventory: Path, playbook: str = "provision.yml") -> ProvisionResult:
     """Run a playbook with ansible-runner; keep the full log under .lab/logs/<lab>/."""
     import ansible_runner
@@ -99,16 +122,17 @@ def run_playbook(lab_name: str, inventory: Path, playbook: str = "provision.yml"
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    runner = ansible_runner.run(
-        private_data_dir=str(private),
-        project_dir=str(PLAYBOOKS),
-        playbook=str(PLAYBOOKS / playbook),
-        inventory=str(inventory),
-        quiet=True,
-        envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False",
-                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": str(MAX_NODES),  # ansible uses min(forks, hosts)
-                 "ANSIBLE_HOST_PATTERN_MISMATCH": "ignore"},  # real hosts' inventories have no lab_ssh_ready group
-    )
+    with interrupts_cancel() as cancelled:
+        runner = ansible_runner.run(
+            private_data_dir=str(private), cancel_callback=cancelled,
+            project_dir=str(PLAYBOOKS),
+            playbook=str(PLAYBOOKS / playbook),
+            inventory=str(inventory),
+            quiet=True,
+            envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                     "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": str(MAX_NODES),  # ansible uses min(forks, hosts)
+                     "ANSIBLE_HOST_PATTERN_MISMATCH": "ignore"},  # real hosts' inventories have no lab_ssh_ready group
+        )
     log_dir = paths.logs_dir() / lab_name
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"provision-{time.strftime('%Y%m%d-%H%M%S')}.log"
