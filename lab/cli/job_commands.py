@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from lab.cli.console import LiveReporter, console, exit_codes_text, print_checks, print_diagnosis
-from lab.cli.options import diagnosis_options, json_option, master_port_option, name_option, target_options
+from lab.cli.options import (diagnosis_options, json_option, master_port_option, name_option, target_options,
+                             user_job_options)
 from lab.errors import SpecError
 
 
@@ -92,15 +93,9 @@ def _finish_adhoc(record, as_json, verbose) -> None:
 @click.option("--node", "node_list", multiple=True, type=click.IntRange(0, 63), metavar="I",
               help="Run on node I (repeatable). Default: every node.")
 @click.option("--all", "every", is_flag=True, help="Run on every node (the default).")
-@click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable).")
 @click.option("--copy", type=click.Path(path_type=Path), default=None,
               help="Copy this file or folder into the run's working directory on the shared folder first.")
-@click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
-@name_option
-@target_options
-@master_port_option
-@diagnosis_options
-@json_option
+@user_job_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, inventory, master_port, fail_grace, verbose,
                  as_json, command):
@@ -132,13 +127,7 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, in
               help="Processes per node (default: the lab's, from `lab up --nproc-per-node`, else 1).")
 @click.option("--rdzv", type=click.Choice(["static", "c10d"]), default="static", show_default=True,
               help="static: exact --node-rank placement; c10d: elastic rendezvous on node0.")
-@click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable).")
-@click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds before every process is stopped.")
-@name_option
-@target_options
-@master_port_option
-@diagnosis_options
-@json_option
+@user_job_options
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, inventory, master_port, fail_grace,

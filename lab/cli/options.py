@@ -64,3 +64,16 @@ def diagnosis_options(func):
                         metavar="SECONDS",
                         help="Once every process of a node has failed, stop the others this much later instead of "
                              "waiting for --timeout (0: wait for the timeout).")(func)
+
+
+def user_job_options(func):
+    """What `lab exec` and `lab torchrun` share: --env, --timeout, where the job runs, the rendezvous port,
+    the diagnosis options and --json."""
+    for option in reversed([
+        click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable)."),
+        click.option("--timeout", type=click.IntRange(1, 86400), default=None,
+                     help="Seconds before every process is stopped."),
+        name_option, target_options, master_port_option, diagnosis_options, json_option,
+    ]):
+        func = option(func)
+    return func
