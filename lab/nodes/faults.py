@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from lab import paths
 from lab.errors import LabStateError, SpecError
-from lab.nodes import fault_timer
+from lab.model.spec import Node
+from lab.nodes import fault_timer, links
 from lab.nodes.driver import DockerDriver
+from lab.nodes.labels import INTERFACE, container_name
 
 ACTIONS = ("kill", "stop", "pause", "unpause", "partition", "heal", "delay", "clear")
 TIMED_ACTIONS = ("kill", "stop", "pause", "partition", "delay")  # the faults `--for` can end
-INTERFACE = "eth0"
 NO_NETEM = "Specified qdisc kind is unknown"  # tc's answer where the kernel lacks sch_netem
 DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 DURATION_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
@@ -203,6 +205,19 @@ def _require_running(driver: DockerDriver, name: str, index: int) -> None:
         raise LabStateError(f"node{index} is {status}", "`lab fault heal` it (or `lab up`) first")
 
 
+HEAL_WAIT_SECONDS = 30
+
+
+def _wait_running(driver: DockerDriver, name: str, index: int) -> None:
+    """A healed node is running when `lab fault heal` returns, so the next command finds it up."""
+    deadline = time.monotonic() + HEAL_WAIT_SECONDS
+    while (status := driver.node_status(name, index)) != "running":
+        if time.monotonic() > deadline:
+            raise LabStateError(f"node{index} is still {status} {HEAL_WAIT_SECONDS} s after it was started again",
+                                f"see `docker logs {container_name(Node(name, index))}`")
+        time.sleep(0.2)
+
+
 def _heal(driver: DockerDriver, name: str, index: int, net_admin: bool) -> None:
     """Undo every fault: start, unpause, reconnect to the lab network, clear netem."""
     status = driver.node_status(name, index)
@@ -210,6 +225,10 @@ def _heal(driver: DockerDriver, name: str, index: int, net_admin: bool) -> None:
         driver.unpause_node(name, index)
     elif status != "running":
         driver.start_node(name, index)
+    _wait_running(driver, name, index)
     driver.reconnect_node(name, index)
+    spec = driver.existing_spec(name)
+    if spec is not None and spec.link_profile:  # a restarted or reconnected node has a new, unshaped veth
+        links.shape_node(driver, name, index, spec.link_profile)
     if net_admin:
         driver.exec_output(name, index, ["tc", "qdisc", "del", "dev", INTERFACE, "root"])

@@ -60,5 +60,8 @@ def volume_name(name: str) -> str:
     return f"lab-{name}-shared"
 
 
+INTERFACE = "eth0"  # a node's interface on the lab network (the only one besides lo)
+
+
 def container_name(node: Node) -> str:
     return f"lab-{node.lab}-{node.hostname}"

@@ -26,7 +26,7 @@ from pathlib import Path
 from lab.errors import HostError
 from lab.model.spec import LabSpec, LinkProfile, format_rate, format_time
 from lab.nodes.driver import DockerDriver, in_parallel
-from lab.nodes.faults import INTERFACE
+from lab.nodes.labels import INTERFACE
 
 SYS_NET = Path("/sys/class/net")
 TBF_LATENCY = "10ms"  # how long a packet may wait in the bucket's queue before it is dropped
