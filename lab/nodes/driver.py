@@ -156,7 +156,8 @@ def describe_container(attrs: dict) -> ContainerDescription:
         index=settings.index,
         hostname=hostname,
         container=settings.name,
-        state=state["Status"] + (" (OOM-killed)" if state.get("OOMKilled") else ""),
+        # Docker keeps OOMKilled after the node is started again: only a node that is down was stopped by it.
+        state=state["Status"] + (" (OOM-killed)" if state.get("OOMKilled") and state["Status"] != "running" else ""),
         ip=endpoint.get("IPAddress") or None,
         ssh_port=int(published[0]["HostPort"]) if published else None,
         cpus=settings.cpus,

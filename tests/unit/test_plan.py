@@ -183,6 +183,16 @@ def test_a_container_reads_back_as_its_plan_with_its_state():
     assert describe_container(inspect_data(planned, status="paused")).state.faults == ["paused"]
 
 
+def test_an_oom_kill_shows_only_while_the_node_is_down():
+    [planned] = build_plan(LabSpec(name="demo", nodes=1), facts()).containers
+    killed = inspect_data(planned, status="exited")
+    killed["State"].update(OOMKilled=True, ExitCode=137)
+    assert describe_container(killed).state.state == "exited (OOM-killed)"
+    restarted = inspect_data(planned)  # Docker keeps the flag after `start`; the node is simply running again
+    restarted["State"]["OOMKilled"] = True
+    assert describe_container(restarted).state.state == "running"
+
+
 def test_compose_service_comes_from_the_same_description():
     [planned] = build_plan(LabSpec(name="demo", nodes=1, cpus=1.0, gpus="none"), facts()).containers
     service = compose_service(describe_container(inspect_data(planned)).settings)
