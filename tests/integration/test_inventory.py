@@ -1,7 +1,6 @@
 """Graduation: `lab run --inventory` reaches the lab's containers only as SSH hosts of a hand-written inventory."""
 
 import json
-from pathlib import Path
 
 import pytest
 
