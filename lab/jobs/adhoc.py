@@ -54,9 +54,11 @@ def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
 NOT_COPIED = (".lab", ".git", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache")
 
 
-def _not_copied(folder: str, names: list[str]) -> set[str]:
-    state = paths.state_dir().resolve()
-    return {name for name in names if name in NOT_COPIED or (Path(folder) / name).resolve() == state}
+def _not_copied(state: Path):
+    """copytree's `ignore`: NOT_COPIED names, and the lab's state folder `state` wherever it sits."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return {name for name in names if name in NOT_COPIED or (Path(folder) / name).resolve() == state}
+    return ignore
 
 
 def _stage(target: Target, run_id: str, copy: Path | None) -> str:
@@ -68,7 +70,7 @@ def _stage(target: Target, run_id: str, copy: Path | None) -> str:
         if not copy.exists():
             raise SpecError(f"'{copy}' does not exist", "give a file or folder on this machine")
         if copy.is_dir():
-            shutil.copytree(copy, host / copy.name, dirs_exist_ok=True, ignore=_not_copied)
+            shutil.copytree(copy, host / copy.name, dirs_exist_ok=True, ignore=_not_copied(paths.state_dir().resolve()))
         else:
             shutil.copy2(copy, host / copy.name)
     target.share(relative)
