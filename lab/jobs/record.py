@@ -8,6 +8,7 @@ who ran when (`timeline.png`, lab/jobs/timeline.py) and, from runs that hung, th
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import time
@@ -92,9 +93,21 @@ class RunRecord:
 
     @classmethod
     def new(cls, label: str, lab: str) -> RunRecord:
-        """A fresh record under the runs folder; its id sorts by start time and ends with `label`."""
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3] + f"-{label}"
-        return cls(run_id, label, lab, paths.runs_dir() / run_id)
+        """A fresh record under the runs folder; its id sorts by start time and ends with `label`.
+
+        The record's folder is made here, exclusively: two runs started in the same millisecond get different ids
+        (the id also names the run's shared folder and the LAB_RUN_ID its processes are found and killed by).
+        """
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3]
+        runs = paths.runs_dir()
+        runs.mkdir(parents=True, exist_ok=True)
+        for attempt in itertools.count(1):
+            run_id = f"{stamp}-{label}" if attempt == 1 else f"{stamp}-{attempt}-{label}"
+            try:
+                (runs / run_id).mkdir()
+            except FileExistsError:
+                continue
+            return cls(run_id, label, lab, runs / run_id)
 
     @property
     def passed(self) -> bool:

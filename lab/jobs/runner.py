@@ -11,6 +11,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
 from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command, step_timeout
@@ -19,32 +20,32 @@ from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.transports import Transport
 
+if TYPE_CHECKING:  # targets.py runs exercises through this module
+    from lab.jobs.targets import Target
+
 
 @dataclass
 class RunOptions:
-    nnodes: int
+    """What the user chose for a run; where it runs, and what those nodes are, is the Target's."""
+
     nproc_per_node: int | None = None
     backend: str = "auto"
     timeout: int | None = None
-    lab_name: str = "default"  # the target's label, kept in the record
     master_port: int | None = None  # None: 29500, or a free port when that is taken
     fail_grace: float | None = FAILED_NODE_GRACE  # stop this long after every process of a node failed (None: never)
-    hostnames: tuple[str, ...] = ()  # node i's name, for the diagnosis (empty: node<i>)
-    node_gpus: tuple[tuple[str, ...], ...] | None = None
-    memory_limit: str | None = None
 
 
-def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, reporter: Reporter) -> RunRecord:
+def run_exercise(exercise: Exercise, target: Target, options: RunOptions, reporter: Reporter) -> RunRecord:
     nproc = options.nproc_per_node or exercise.nproc_per_node
-    record = RunRecord.new(exercise.name, options.lab_name)
-    outcome = RunOutcome(nnodes=options.nnodes, nproc_per_node=nproc, backend=options.backend)
-    host_run_dir = transport.host_shared_dir / "runs" / record.run_id
+    record = RunRecord.new(exercise.name, target.label)
+    outcome = RunOutcome(nnodes=target.nnodes, nproc_per_node=nproc, backend=options.backend)
+    host_run_dir = target.transport.host_shared_dir / "runs" / record.run_id
     findings: list[dict] = []
     with recording(record):
         for step in exercise.steps:
-            reporter.event(f"{exercise.name} step '{step.name}' on {options.nnodes} node(s) x {nproc} process(es)")
+            reporter.event(f"{exercise.name} step '{step.name}' on {target.nnodes} node(s) x {nproc} process(es)")
             stacks_dir = record.stacks_dir if len(exercise.steps) == 1 else record.stacks_dir / step.name
-            step_outcome, step_record, step_findings = _run_step(exercise, step, transport, options, nproc,
+            step_outcome, step_record, step_findings = _run_step(exercise, step, target, options, nproc,
                                                                  record.run_id, reporter, stacks_dir)
             outcome.steps[step.name] = step_outcome
             record.steps.append(step_record)
@@ -59,8 +60,9 @@ def run_exercise(exercise: Exercise, transport: Transport, options: RunOptions, 
     return record
 
 
-def _run_step(exercise: Exercise, step: Step, transport: Transport, options: RunOptions, nproc: int,
+def _run_step(exercise: Exercise, step: Step, target: Target, options: RunOptions, nproc: int,
               run_id: str, reporter: Reporter, stacks_dir: Path) -> tuple[StepOutcome, StepRecord, list[dict]]:
+    transport, nnodes = target.transport, target.nnodes
     shared = transport.shared_dir
     port = transport.pick_port(options.master_port)
     results_dir = transport.host_shared_dir / "runs" / run_id / "results" / step.name
@@ -68,9 +70,9 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
     (transport.host_shared_dir / "runs" / run_id / "work").mkdir(parents=True, exist_ok=True)
     process_run_id = f"{run_id}-{step.name}"
     commands = {}
-    for index in range(options.nnodes):
+    for index in range(nnodes):
         ctx = LaunchContext(
-            node_rank=index, nnodes=options.nnodes, nproc_per_node=nproc,
+            node_rank=index, nnodes=nnodes, nproc_per_node=nproc,
             master_addr=transport.master_addr, master_port=port, python=transport.python,
             exercises_dir=transport.exercises_dir,
             results_dir=f"{shared}/runs/{run_id}/results/{step.name}",
@@ -78,7 +80,7 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
             run_id=process_run_id, backend=options.backend,
         )
         commands[index] = step_command(exercise, step, ctx)
-    timeout = options.timeout or step_timeout(exercise, step, options.nnodes, nproc)
+    timeout = options.timeout or step_timeout(exercise, step, nnodes, nproc)
     fault = dict(step.fault)
     injected = []
 
@@ -89,8 +91,8 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
     problems = []
 
     def on_timeout(exit_codes):
-        problems.append(_timeout_message(step.name, timeout, options.nnodes * nproc, set(_read_results(results_dir)),
-                                         exit_codes, options.nnodes))
+        problems.append(_timeout_message(step.name, timeout, nnodes * nproc, set(_read_results(results_dir)),
+                                         exit_codes, nnodes))
         reporter.event(problems[-1])
 
     expendable = frozenset(node for node in [_killed_node(step)] if node is not None)
@@ -107,9 +109,8 @@ def _run_step(exercise: Exercise, step: Step, transport: Transport, options: Run
                              fault_at=injected[0] if injected else None)
     findings = []
     if step.expect == "pass" and launch_failed(result, expendable):
-        facts = JobFacts(options.hostnames or tuple(f"node{index}" for index in range(options.nnodes)), nproc,
-                         options.backend, transport.master_addr, port, options.node_gpus, options.memory_limit,
-                         tuple(step.env), tuple(commands[0][0]) if 0 in commands else ())
+        facts = JobFacts(target.hostnames, nproc, options.backend, transport.master_addr, port, target.node_gpus,
+                         target.memory_limit, tuple(step.env), tuple(commands[0][0]) if 0 in commands else ())
         faults = transport.faults() + ([(int(fault.get("node", 1)), fault.get("action", "kill-worker"))] if injected else [])
         findings = explain_launch(result, facts, faults, step.name if len(exercise.steps) > 1 else None,
                                   node_interfaces(transport, commands))

@@ -105,18 +105,16 @@ def run_exercises(exercises: list[Exercise], target: Target, nproc_per_node: int
     """Run the exercises on `target` in order; every run keeps its own record."""
     nproc_per_node = nproc_per_node or target.nproc_per_node
     target.prepare(nproc_per_node or max(exercise.nproc_per_node for exercise in exercises), reporter)
-    options = RunOptions(nnodes=target.nnodes, nproc_per_node=nproc_per_node, backend=backend, timeout=timeout,
-                         master_port=master_port, lab_name=target.label, fail_grace=fail_grace,
-                         hostnames=target.hostnames, node_gpus=target.node_gpus, memory_limit=target.memory_limit)
-    return [run_exercise(exercise, target.transport, _resolved_backend(options, exercise, target.node_gpus), reporter)
+    options = RunOptions(nproc_per_node=nproc_per_node, backend=backend, timeout=timeout, master_port=master_port,
+                         fail_grace=fail_grace)
+    return [run_exercise(exercise, target, _resolved_backend(options, exercise, target), reporter)
             for exercise in exercises]
 
 
-def _resolved_backend(options: RunOptions, exercise: Exercise,
-                      node_gpus: tuple[tuple[str, ...], ...] | None) -> RunOptions:
+def _resolved_backend(options: RunOptions, exercise: Exercise, target: Target) -> RunOptions:
     """`auto` made gloo or nccl from the lab's GPUs, the same on every node; nccl refused where it would hang."""
-    if node_gpus is None:
+    if target.node_gpus is None:
         return options
     nproc = options.nproc_per_node or exercise.nproc_per_node
-    return dataclasses.replace(options, backend=run_backend(options.backend, [list(gpus) for gpus in node_gpus], nproc,
-                                                            options.lab_name))
+    return dataclasses.replace(options, backend=run_backend(options.backend, [list(gpus) for gpus in target.node_gpus],
+                                                            nproc, target.label))

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,17 @@ def test_exec_with_the_old_driver_local_runs_host_processes(own_lab_home):
     logs = {node: (record.path / "logs" / f"node{node}-main.log").read_text() for node in (0, 1)}
     assert logs == {0: "node 0 of 2\n", 1: "node 1 of 2\n"}
     assert load(record.run_id).steps[0].command == [sys.executable, "-c", program]
+
+
+def test_runs_started_in_the_same_millisecond_get_their_own_ids_and_folders(own_lab_home, monkeypatch):
+    import lab.jobs.record as record_module
+
+    class FrozenClock:
+        @staticmethod
+        def now(tz=None):
+            return datetime(2026, 11, 23, 12, 0, 0, 123456, tzinfo=tz)
+
+    monkeypatch.setattr(record_module, "datetime", FrozenClock)
+    first, second = RunRecord.new("exec", "demo"), RunRecord.new("exec", "demo")
+    assert first.run_id == "20261123-120000-123-exec" and second.run_id == "20261123-120000-123-2-exec"
+    assert first.path.is_dir() and second.path.is_dir() and first.path != second.path

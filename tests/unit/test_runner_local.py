@@ -7,6 +7,7 @@ from pathlib import Path
 from lab import paths
 from lab.jobs.exercises import exercises_root, load_exercise
 from lab.jobs.runner import RunOptions, run_exercise
+from lab.jobs.targets import Target
 from lab.jobs.transports import LocalTransport
 
 JOIN = """
@@ -42,6 +43,11 @@ labkit.write_result(rank, done=True)
 """
 
 
+def host_nodes(transport, nnodes: int = 2) -> Target:
+    """`nnodes` nodes that are process groups on this host, as `lab run --on host` makes them."""
+    return Target(transport, ("localhost",) * nnodes, "local")
+
+
 class Collect:
     def __init__(self):
         self.lines, self.events = [], []
@@ -67,7 +73,7 @@ def exercise(tmp_path: Path, manifest: str, program: str = JOIN, check: str = CH
 def test_pass_streams_and_records(tmp_path):
     ex, transport = exercise(tmp_path, "program: prog.py\ntimeout: 60\n")
     reporter = Collect()
-    record = run_exercise(ex, transport, RunOptions(nnodes=2), reporter)
+    record = run_exercise(ex, host_nodes(transport), RunOptions(), reporter)
     assert record.passed, record.checks
     assert {node for node, text in reporter.lines if "sum=1.0" in text} == {0, 1}
     saved = json.loads((record.path / "run.json").read_text())
@@ -79,7 +85,7 @@ def test_pass_streams_and_records(tmp_path):
 
 def test_nonzero_exit_fails_the_run_but_keeps_a_record(tmp_path):
     ex, transport = exercise(tmp_path, "program: prog.py\nargs: [--fail]\ntimeout: 60\n")
-    record = run_exercise(ex, transport, RunOptions(nnodes=2), Collect())
+    record = run_exercise(ex, host_nodes(transport), RunOptions(), Collect())
     assert not record.passed
     failed = [c for c in record.checks if not c.passed]
     assert [c.name for c in failed] == ["main: every node exited 0"]
@@ -89,7 +95,7 @@ def test_nonzero_exit_fails_the_run_but_keeps_a_record(tmp_path):
 def test_hung_rendezvous_times_out_names_missing_ranks_and_kills(tmp_path):
     ex, transport = exercise(tmp_path, "program: prog.py\nargs: [--hang]\ntimeout: 6\n")
     reporter = Collect()
-    record = run_exercise(ex, transport, RunOptions(nnodes=2), reporter)
+    record = run_exercise(ex, host_nodes(transport), RunOptions(), reporter)
     assert not record.passed and record.steps[0].timed_out
     timeout_events = [e for e in reporter.events if "timed out" in e]
     assert timeout_events and "ranks that never reported: 0, 1" in timeout_events[0]
@@ -102,7 +108,7 @@ def test_fault_kills_the_named_node_once_the_trigger_file_appears(tmp_path):
     check = "from lab.jobs.checks import Check\ndef check(run):\n    return [Check('node1 killed', run.last.exit_codes[1] != 0)]\n"
     ex, transport = exercise(tmp_path, manifest, SLEEPER, check)
     reporter = Collect()
-    record = run_exercise(ex, transport, RunOptions(nnodes=2), reporter)
+    record = run_exercise(ex, host_nodes(transport), RunOptions(), reporter)
     assert not record.steps[0].timed_out
     assert any("fault: kill-node on node1" in e for e in reporter.events)
     assert record.steps[0].exit_codes[0] == 0 and record.steps[0].exit_codes[1] != 0
@@ -113,7 +119,7 @@ def test_expected_failure_step_and_checker_crash(tmp_path):
     manifest = "program: prog.py\ntimeout: 60\nsteps:\n  - name: broken\n    args: [--fail]\n    expect: fail\n"
     crash = "def check(run):\n    return [1 / 0]\n"
     ex, transport = exercise(tmp_path, manifest, check=crash)
-    record = run_exercise(ex, transport, RunOptions(nnodes=2), Collect())
+    record = run_exercise(ex, host_nodes(transport), RunOptions(), Collect())
     assert [c.name for c in record.checks] == ["checker ran"]
     assert "ZeroDivisionError" in record.checks[0].detail
     assert record.status == "failed"

@@ -7,6 +7,7 @@ import pytest
 
 from lab.jobs.record import RunRecord, StepRecord, load
 from lab.jobs.runner import RunOptions, run_exercise
+from lab.jobs.targets import Target
 from lab.jobs.stacks import Frame, ProcessStack, ThreadStack, write_stacks
 from lab.jobs.timeline import FAILED, KILLED, OK, build_timeline, draw_timeline, exit_text
 
@@ -16,6 +17,11 @@ from test_runner_local import JOIN, Collect, exercise  # noqa: E402
 
 T0 = 1_700_000_000.0
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def host_nodes(transport, nnodes: int = 2) -> Target:
+    """`nnodes` nodes that are process groups on this host, as `lab run --on host` makes them."""
+    return Target(transport, ("localhost",) * nnodes, "local")
 
 
 def events(folder, rank, node, pid, *moments):
@@ -112,7 +118,7 @@ FINISHING_JOIN = JOIN.replace("dist.destroy_process_group()", "labkit.finish()")
 def test_real_run_draws_launch_to_exit_with_each_ranks_moments(tmp_path):
     ex, transport = exercise(tmp_path, "program: prog.py\ntimeout: 60\n", program=FINISHING_JOIN)
     # a port of its own: 29500 on this host's loopback may be any parallel job's
-    record = run_exercise(ex, transport, RunOptions(nnodes=2, master_port=free_port()), Collect())
+    record = run_exercise(ex, host_nodes(transport), RunOptions(master_port=free_port()), Collect())
     assert record.passed, record.checks
     assert (record.path / "timeline.png").read_bytes()[:8] == PNG_MAGIC
     step = record.steps[0]
@@ -142,8 +148,8 @@ labkit.init(rank=rank, world_size=2)
 
 def test_real_stopped_run_shows_who_waited_and_who_was_gone(tmp_path):
     ex, transport = exercise(tmp_path, "program: prog.py\ntimeout: 300\n", program=GONE_PEER)
-    options = RunOptions(nnodes=2, master_port=free_port(), fail_grace=3)
-    record = run_exercise(ex, transport, options, Collect())
+    options = RunOptions(master_port=free_port(), fail_grace=3)
+    record = run_exercise(ex, host_nodes(transport), options, Collect())
     assert record.status == "failed" and record.steps[0].stopped_at is not None
     timeline = build_timeline(load(record.run_id))
     assert [kind for _, kind, _ in timeline.moments] == ["stop"]
