@@ -10,7 +10,10 @@ FP16_PARAM_TOLERANCE = 1e-3  # max |fp16 - fp32| of any parameter, relative to t
 FP16_LOSS_TOLERANCE = 0.01  # relative difference of the final losses
 FP16_BYTES = (0.4, 0.6)  # fp16 / fp32 bytes sent per step: half, give or take gloo's own messages
 ACCUMULATION_SLACK = 0.2  # bytes per sample drop by k, within 20 %
-BANDWIDTH_BOUND = 0.5  # communication at least this share of a synchronised step: the link is the bottleneck
+# Communication at least this share of a synchronised step: the link is the bottleneck. Measured: 93 % on a
+# 1gbit link; on an unshaped lab under load up to 75 %, made of per-call overhead rather than bytes, where fp16
+# was not faster (16 vs 15 ms): below this share the orderings are shown, not required.
+BANDWIDTH_BOUND = 0.9
 
 
 def variant(result: dict, name: str) -> dict:
