@@ -202,8 +202,11 @@ def interrupt_trials(trials: Trials, part: str, count: int, rng: random.Random) 
                 process.kill()
             else:
                 os.killpg(process.pid, signal.SIGINT)
-        _, stderr = process.communicate(timeout=300)
+        stdout, stderr = process.communicate(timeout=300)
         code = process.returncode
+        # The signal can land after `lab up` printed its summary, while Python exits: no bytecode runs any more to
+        # raise KeyboardInterrupt, so it exits 0 with the lab up. The command finished first; its lab is whole.
+        finished_first = finished_first or (code == 0 and f"lab '{name}' up in" in stdout)
         if finished_first and code == 0:  # `lab up` is quicker now (less load): later moments come from a shorter window
             trials.up_seconds = min(trials.up_seconds, moment)
         if crash or finished_first:

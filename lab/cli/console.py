@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,6 +19,20 @@ from lab.model.spec import format_bytes
 
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+@contextlib.contextmanager
+def done_already() -> Iterator[None]:
+    """Ctrl-C is ignored while a command that has finished its work prints the result: stopping there would cut the
+    summary short and report as stopped what is in fact complete."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 errors = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from lab.cli.console import StatusLine, console, print_nodes, print_provision
+from lab.cli.console import StatusLine, console, done_already, print_nodes, print_provision
 from lab.cli.options import json_option, master_port_option, name_option, target_options
 from lab.model.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 from lab.nodes import lifecycle
@@ -65,6 +65,11 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, 
         return
     with StatusLine(as_json) as progress:
         result = lifecycle.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
+    with done_already():
+        _print_up(result, name, as_json)
+
+
+def _print_up(result: lifecycle.UpResult, name: str, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"name": name, "changed": result.changed, "seconds": round(result.seconds, 2),
                           "notices": result.notices, "nodes": [node.to_dict() for node in result.nodes]}, indent=2))

@@ -23,6 +23,7 @@ from lab.nodes.processes import (JobProcess, StacksUnavailable, container_proces
                                  host_stacks, parse_remote, remote_script, scan_processes)
 from lab.errors import EngineError, LabStateError, RunError
 from lab.locks import HeldLock, holder, try_lock
+from lab.lines import pipe_lines
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT
 
 # Runs inside a node: kill the processes of one run (or one step: ids are '<run>-<step>'), found by the
@@ -254,12 +255,12 @@ class DockerTransport:
 
 class LocalProcess:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path):
-        self.popen = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        self.popen = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       start_new_session=True)
 
     def lines(self) -> Iterator[str]:
-        for raw in self.popen.stdout:
-            yield raw.decode(errors="replace").rstrip("\n")
+        """Whole lines of stdout and stderr, each pipe read apart (a line cut on one is never glued to the other)."""
+        yield from pipe_lines(self.popen.stdout, self.popen.stderr)
 
     def wait(self) -> int | None:
         return self.popen.wait()
@@ -338,7 +339,7 @@ class SshProcess(LocalProcess):
     """A local `ssh` client whose output is the remote program's; `after_exit` runs once it ended."""
 
     def __init__(self, argv: list[str], after_exit: Callable[[], None]):
-        self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       start_new_session=True)
         self.after_exit = after_exit
 

@@ -20,6 +20,7 @@ import docker.errors
 import requests.exceptions
 
 from lab.errors import EngineError, LabStateError, ProvisionError
+from lab.lines import STDERR, STDOUT, LineAssembler
 from lab.model.spec import LabSpec, Node
 from lab.nodes.labels import (
     GPUS_LABEL,
@@ -194,37 +195,26 @@ def create_arguments(plan: ContainerPlan) -> dict:
     }
 
 
-class _LineSplitter:
-    """Bytes chunks in, whole text lines out."""
-
-    def __init__(self):
-        self.buffer = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        self.buffer += chunk
-        *complete, self.buffer = self.buffer.split(b"\n")
-        return [line.decode(errors="replace").rstrip("\r") for line in complete]
-
-    def rest(self) -> list[str]:
-        return [self.buffer.decode(errors="replace")] if self.buffer else []
-
-
 class ExecProcess:
     """A process started with `docker exec`, its output streamed line by line."""
 
     def __init__(self, api, container: str, argv: list[str], env: dict[str, str], cwd: str):
         self.api = api
         self.exec_id = api.exec_create(container, argv, environment=env, workdir=cwd)["Id"]
-        self.stream = api.exec_start(self.exec_id, stream=True)
+        self.stream = api.exec_start(self.exec_id, stream=True, demux=True)
 
     def lines(self) -> Iterator[str]:
-        splitter = _LineSplitter()
+        """Whole lines of stdout and stderr, each stream read apart (a line cut on one is never glued to the other)."""
+        assembler = LineAssembler()
         try:
-            for chunk in self.stream:
-                yield from splitter.feed(chunk)
+            for out, err in self.stream:
+                if out:
+                    yield from assembler.feed(STDOUT, out)
+                if err:
+                    yield from assembler.feed(STDERR, err)
         except Exception:  # the engine went away or the container died mid-stream; wait() reports it
             pass
-        yield from splitter.rest()
+        yield from assembler.close()
 
     def wait(self) -> int | None:
         try:

@@ -21,6 +21,14 @@ for i in range({LINES}):
     print("LINE", f"rank={{rank}}", f"i={{i}}", "x" * 40)
     print("ERR", f"rank={{rank}}", f"i={{i}}", file=sys.stderr)
 sys.stdout.flush()
+# A line written in two parts with a pause: torchrun's tailer copies the first part with its tag, then the rest
+# behind the tag again, with another line of the same rank on the other stream in between.
+sys.stderr.write(f"CUT rank={{rank}}")
+sys.stderr.flush()
+time.sleep(0.5)
+print(f"BETWEEN rank={{rank}}", flush=True)
+time.sleep(0.3)
+print(" i=rest", file=sys.stderr)
 time.sleep(1)  # stderr's lines arrive before the repeats start
 for i in range({REPEATS}):
     print(f"REPEAT rank={{rank}}: store not reachable at 127.0.0.1:{{29500 + i}}")
@@ -55,6 +63,8 @@ def test_every_line_of_every_rank_is_whole_and_carries_its_node_and_rank(two_nod
     for kind, pattern in (("LINE", r"LINE rank=\d i=\d+ x{40}"), ("ERR", r"ERR rank=\d i=\d+")):
         assert len(shown[kind]) == 4 * LINES, kind  # a program's lines are never folded, whatever their numbers
         assert all(re.fullmatch(rf"\d \d \| {pattern}", line) for line in shown[kind])
+    for kind, pattern in (("CUT", r"CUT rank=\d i=rest"), ("BETWEEN", r"BETWEEN rank=\d")):  # the cut line mended
+        assert len(shown[kind]) == 4 and all(re.fullmatch(rf"\d \d \| {pattern}", line) for line in shown[kind]), kind
     for rank in "0123":
         repeats_shown = sum(line.startswith(f"{int(rank) // 2} {rank} |") for line in shown["REPEAT"])
         assert folded.get(rank, 0) > 0 and repeats_shown + folded[rank] == REPEATS, (rank, repeats_shown, folded)
