@@ -29,7 +29,9 @@ $(VENV)/.installed: pyproject.toml
 engine:
 	bash docker/engine.sh
 
-image: setup engine
+# The venv (pip) and the engine (apt) need nothing of each other: made at once.
+image:
+	@$(MAKE) --no-print-directory -j2 setup engine
 	$(BIN)/lab image build
 
 demo: image

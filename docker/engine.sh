@@ -42,7 +42,7 @@ missing=()
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 if ((${#missing[@]})); then
     echo "installing ${missing[*]} with apt-get"
-    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" || {
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" || {
         echo "apt-get could not install ${missing[*]}: see its output above" >&2
         exit 1
     }

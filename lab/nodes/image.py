@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,9 +318,12 @@ def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuil
                 on_progress(line)
 
             progress(f"building {tag} (log: {log_path})")
-            base = resolve_base(DockerBaseEngine(client), progress)
             pins = host_pins()
-            wheels = fill_wheelhouse(pins, TARGET, log, log_path, on_progress)
+            # The base (debootstrap: Debian's mirror, dpkg) and the wheels (pip) need nothing of each other: at once.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                wheels_filled = pool.submit(fill_wheelhouse, pins, TARGET, log, log_path, on_progress)
+                base = resolve_base(DockerBaseEngine(client), progress)
+                wheels = wheels_filled.result()
             build_image(client, tag, base, pins, wheels, rebuild, log, log_path, on_progress)
             progress(f"built {tag} on {base} in {time.monotonic() - started:.0f} s")
     return tag
