@@ -52,6 +52,7 @@ class StepRecord:
     node_exits: dict[int, float] = field(default_factory=dict)
     stopped_at: float | None = None
     fault_at: float | None = None
+    hand_faults: list[tuple[float, int, str]] = field(default_factory=list)  # `lab fault` while it ran: (when, node, action)
 
     def to_dict(self) -> dict:
         return {"step": self.name, "command": self.command, "expect": self.expect, "exit_codes": self.exit_codes,
@@ -59,7 +60,8 @@ class StepRecord:
                 "oom_killed": self.oom_killed, "fault": self.fault, "fault_injected": self.fault_injected,
                 "problem": self.problem, "nproc_per_node": self.nproc_per_node, "master_port": self.master_port,
                 "started_at": self.started_at, "node_exits": self.node_exits, "stopped_at": self.stopped_at,
-                "fault_at": self.fault_at}
+                "fault_at": self.fault_at,
+                "hand_faults": [{"at": at, "node": node, "action": action} for at, node, action in self.hand_faults]}
 
     @classmethod
     def from_dict(cls, data: dict) -> StepRecord:
@@ -73,7 +75,9 @@ class StepRecord:
                    nproc_per_node=data.get("nproc_per_node"), master_port=data.get("master_port"),
                    started_at=data.get("started_at"),
                    node_exits={int(node): float(when) for node, when in (data.get("node_exits") or {}).items()},
-                   stopped_at=data.get("stopped_at"), fault_at=data.get("fault_at"))
+                   stopped_at=data.get("stopped_at"), fault_at=data.get("fault_at"),
+                   hand_faults=[(float(fault["at"]), int(fault["node"]), str(fault["action"]))
+                                for fault in data.get("hand_faults") or []])
 
 
 @dataclass

@@ -106,7 +106,8 @@ def _run_step(exercise: Exercise, step: Step, target: Target, options: RunOption
                              problem=problems[0] if problems else result.stopped or None,
                              nproc_per_node=nproc, master_port=port, started_at=result.started_at,
                              node_exits=result.node_exits, stopped_at=result.stopped_at,
-                             fault_at=injected[0] if injected else None)
+                             fault_at=injected[0] if injected else None,
+                             hand_faults=transport.faults_set_by_hand(result.started_at, time.time()))
     findings = []
     if step.expect == "pass" and launch_failed(result, expendable):
         facts = JobFacts(target.hostnames, nproc, options.backend, transport.master_addr, port, target.node_gpus,

@@ -93,6 +93,7 @@ def build_timeline(record: RunRecord) -> Timeline:
             fault = step.fault or {}
             moments.append((step.fault_at, "fault",
                             f"fault: {fault.get('action', 'kill-worker')} node{fault.get('node', 1)}"))
+        moments += [(when, "fault", f"lab fault: node{node} {action}") for when, node, action in step.hand_faults]
         if step.stopped_at is not None:
             kind = "timeout" if step.timed_out else "stop"
             moments.append((step.stopped_at, kind, "timeout" if step.timed_out else "early stop"))
@@ -264,15 +265,16 @@ def draw_timeline(record: RunRecord, target: Path | None = None) -> Path | None:
             axes.axvspan(start - t0, end - t0, color="#eeeeee" if index % 2 else "#f7f7f7", zorder=0)
             axes.text(start - t0, len(rows) - 0.05, f" step {name}", ha="left", va="center", fontsize=8,
                       color="#555555")
-    for when, kind, label in timeline.moments:
+    for index, (when, kind, label) in enumerate(timeline.moments):
         colour, style = MOMENT_STYLE[kind]
         axes.axvline(when - t0, color=colour, linestyle=style, linewidth=1.3, zorder=4)
-        axes.text(when - t0, -0.7, f" {label}", color=colour, fontsize=8, va="center")
+        # Labels alternate between two heights, so those of moments close in time do not overprint each other.
+        axes.text(when - t0, -0.7 - 0.45 * (index % 2), f" {label}", color=colour, fontsize=8, va="center")
     axes.set_yticks(range(len(rows)))
     axes.set_yticklabels([row.label if row.rank is None else f"  {row.label}" for row in rows])
     for tick, row in zip(axes.get_yticklabels(), rows):
         tick.set_fontweight("bold" if row.rank is None else "normal")
-    axes.set_ylim(len(rows) - 0.2 + 0.6, -1.0)
+    axes.set_ylim(len(rows) - 0.2 + 0.6, -1.45 if len(timeline.moments) > 1 else -1.0)
     right = max([span.end for row in rows for span in row.spans] + [when for when, _, _ in timeline.moments]) - t0
     axes.set_xlim(-0.02 * right, right * 1.3 + 0.5)  # room for the end labels
     axes.set_xlabel(f"seconds since launch ({datetime.fromtimestamp(t0).strftime('%Y-%m-%d %H:%M:%S')})")

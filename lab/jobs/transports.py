@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Protocol
 
 from lab.nodes.driver import ENGINE_HINT
+from lab.nodes.faults import faults_between
 from lab.nodes.processes import (JobProcess, StacksUnavailable, container_processes, dump_with_py_spy, host_processes,
                                  host_stacks, parse_remote, remote_script, scan_processes)
 from lab.errors import EngineError, LabStateError, RunError
@@ -147,6 +148,7 @@ class Transport(Protocol):
     def processes(self, index: int, run_id: str) -> list[JobProcess]: ...
     def dump_stacks(self, index: int, pids: list[int]) -> dict[int, list | str]: ...
     def faults(self) -> list[tuple[int, str]]: ...
+    def faults_set_by_hand(self, start: float, end: float) -> list[tuple[float, int, str]]: ...
 
 
 class DockerTransport:
@@ -252,6 +254,10 @@ class DockerTransport:
         except EngineError:
             return []
 
+    def faults_set_by_hand(self, start: float, end: float) -> list[tuple[float, int, str]]:
+        """(when, node, action) of each `lab fault` set or healed on this lab from `start` to `end`."""
+        return faults_between(self.lab_name, start, end)
+
 
 class LocalProcess:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path):
@@ -307,6 +313,9 @@ class LocalTransport:
 
     def faults(self) -> list[tuple[int, str]]:
         return []  # processes on this host: the lab injects no node faults here
+
+    def faults_set_by_hand(self, start: float, end: float) -> list[tuple[float, int, str]]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -454,6 +463,9 @@ class SshTransport:
 
     def faults(self) -> list[tuple[int, str]]:
         return []  # real hosts: the lab injects no node faults there
+
+    def faults_set_by_hand(self, start: float, end: float) -> list[tuple[float, int, str]]:
+        return []
 
     def _remote_json(self, index: int, script: str, timeout: float):
         try:

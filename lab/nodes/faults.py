@@ -55,6 +55,33 @@ def _record_delay(name: str, index: int, description: str | None) -> None:
     path.write_text(json.dumps(delays))
 
 
+def _fault_log(name: str):
+    return paths.lab_dir(name) / "fault-log.jsonl"
+
+
+def log_fault(name: str, index: int, action: str) -> None:
+    """Note when a fault was set or healed by hand, so a run's timeline can show it (one JSON line each)."""
+    path = _fault_log(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as log:
+        log.write(json.dumps({"at": time.time(), "node": index, "action": action}) + "\n")
+
+
+def faults_between(name: str, start: float, end: float) -> list[tuple[float, int, str]]:
+    """(when, node, action) of every fault set or healed on lab `name` from `start` to `end` (wall clock)."""
+    path = _fault_log(name)
+    events = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            event = json.loads(line)
+            when, node, action = float(event["at"]), int(event["node"]), str(event["action"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a crash
+        if start <= when <= end:
+            events.append((when, node, action))
+    return events
+
+
 def parse_node(text: str, nodes: int) -> int:
     """'node1' or '1' -> 1, within the lab's node count."""
     raw = text.removeprefix("node")
@@ -105,6 +132,8 @@ def inject(name: str, action: str, node_text: str | None, ms: int | None = None,
     index = parse_node(node_text, spec.nodes)
     if seconds is None:
         _apply(driver, spec, name, index, action, ms, jitter, rate)
+        if action != "heal":  # clear() notes a heal, with what it healed
+            log_fault(name, index, action)
         return f"node{index}: {action}" + (f" {' '.join(netem_args(ms, jitter, rate))}" if action == "delay" else "")
     if action == "delay":
         netem_args(ms, jitter, rate)  # bad arguments fail before anything is armed
@@ -115,6 +144,7 @@ def inject(name: str, action: str, node_text: str | None, ms: int | None = None,
     except BaseException:
         fault_timer.cancel(timer)
         raise
+    log_fault(name, index, f"{action} for {duration}")
     return f"node{index}: {action} for {duration} (reverts by itself; `lab fault clear` ends it sooner)"
 
 
@@ -167,6 +197,7 @@ def clear(driver: DockerDriver, name: str, index: int, net_admin: bool) -> str:
     if found:
         _heal(driver, name, index, net_admin)
         _record_delay(name, index, None)
+        log_fault(name, index, f"heal ({', '.join(found)})")
     if not found and not timers:
         return ""
     cancelled = f"{len(timers)} timer(s) cancelled" if timers else ""
@@ -197,6 +228,7 @@ def revert(timer: fault_timer.Timer, driver: DockerDriver | None = None) -> None
     elif timer.action == "delay":
         driver.exec_output(timer.lab, timer.node, ["tc", "qdisc", "del", "dev", INTERFACE, "root"])
         _record_delay(timer.lab, timer.node, None)
+    log_fault(timer.lab, timer.node, f"{timer.action} ended")
 
 
 def _require_running(driver: DockerDriver, name: str, index: int) -> None:

@@ -1,9 +1,13 @@
 """Faults that end by themselves: the timer outlives the `lab` that set it; `lab fault clear` is idempotent."""
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +78,19 @@ def test_delay_without_netem_is_one_line(fresh_name):
         assert node_faults(fresh_name)[0] == []
     else:
         assert_one_line_error(result, 5, "kernel has no netem")
+
+
+def test_a_fault_set_by_hand_during_a_run_is_in_its_record_and_on_its_timeline(two_nodes):
+    run = subprocess.Popen([sys.executable, "-m", "lab.cli", "exec", "--name", two_nodes, "--all", "--", "python", "-c",
+                            "import time; time.sleep(12)"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # the run has launched on both nodes
+    lab("fault", "pause", "node1", "--for", "2s", "--name", two_nodes, check=True)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0, stderr
+    record = Path(re.search(r"record: (\S+)", stdout)[1])
+    step = json.loads((record / "run.json").read_text())["steps"][0]
+    assert [(fault["node"], fault["action"]) for fault in step["hand_faults"]] == [(1, "pause for 2s"),
+                                                                                   (1, "pause ended")]
+    assert step["started_at"] < step["hand_faults"][0]["at"] < step["hand_faults"][1]["at"]
+    assert (record / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+    assert node_faults(two_nodes)[1] == []

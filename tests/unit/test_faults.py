@@ -33,7 +33,7 @@ from lab.errors import LabStateError
 from lab.model.spec import LabSpec
 from lab.nodes import fault_timer
 from lab.nodes.driver import NodeState
-from lab.nodes.faults import inject, parse_duration, revert
+from lab.nodes.faults import faults_between, inject, parse_duration, revert
 
 
 class FakeDriver:
@@ -128,7 +128,25 @@ def test_clear_heals_every_fault_and_says_so_once(monkeypatch, tmp_path):
     assert inject("f", "clear", "node1", driver=driver).startswith("nothing to clear")
 
 
-def test_revert_undoes_only_its_own_fault_on_its_own_container():
+def test_faults_set_and_healed_by_hand_are_logged_with_their_time(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAB_HOME", str(tmp_path))
+    driver = FakeDriver()
+    before = time.time()
+    inject("f", "kill", "node0", driver=driver)
+    inject("f", "heal", "node0", driver=driver)
+    inject("f", "clear", None, driver=driver)  # nothing left to heal: nothing logged
+    after = time.time()
+    events = faults_between("f", before, after)
+    assert [(node, action) for _, node, action in events] == [(0, "kill"), (0, "heal (killed)")]
+    assert all(before <= when <= after for when, _, _ in events)
+    assert faults_between("f", after + 1, after + 2) == [] and faults_between("other", before, after) == []
+    with (tmp_path / "labs" / "f" / "fault-log.jsonl").open("a") as log:
+        log.write('{"at": 1')  # a line a crash cut short
+    assert len(faults_between("f", before, after)) == 2
+
+
+def test_revert_undoes_only_its_own_fault_on_its_own_container(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAB_HOME", str(tmp_path))
     driver = FakeDriver()
     driver.status[0], driver.on_network[1] = "exited", False
     timer = fault_timer.Timer("f", 0, "kill", time.time(), "id0", os.getpid())

@@ -107,9 +107,18 @@ def test_draws_a_png_and_nothing_for_records_without_times(hung_record, own_lab_
 
 def test_step_times_survive_the_record(own_lab_home):
     step = StepRecord("main", exit_codes={0: 0, 1: None}, nproc_per_node=2, master_port=29501, started_at=T0,
-                      node_exits={0: T0 + 1.5, 1: T0 + 2}, stopped_at=T0 + 2, fault_at=T0 + 1)
+                      node_exits={0: T0 + 1.5, 1: T0 + 2}, stopped_at=T0 + 2, fault_at=T0 + 1,
+                      hand_faults=[(T0 + 0.5, 1, "pause for 2s"), (T0 + 1.2, 1, "pause ended")])
     again = StepRecord.from_dict(json.loads(json.dumps(step.to_dict())))
     assert again == step
+
+
+def test_faults_set_by_hand_during_a_run_are_lines_on_its_timeline(own_lab_home):
+    record = RunRecord.new("torchrun", "t1")
+    record.steps = [StepRecord("main", exit_codes={0: 0, 1: 0}, started_at=T0, node_exits={0: T0 + 9, 1: T0 + 9},
+                               hand_faults=[(T0 + 2, 1, "pause for 3s"), (T0 + 5, 1, "pause ended")])]
+    assert build_timeline(record).moments == [(T0 + 2, "fault", "lab fault: node1 pause for 3s"),
+                                              (T0 + 5, "fault", "lab fault: node1 pause ended")]
 
 
 FINISHING_JOIN = JOIN.replace("dist.destroy_process_group()", "labkit.finish()")
