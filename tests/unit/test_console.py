@@ -1,13 +1,15 @@
 """What a person reads during a run: whole lines, a node/rank prefix on each, repeated warnings folded into a count."""
 
+import os
 import re
+import signal
 import string
 import subprocess
 import sys
 
 import pytest
 
-from lab.cli.console import LiveReporter, repeat_key, split_rank
+from lab.cli.console import LiveReporter, done_already, repeat_key, split_rank
 from lab.jobs.exercises import LaunchContext, exercises_root, readable_output_env, torchrun_argv
 
 C10D_RETRY = ("[W1123 10:18:{second:02d}.{micros:06d}000 socket.cpp:767] [c10d] The client socket has failed to connect "
@@ -152,3 +154,14 @@ def test_a_job_keeps_the_users_pythonpath_and_sitecustomize(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["True", "False", "True", "True", "42"], result.stderr
     assert env["PYTHONPATH"].split(":") == [f"{exercises_root()}/linebuffered", str(tmp_path)]
+
+
+def test_ctrl_c_while_a_finished_command_prints_its_result_is_ignored_then_armed_again():
+    with done_already():
+        os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt at the next bytecode
+        printed = "lab 'demo' up in 2.4 s"
+    assert printed and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
