@@ -3,8 +3,6 @@ job's environment or a taken rendezvous port would make it fail."""
 
 import json
 import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -12,6 +10,7 @@ from lab.jobs.preflight import MIN_SHM_BYTES
 from lab.nodes.labels import NETWORK_OPTIONS
 
 from .conftest import lab, lab_json
+from .test_reliability import start_lab
 
 LAB_MTU = int(NETWORK_OPTIONS["com.docker.network.driver.mtu"])
 FACTS = {"hostname", "hostname_addresses", "hostname_is_loopback", "shm_bytes", "interfaces", "gloo_interface",
@@ -50,8 +49,7 @@ def test_a_socket_interface_the_nodes_lack_is_a_problem_on_every_node(two_nodes)
 def test_a_rendezvous_port_another_process_holds_on_node0_is_named(two_nodes):
     hold = ("import socket, time; s = socket.socket(); s.bind(('', 29555)); s.listen(); print('holding', flush=True);"
             " time.sleep(120)")
-    holder = subprocess.Popen([sys.executable, "-m", "lab.cli", "exec", "--name", two_nodes, "--node", "0",
-                               "--timeout", "120", "--", "python", "-c", hold], stdout=subprocess.PIPE, text=True)
+    holder = start_lab("exec", "--name", two_nodes, "--node", "0", "--timeout", "120", "--", "python", "-c", hold)
     try:
         assert any("holding" in line for line in holder.stdout), "the holder never bound the port"
         result = lab("doctor", "--name", two_nodes, "--master-port", "29555")

@@ -1,5 +1,6 @@
 """Ctrl-C while the `lab` command is still loading: one line and exit 130, as later, never an import traceback."""
 
+import signal
 import subprocess
 import sys
 
@@ -21,8 +22,9 @@ main()
 
 
 def test_ctrl_c_while_the_cli_loads_exits_130_with_one_line():
+    # SIGINT armed as in a terminal's foreground job (a background shell starts children with it ignored).
     result = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_LOADING], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert result.returncode == 130, result.stderr
     assert "Traceback" not in result.stderr and result.stderr.strip().startswith("interrupted"), result.stderr
 
