@@ -7,12 +7,13 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup engine image demo test test-fast bench reliability clean help
+.PHONY: setup engine image demo test test-long test-fast bench reliability clean help
 
 help:
 	@echo "make demo       2-node lab, every exercise run and checked, torn down"
 	@echo "make test       the whole test suite (brings up the Docker engine, builds the image)"
 	@echo "make test-fast  unit tests only, no containers"
+	@echo "make test-long  the few real cases that wait for minutes (a Slurm time limit), left out of make test"
 	@echo "make bench      benchmarks (see bench/)"
 	@echo "make reliability  interruption trials + cited tests, rewrites RELIABILITY.md (20-40 min)"
 	@echo "make setup | engine | image | clean"
@@ -40,7 +41,10 @@ demo: image
 	$(BIN)/lab run --all; status=$$?; $(BIN)/lab down; exit $$status
 
 test: image
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not long" $(PYTEST_ARGS)
+
+test-long: image
+	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)

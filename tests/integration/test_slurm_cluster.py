@@ -70,6 +70,7 @@ def test_a_drained_node_is_named(slurm_lab, tmp_path):
     assert on_node0(slurm_lab, "squeue", "-h").strip() == ""  # the job that could not start was cancelled
 
 
+@pytest.mark.long  # Slurm's shortest limit is a minute, checked every 30 s; the message: tests/unit/test_slurm_cluster.py
 def test_a_job_over_its_time_limit_is_one_line(slurm_lab, tmp_path):
     script = tmp_path / "slow.sh"
     script.write_text("#!/bin/bash\n#SBATCH --time=0:01\nsleep 600\n")
