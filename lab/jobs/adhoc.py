@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import string
-import time
 from pathlib import Path
 
 from lab import paths
@@ -96,7 +95,7 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
         step.oom_killed, step.problem = result.oom_killed, result.stopped or None
         step.nproc_per_node, step.master_port = facts.nproc_per_node, facts.master_port
         step.started_at, step.node_exits, step.stopped_at = result.started_at, result.node_exits, result.stopped_at
-        step.hand_faults = target.transport.faults_set_by_hand(result.started_at, time.time())
+        step.hand_faults = result.hand_faults
         record.save_logs(step.name, result.logs)
         if launch_failed(result):
             record.diagnosis = explain_launch(result, facts, target.transport.faults(),

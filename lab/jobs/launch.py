@@ -41,6 +41,7 @@ class LaunchResult:
     started_at: float = 0.0  # wall clock (time.time()) when the first node's command was started
     node_exits: dict[int, float] = field(default_factory=dict)  # node -> wall clock when its command ended
     stopped_at: float | None = None  # wall clock when the lab stopped the run (timeout or early stop)
+    hand_faults: list[tuple[float, int, str]] = field(default_factory=list)  # `lab fault` while it ran: (when, node, action)
 
 
 def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
@@ -142,7 +143,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
         reporter.event(f"node{index}: a process was killed by the kernel for exceeding the node's memory limit (OOM)")
     return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
                         time.monotonic() - started, oom_killed, stopped, stacks, started_at, node_exits,
-                        wall(stopped_at) if stopped_at is not None else None)
+                        wall(stopped_at) if stopped_at is not None else None,
+                        transport.faults_set_by_hand(started_at, time.time()))
 
 
 def failed_nodes(exit_codes: dict[int, int | None], expendable: frozenset[int] = frozenset()) -> list[int]:

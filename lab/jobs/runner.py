@@ -107,7 +107,7 @@ def _run_step(exercise: Exercise, step: Step, target: Target, options: RunOption
                              nproc_per_node=nproc, master_port=port, started_at=result.started_at,
                              node_exits=result.node_exits, stopped_at=result.stopped_at,
                              fault_at=injected[0] if injected else None,
-                             hand_faults=transport.faults_set_by_hand(result.started_at, time.time()))
+                             hand_faults=result.hand_faults)
     findings = []
     if step.expect == "pass" and launch_failed(result, expendable):
         facts = JobFacts(target.hostnames, nproc, options.backend, transport.master_addr, port, target.node_gpus,
