@@ -33,7 +33,7 @@ def exercises_command(as_json):
 
 
 @click.command()
-@click.argument("exercise", required=False)
+@click.argument("exercise", nargs=-1)
 @click.option("--all", "run_all", is_flag=True, help="Run every exercise in order.")
 @name_option
 @target_options
@@ -42,17 +42,27 @@ def exercises_command(as_json):
               help="auto: nccl where every rank has its own GPU, else gloo.")
 @click.option("--timeout", type=click.IntRange(1, 86400), default=None, help="Seconds per step (default: the exercise's).")
 @click.option("--quiet", is_flag=True, help="Do not stream the nodes' output.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 8), default=1, show_default=True, metavar="N",
+              help="Run N of the exercises at a time, each on a lab of its own: this one and N-1 copies of it "
+                   "(NAME-copy1, ...), made for the run and removed after. Node output is then not streamed.")
 @master_port_option
 @diagnosis_options
 @json_option
-def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, timeout, quiet, master_port, fail_grace,
-        verbose, as_json):
-    """Run EXERCISE (exercise03, or just 3) across every node and check its results.
+def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, timeout, quiet, jobs, master_port,
+        fail_grace, verbose, as_json):
+    """Run EXERCISE (exercise03, or just 3; several in turn) across every node and check its results.
 
     Output of every node streams live with a node/rank prefix. A record (per-node logs,
     per-rank JSON, checks, timings) is kept under .lab/runs/<id>/. Exits 0 only if every
     check passes. A run that fails says why (the top finding; all with -v, or later with
     `lab explain`); a hung one gets the stacks of every rank in its record.
+
+    \b
+    Examples:
+      lab run 3                  exercise03 on the default lab
+      lab run 1 5 8              three exercises, one after the other
+      lab run --all -j 2         every exercise, two at a time (on the lab and a copy of it)
+      lab run 1 --on host        as processes on this machine: the native comparison
     """
     from lab.jobs import targets
     from lab.jobs.exercises import discover, find
@@ -61,11 +71,20 @@ def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, 
         raise SpecError("name an exercise or pass --all", "see `lab exercises`")
     if exercise and run_all:
         raise SpecError("name an exercise or pass --all, not both")
-    exercises = discover() if run_all else [find(exercise)]
-    target = targets.resolve(on, name, inventory, nodes)
-    with LiveReporter(quiet or as_json) as reporter:
-        records = targets.run_exercises(exercises, target, nproc_per_node, backend, timeout, reporter, master_port,
-                                        fail_grace or None)
+    if jobs > 1 and (on is not None or inventory is not None or nodes is not None):
+        raise SpecError("--jobs runs exercises on copies of a lab; it does not go with --on, --inventory or --nodes",
+                        "leave out --jobs")
+    exercises = discover() if run_all else list({found.name: found for found in map(find, exercise)}.values())
+    with LiveReporter(quiet or as_json or jobs > 1) as reporter:
+        if jobs > 1:
+            from lab.jobs.spread import run_spread
+
+            records = run_spread(exercises, name, jobs, lambda one, target, labelled: targets.run_exercises(
+                [one], target, nproc_per_node, backend, timeout, labelled, master_port, fail_grace or None)[0],
+                reporter)
+        else:
+            records = targets.run_exercises(exercises, targets.resolve(on, name, inventory, nodes), nproc_per_node,
+                                            backend, timeout, reporter, master_port, fail_grace or None)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
     else:

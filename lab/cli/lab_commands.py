@@ -293,6 +293,22 @@ def image_build(rebuild):
     console.print(f"node image: {tag}")
 
 
+@image.command("base")
+def image_base():
+    """Make the Debian image the node image builds on: a local one, else a pull, else debootstrap.
+
+    `lab image build` does this too; alone it needs no torch on this host, so `make` runs it
+    while torch installs.
+    """
+    from lab.nodes.driver import DockerDriver
+    from lab.nodes.image import ensure_base
+
+    driver = DockerDriver()
+    with StatusLine(False) as progress:
+        base = ensure_base(driver.client, progress)
+    console.print(f"base image: {base}")
+
+
 @click.command()
 @json_option
 def home(as_json):

@@ -121,10 +121,7 @@ def mermaid(graph: LabGraph) -> str:
 
 def draw(graph: LabGraph, target: Path, image_format: str = "png") -> Path:
     """The graph as a picture (`image_format` png or svg): nodes side by side on their network."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: its global figure list is not safe in threads
     from matplotlib.patches import FancyBboxPatch
 
     count = max(len(graph.nodes), 1)
@@ -133,7 +130,8 @@ def draw(graph: LabGraph, target: Path, image_format: str = "png") -> Path:
     box_width, gap = 3.0, 0.6
     box_height = 1.3 + 0.45 * rank_rows
     width = count * box_width + (count - 1) * gap
-    figure, axes = plt.subplots(figsize=(max(width + 1.2, 6.5), box_height + 2.6))
+    figure = Figure(figsize=(max(width + 1.2, 6.5), box_height + 2.6))
+    axes = figure.subplots()
     axes.set_xlim(-0.6, max(width, 5.3) + 0.6)
     axes.set_ylim(-1.75, box_height + 0.9)
     axes.axis("off")
@@ -166,5 +164,4 @@ def draw(graph: LabGraph, target: Path, image_format: str = "png") -> Path:
     axes.set_title(f"lab '{graph.lab}': {len(graph.nodes)} node(s); ranks from {graph.ranks_from}", fontsize=10)
     figure.tight_layout()
     figure.savefig(target, dpi=110, format=image_format)
-    plt.close(figure)
     return target

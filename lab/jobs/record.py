@@ -254,12 +254,10 @@ def _loss_plot(record_dir: Path) -> Path | None:
             series[f"{step_name} rank {rank}"] = points
     if not series:
         return None
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: its global figure list is not safe in threads (lab run --jobs)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4))
+    figure = Figure(figsize=(7, 4))
+    axes = figure.subplots()
     for label, points in series.items():
         axes.plot([p[0] for p in points], [p[1] for p in points], label=label, linewidth=1.2)
     axes.set_xlabel("step")
@@ -270,5 +268,4 @@ def _loss_plot(record_dir: Path) -> Path | None:
     figure.tight_layout()
     target = record_dir / "loss.png"
     figure.savefig(target, dpi=110)
-    plt.close(figure)
     return target

@@ -235,17 +235,16 @@ def draw_timeline(record: RunRecord, target: Path | None = None) -> Path | None:
     timeline = build_timeline(record)
     if not timeline.rows:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: its global figure list is not safe in threads (lab run --jobs)
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     t0 = timeline.start
     rows = timeline.rows
     top, bottom, legend = 0.45, 0.55, 0.35  # inches: title; axis label; legend below it
     height = top + bottom + legend + 0.5 + 0.42 * len(rows)
-    figure, axes = plt.subplots(figsize=(11, height))
+    figure = Figure(figsize=(11, height))
+    axes = figure.subplots()
     figure.subplots_adjust(left=0.1, right=0.98, top=1 - top / height, bottom=(bottom + legend) / height)
     for y, row in enumerate(rows):
         height = 0.62 if row.rank is None else 0.42
@@ -286,13 +285,12 @@ def draw_timeline(record: RunRecord, target: Path | None = None) -> Path | None:
                     hatch="///" if outcome == KILLED else None, label=label)
               for outcome, label in ((OK, "ran, ended well"), (FAILED, "failed (exit code or signal)"),
                                      (KILLED, "stopped by the lab or a fault")) if outcome in outcomes]
-    legend += [plt.Line2D([], [], marker=marker, color=colour, linestyle="none", label=label)
+    legend += [Line2D([], [], marker=marker, color=colour, linestyle="none", label=label)
                for kind, (marker, colour, label) in MARKS.items() if kind in marks]
-    legend += [plt.Line2D([], [], color=MOMENT_STYLE[kind][0], linestyle=MOMENT_STYLE[kind][1], label=label)
+    legend += [Line2D([], [], color=MOMENT_STYLE[kind][0], linestyle=MOMENT_STYLE[kind][1], label=label)
                for kind, label in (("fault", "fault injected"), ("timeout", "timeout"), ("stop", "early stop"))
                if any(moment[1] == kind for moment in timeline.moments)]
     figure.legend(handles=legend, loc="lower center", ncol=5, fontsize=7.5, frameon=False)
     target = target or timeline_path(record)
     figure.savefig(target, dpi=110)
-    plt.close(figure)
     return target

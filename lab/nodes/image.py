@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Iterator, Protocol, TextIO
 
 import docker
 import docker.errors
@@ -37,9 +37,10 @@ from lab.nodes.driver import engine_errors
 from lab.errors import ImageError
 from lab.nodes.labels import LABEL_PREFIX
 
-DOCKERFILE = paths.resource("docker") / "Dockerfile"
-# The Dockerfile's venv stage carries this label: its image (torch twice over) is removed after a build.
-VENV_STAGE_LABEL = f"{LABEL_PREFIX}.image.stage=venv"
+DOCKERFILE = paths.resource("docker") / "Dockerfile"  # the system part: Debian, sshd, tc
+INSTALL_SCRIPT = paths.resource("docker") / "install-venv.sh"  # the venv, run in a container of the system part
+INSTALL_MOUNT = "/tmp/lab-image-build"  # where that container sees the script and the wheelhouse (read-only)
+BUILD_CONTAINER_PREFIX = "lab-image-build-"  # + the tag's hash: one name per build, so a crashed one is found
 IMAGE_REPOSITORY = "lab-node"
 CONFIGURED_BASE = "debian:bookworm-slim"
 # Names older than manylinux_2_X, by the glibc minor each stands for; the two oldest exist for Intel only.
@@ -121,6 +122,7 @@ def node_image_tag() -> str:
     """`lab-node:<hash>` of everything that goes into the node image; milliseconds, no pip, no network."""
     inputs = {
         "dockerfile": DOCKERFILE.read_text(),
+        "install_script": INSTALL_SCRIPT.read_text(),
         "requirements": requirement_lines(host_pins()),
         "python": list(TARGET.python),
         "platforms": TARGET.platforms(),
@@ -181,6 +183,13 @@ def resolve_base(engine: BaseEngine, on_progress: Progress) -> str:
         return engine.bootstrap(on_progress)
     on_progress(f"base image: {CONFIGURED_BASE} (pulled)")
     return CONFIGURED_BASE
+
+
+def ensure_base(client: docker.DockerClient, on_progress: Progress) -> str:
+    """The base image, resolved (and bootstrapped if need be) ahead of a build: it needs nothing of torch or pip,
+    so `make` runs it while torch installs on the host."""
+    with engine_errors("prepare the node image's base"):
+        return resolve_base(DockerBaseEngine(client), on_progress)
 
 
 # --- wheelhouse ------------------------------------------------------------------------------
@@ -256,18 +265,22 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def stream_build(client: docker.DockerClient, context: Path, tag: str, buildargs: dict[str, str],
+def stream_build(client: docker.DockerClient, context: Path, tag: str | None, buildargs: dict[str, str],
                  labels: dict[str, str], nocache: bool, log: TextIO, log_path: Path, on_progress: Progress,
-                 what: str = "the node image") -> None:
-    """Build the Dockerfile in `context` as `tag`, its output to `log` and `on_progress`; an ImageError if it fails."""
+                 what: str = "the node image") -> str:
+    """Build the Dockerfile in `context` (as `tag`, if one is given), its output to `log` and `on_progress`.
+
+    Returns the image's ID; an ImageError if the build fails.
+    """
     tail: deque[str] = deque(maxlen=TAIL_LINES)
-    error = None
+    error = image_id = None
     try:
         stream = client.api.build(path=str(context), tag=tag, decode=True, rm=True, forcerm=True, pull=False,
                                   nocache=nocache, buildargs=buildargs, labels=labels)
         for chunk in stream:
             if "error" in chunk:
                 error = chunk["error"].strip()
+            image_id = (chunk.get("aux") or {}).get("ID") or image_id
             for line in (chunk.get("error") or chunk.get("stream") or "").splitlines():
                 log.write(line + "\n")
                 if line.strip():
@@ -279,26 +292,77 @@ def stream_build(client: docker.DockerClient, context: Path, tag: str, buildargs
     if error:
         raise logged_failure(f"{what} build failed: {error.splitlines()[-1][:300]}", list(tail),
                              log_path, _engine_disk(client))
+    if image_id is None:
+        raise ImageError(f"the engine built {what} but did not say its ID", f"full log: {log_path}")
+    return image_id
+
+
+def _output_lines(container) -> Iterator[str]:
+    """A running container's output (stdout and stderr), line by line, until it exits."""
+    pending = b""
+    for chunk in container.logs(stream=True, follow=True):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from (line.decode(errors="replace").rstrip() for line in lines)
+    if pending:
+        yield pending.decode(errors="replace").rstrip()
+
+
+def install_venv(client: docker.DockerClient, system_image: str, tag: str, mounted: Path, requirements: list[str],
+                 labels: dict[str, str], log: TextIO, log_path: Path, on_progress: Progress) -> None:
+    """Run the install script in a container of `system_image` with `mounted` (script + wheelhouse) read-only,
+    then commit that container as `tag`, keeping the system image's command."""
+    name = BUILD_CONTAINER_PREFIX + tag.partition(":")[2]
+    with contextlib.suppress(docker.errors.NotFound):  # left by a build that was killed
+        client.containers.get(name).remove(force=True)
+    command = client.images.get(system_image).attrs["Config"]["Cmd"]
+    container = client.containers.create(
+        system_image, ["sh", f"{INSTALL_MOUNT}/{INSTALL_SCRIPT.name}", *requirements], name=name,
+        network_mode="none", labels=labels,
+        volumes={str(mounted): {"bind": INSTALL_MOUNT, "mode": "ro"}})
+    try:
+        container.start()
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        for line in _output_lines(container):
+            log.write(line + "\n")
+            if line.strip():
+                tail.append(line.strip())
+                on_progress(line.strip())
+        status = container.wait()["StatusCode"]
+        if status != 0:
+            raise logged_failure(f"installing torch into the node image failed (exit {status})", list(tail),
+                                 log_path, _engine_disk(client))
+        repository, _, version = tag.partition(":")
+        container.commit(repository, version, changes=[f"CMD {json.dumps(command)}"])
+    finally:
+        with contextlib.suppress(docker.errors.APIError):
+            container.remove(force=True)
 
 
 def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wheels: list[Path],
                 nocache: bool, log: TextIO, log_path: Path, on_progress: Progress) -> None:
-    """Build the Dockerfile on `base` with a context of just the Dockerfile and `wheels`; tag it `tag`."""
-    context = Path(tempfile.mkdtemp(prefix="image-context-", dir=paths.cache_dir()))
+    """The Dockerfile on `base` (no wheels in its context), then the venv from `wheels` in a container of it: `tag`."""
+    work = Path(tempfile.mkdtemp(prefix="image-context-", dir=paths.cache_dir()))
+    requirements = requirement_lines(pins)
+    labels = {f"{LABEL_PREFIX}.image.base": base, f"{LABEL_PREFIX}.image.requirements": " ".join(requirements)}
+    system_image = None
     try:
-        shutil.copy(DOCKERFILE, context / "Dockerfile")
-        (context / "wheelhouse").mkdir()
+        (work / "system").mkdir()
+        shutil.copy(DOCKERFILE, work / "system" / "Dockerfile")
+        (work / "venv" / "wheelhouse").mkdir(parents=True)
+        shutil.copy(INSTALL_SCRIPT, work / "venv" / INSTALL_SCRIPT.name)
         for wheel in wheels:
-            _link_or_copy(wheel, context / "wheelhouse" / wheel.name)
-        requirements = " ".join(requirement_lines(pins))
-        stream_build(client, context, tag, {"BASE": base, "REQUIREMENTS": requirements},
-                     {f"{LABEL_PREFIX}.image.base": base, f"{LABEL_PREFIX}.image.requirements": requirements},
-                     nocache, log, log_path, on_progress)
+            _link_or_copy(wheel, work / "venv" / "wheelhouse" / wheel.name)
+        system_image = stream_build(client, work / "system", None, {"BASE": base}, labels, nocache, log, log_path,
+                                    on_progress)
+        on_progress(f"installing {' '.join(requirements)} from the wheelhouse")
+        install_venv(client, system_image, tag, work / "venv", requirements, labels, log, log_path, on_progress)
+        system_image = None  # the node image's parent now
     finally:
-        shutil.rmtree(context, ignore_errors=True)
-    for stage in client.images.list(filters={"dangling": True, "label": VENV_STAGE_LABEL}):
-        with contextlib.suppress(docker.errors.APIError):  # a concurrent build may still use it
-            client.images.remove(stage.id)
+        shutil.rmtree(work, ignore_errors=True)
+        if system_image is not None:  # the install failed: nothing builds on it
+            with contextlib.suppress(docker.errors.APIError):
+                client.images.remove(system_image)
 
 
 def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuild: bool = False) -> str:

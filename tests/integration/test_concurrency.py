@@ -126,3 +126,16 @@ def test_down_during_a_run_ends_it_with_a_record_that_says_so(client, fresh_name
                 if json.loads(path.read_text())["lab"] == fresh_name]
     assert record["status"] == "error" and "was taken down during the run" in record["error"]
     assert labelled(client, fresh_name) == ([], [], [])
+
+
+def test_jobs_spread_exercises_over_the_lab_and_a_copy_that_is_gone_after(client, fresh_name):
+    lab_json("up", "--nodes", "2", "--name", fresh_name)
+    # exercise03 (about 10 s) goes first, to the lab; the copy is up long before it ends and takes exercise01.
+    result = lab("run", "3", "1", "--jobs", "2", "--name", fresh_name, "--json", timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(result.stdout)
+    assert [(r["exercise"], r["status"]) for r in records] == [("exercise03", "passed"), ("exercise01", "passed")]
+    copy = f"{fresh_name}-copy1"
+    assert [r["lab"] for r in records] == [fresh_name, copy], result.stderr
+    assert f"[{copy}] exercise" in result.stderr and f"running 2 exercises 2 at a time, on lab '{fresh_name}'" in result.stderr
+    assert labelled(client, copy) == ([], [], []) and lab_json("status", "--name", fresh_name)

@@ -22,7 +22,8 @@ from lab.jobs.exercises import discover
 
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".lab", "build", "dist", "*.egg-info", "__pycache__",
                                      ".pytest_cache")
-BUNDLED_FILES = ("exercises/exercise01_join/exercise.yaml", "playbooks/provision.yml", "docker/Dockerfile")
+BUNDLED_FILES = ("exercises/exercise01_join/exercise.yaml", "playbooks/provision.yml", "docker/Dockerfile",
+                 "docker/install-venv.sh")
 
 
 def pip(*args):

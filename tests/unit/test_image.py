@@ -43,6 +43,11 @@ def test_tag_changes_with_each_input(pinned, monkeypatch, tmp_path):
     with monkeypatch.context() as patch:
         patch.setattr(image, "DOCKERFILE", dockerfile)
         changed.add(image.node_image_tag())
+    script = tmp_path / "install-venv.sh"
+    script.write_text(image.INSTALL_SCRIPT.read_text() + "\necho changed\n")
+    with monkeypatch.context() as patch:
+        patch.setattr(image, "INSTALL_SCRIPT", script)
+        changed.add(image.node_image_tag())
     with monkeypatch.context() as patch:
         patch.setattr(image, "host_pins", lambda: {**PINS, "torch": "2.14.1"})
         changed.add(image.node_image_tag())
@@ -59,7 +64,7 @@ def test_tag_changes_with_each_input(pinned, monkeypatch, tmp_path):
         patch.setattr(image, "CONFIGURED_BASE", "debian:bookworm-20250520-slim")
         changed.add(image.node_image_tag())
 
-    assert len(changed) == 6 and original not in changed
+    assert len(changed) == 7 and original not in changed
     assert image.node_image_tag() == original
 
 
@@ -234,38 +239,78 @@ def test_fill_wheelhouse_refuses_when_pip_leaves_a_pin_out(monkeypatch, tmp_path
 class FakeImages:
     def __init__(self, present):
         self.present = set(present)
-        self.stages = {"sha256:venv-stage"}  # what a finished build leaves: the venv stage, dangling
-
-    def list(self, filters):
-        assert filters == {"dangling": True, "label": "io.lab.image.stage=venv"}
-        return [SimpleNamespace(id=stage) for stage in sorted(self.stages)]
-
-    def remove(self, image_id):
-        self.stages.remove(image_id)
+        self.removed = []
 
     def get(self, ref):
         if ref not in self.present:
             raise docker.errors.ImageNotFound(ref)
-        return ref
+        return SimpleNamespace(attrs={"Config": {"Cmd": ["/bin/sh", "-c", "exec sshd -D"]}})
+
+    def remove(self, image_id):
+        self.removed.append(image_id)
 
 
 class FakeBuildAPI:
+    """The engine's build endpoint: streams `chunks`, then the built image's ID unless one of them is an error."""
+
     def __init__(self, chunks, images):
         self.chunks, self.images, self.builds = chunks, images, []
 
     def build(self, path, tag, **options):
         context = sorted(str(p.relative_to(path)) for p in Path(path).rglob("*"))
         self.builds.append({"tag": tag, "context": context, **options})
-        for chunk in self.chunks:
-            yield chunk
+        yield from self.chunks
         if not any("error" in chunk for chunk in self.chunks):
-            self.images.present.add(tag)
+            self.images.present.add("sha256:system")
+            yield {"aux": {"ID": "sha256:system"}}
+
+
+class FakeContainer:
+    """The venv install: prints `output`, exits `status`; a commit makes the image it names."""
+
+    def __init__(self, client, image, command, name, volumes, **options):
+        self.client, self.image, self.command, self.name, self.options = client, image, command, name, options
+        (mounted,) = volumes
+        self.mounted = sorted(str(p.relative_to(mounted)) for p in Path(mounted).rglob("*"))
+        self.commits, self.removed = [], False
+
+    def start(self):
+        pass
+
+    def logs(self, stream, follow):
+        yield from self.client.output
+
+    def wait(self):
+        return {"StatusCode": self.client.status}
+
+    def commit(self, repository, tag, changes):
+        self.commits.append(changes)
+        self.client.images.present.add(f"{repository}:{tag}")
+
+    def remove(self, force):
+        self.removed = True
+
+
+class FakeContainers:
+    def __init__(self, client):
+        self.client, self.made, self.leftovers = client, [], set()
+
+    def get(self, name):
+        if name not in self.leftovers:
+            raise docker.errors.NotFound(name)
+        return SimpleNamespace(remove=lambda force: self.leftovers.discard(name))
+
+    def create(self, image, command, **options):
+        self.made.append(FakeContainer(self.client, image, command, **options))
+        return self.made[-1]
 
 
 class FakeClient:
-    def __init__(self, present=(), chunks=()):
+    def __init__(self, present=(), chunks=(), output=(b"Successfully installed torch\n",), status=0):
         self.images = FakeImages(present)
         self.api = FakeBuildAPI(list(chunks), self.images)
+        self.containers = FakeContainers(self)
+        self.output, self.status = output, status
 
     def info(self):
         return {"DockerRootDir": str(paths.state_dir())}
@@ -285,19 +330,43 @@ def test_warm_ensure_builds_nothing(pinned):
     assert client.api.builds == []
 
 
-def test_cold_ensure_builds_on_the_local_base_with_only_the_wheels(wheels):
-    client = FakeClient(present={CONFIGURED_BASE}, chunks=[{"stream": "Step 1/16 : ARG BASE\n"}])
+def test_cold_ensure_builds_the_system_part_then_installs_the_wheels_offline_and_commits(wheels):
+    client = FakeClient(present={CONFIGURED_BASE}, chunks=[{"stream": "Step 1/9 : ARG BASE\n"}],
+                        output=[b"Processing /tmp/lab-image-build/wheelhouse/torch", b"-2.13.0.whl\nSuccessfully", b" installed\n"])
     progress = []
     tag = image.ensure_node_image(client, progress.append)
     (build,) = client.api.builds
-    assert build["tag"] == tag and build["buildargs"] == {"BASE": CONFIGURED_BASE,
-                                                         "REQUIREMENTS": "torch==2.13.0+cpu numpy==2.4.6"}
-    assert build["context"] == ["Dockerfile", "wheelhouse", f"wheelhouse/{TORCH}"]
-    assert "Step 1/16 : ARG BASE" in progress
+    assert build["tag"] is None and build["buildargs"] == {"BASE": CONFIGURED_BASE}
+    assert build["context"] == ["Dockerfile"]  # the wheels never go to the builder
+    (install,) = client.containers.made
+    assert install.image == "sha256:system" and install.options["network_mode"] == "none"
+    assert install.command == ["sh", "/tmp/lab-image-build/install-venv.sh", "torch==2.13.0+cpu", "numpy==2.4.6"]
+    assert install.mounted == ["install-venv.sh", "wheelhouse", f"wheelhouse/{TORCH}"]
+    assert install.commits == [['CMD ["/bin/sh", "-c", "exec sshd -D"]']] and install.removed
+    assert tag in client.images.present and client.images.removed == []
+    # Output arrives in chunks that cut lines: progress gets whole lines.
+    assert "Processing /tmp/lab-image-build/wheelhouse/torch-2.13.0.whl" in progress and "Successfully installed" in progress
     log = paths.logs_dir() / f"image-build-{tag.replace(':', '-')}.log"
-    assert "Step 1/16 : ARG BASE" in log.read_text()
+    assert "Step 1/9 : ARG BASE" in log.read_text() and "Successfully installed" in log.read_text()
     assert not list(paths.cache_dir().glob("image-context-*"))
-    assert client.images.stages == set()
+
+
+def test_a_build_container_left_by_a_killed_build_is_replaced(wheels):
+    client = FakeClient(present={CONFIGURED_BASE})
+    leftover = image.BUILD_CONTAINER_PREFIX + image.node_image_tag().partition(":")[2]
+    client.containers.leftovers.add(leftover)
+    image.ensure_node_image(client, lambda _: None)
+    assert not client.containers.leftovers and client.containers.made[0].name == leftover
+
+
+def test_failed_install_names_the_exit_and_the_log_and_keeps_nothing(wheels):
+    client = FakeClient(present={CONFIGURED_BASE}, status=1,
+                        output=[b"ERROR: Could not find a version that satisfies the requirement torch\n"])
+    with pytest.raises(ImageError, match=r"installing torch into the node image failed \(exit 1\)") as error:
+        image.ensure_node_image(client, lambda _: None)
+    assert "Could not find a version" in error.value.hint and "image-build-lab-node-" in error.value.hint
+    assert image.node_image_tag() not in client.images.present
+    assert client.images.removed == ["sha256:system"] and client.containers.made[0].removed
 
 
 def test_rebuild_builds_again_without_cache(wheels):
