@@ -67,8 +67,8 @@ def run_spread(exercises: list[Exercise], name: str, jobs: int, run_one: RunOne,
     A copy that cannot come up (memory, a name taken by a lab with another spec) is reported and the others go on
     without it. The first error of any run stops new runs from starting and is raised once every lab is idle.
     """
-    _, spec, _ = labs.require(name)
     copies = copy_names(name, min(jobs, len(exercises)))
+    _, spec, _ = labs.require(name)
     queue = deque(longest_first(exercises, list_runs()))
     lock = threading.Lock()
     records: dict[str, RunRecord] = {}

@@ -37,6 +37,10 @@ def assert_one_line_error(result, code, *needles):
     (["run", "exercise99"], 2, "no exercise named 'exercise99'"),
     (["run", "exercise01", "--backend", "mpi"], 2, "'mpi' is not one of"),
     (["run", "exercise01", "--timeout", "0"], 2, "--timeout"),
+    (["run", "1", "exercise99"], 2, "no exercise named 'exercise99'"),
+    (["run", "--all", "--jobs", "2", "--on", "host"], 2, "--jobs runs exercises on copies of a lab"),
+    (["run", "--all", "--jobs", "9"], 2, "9 is not in the range 1<=x<=8"),
+    (["run", "--all", "--jobs", "2", "--name", "a" * 30], 2, "too long to name its copies"),
     (["frobnicate"], 2, "No such command"),
 ])
 def test_bad_input(args, code, needle):
