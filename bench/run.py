@@ -1,7 +1,7 @@
 """Benchmarks for `lab`: what the containers cost against the same work done natively, in one run.
 
   python bench/run.py                          # every part, labs of up to --max-nodes nodes
-  python bench/run.py --only allreduce,memory  # some parts: up, memory, allreduce, exercise03
+  python bench/run.py --only allreduce,memory  # some parts: up, memory, allreduce, exercise03, links, jobs
   python bench/run.py --max-nodes 4 --cold     # --cold also times a full image rebuild (minutes)
 
 Parts (each prints a table and its ratio to the target; targets in verdicts()):
@@ -15,6 +15,8 @@ Parts (each prints a table and its ratio to the target; targets in verdicts()):
   exercise03  `lab run exercise03` on the 2-node lab vs `lab run exercise03 --on host --nodes 2`
   links       the same gloo all_reduce (nccl-tests columns) and exercise03's steps on a 2-node lab per link
               profile (`lab up --link`: unshaped, ethernet-10g, ethernet-1g), plot links.png
+  jobs        `lab run --all --jobs N` for N = 1, 2, 3 on the 2-node lab (N-1 copies of it made and removed by
+              the run): wall time of all 13 exercises and its ratio to one at a time (about 10 minutes)
 
 Rounds alternate containers and native so that load from other work on the machine hits both;
 the best round of each is compared. Results go to bench/results/ (latest.json, allreduce.png).
@@ -46,6 +48,7 @@ UP_TARGETS = {2: 2.5, 16: 10, 32: 20}  # warm `lab up` seconds by node count
 UP_AGAIN_TARGET = 1  # `lab up` with the spec already up
 DOWN_TARGET = 10  # `lab down` of the largest lab timed
 LINK_PROFILES = (None, "ethernet-10g", "ethernet-1g")  # `lab up --link` values of the links part; None: unshaped
+JOBS = (1, 2, 3)  # `lab run --all --jobs N` values of the jobs part
 
 
 def cli(*args: str, timeout: float = 900, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, subprocess.CompletedProcess]:
@@ -364,6 +367,24 @@ def bench_exercise03(name: str, rounds: int) -> dict:
             "median_wall": {mode: statistics.median(r["wall"] for r in runs[mode]) for mode in runs}}
 
 
+def bench_jobs(name: str) -> dict:
+    """Every exercise with `lab run --all --jobs N`, N of JOBS side by side: wall time and its ratio to one at a time."""
+    ensure_lab(name)
+    rows = []
+    started_load = load()
+    for jobs in JOBS:
+        wall, result = cli("run", "--all", "--jobs", str(jobs), "--name", name, "--json", ok_codes=(0, 1))
+        records = json.loads(result.stdout)
+        rows.append({"jobs": jobs, "seconds": round(wall, 1), "passed": sum(r["passed"] for r in records),
+                     "runs": len(records)})
+    for row in rows:
+        row["ratio"] = round(row["seconds"] / rows[0]["seconds"], 3)
+    print(f"\n## every exercise, N at a time ({started_load} -> {load()})")
+    print(table(["--jobs", "wall (s)", "passed", "wall / one at a time"],
+                [[r["jobs"], r["seconds"], f"{r['passed']}/{r['runs']}", r["ratio"]] for r in rows]))
+    return {"rows": rows}
+
+
 def verdicts(results: dict) -> list[list[str]]:
     rows = []
     if "allreduce" in results:
@@ -386,6 +407,10 @@ def verdicts(results: dict) -> list[list[str]]:
             largest = max(downs)
             rows.append([f"`lab down` of {largest} nodes", f"<= {DOWN_TARGET} s", f"{downs[largest]} s",
                          downs[largest] <= DOWN_TARGET])
+    if "jobs" in results:
+        for row in results["jobs"]["rows"]:
+            rows.append([f"`lab run --all --jobs {row['jobs']}`: exercises passed", f"{row['runs']}/{row['runs']}",
+                         f"{row['passed']}/{row['runs']}", row["passed"] == row["runs"]])
     if "memory" in results:
         worst = max(node["docker_stats_mib"] for node in results["memory"]["nodes"].values())
         rows.append(["idle node memory (docker stats)", "<= 30 MB", f"{worst} MiB", worst * 1.048576 <= 30])
@@ -425,8 +450,10 @@ def main() -> None:
                 results["allreduce"] = bench_allreduce(args.name, args.rounds, args.budget, SIZES, args.results)
             elif part == "exercise03":
                 results["exercise03"] = bench_exercise03(args.name, args.rounds)
-            else:
+            elif part == "links":
                 results["links"] = bench_links(args.name, args.rounds, args.budget, SIZES, args.results)
+            else:
+                results["jobs"] = bench_jobs(args.name)
     finally:
         if not args.keep:
             cli("down", "--name", args.name)
