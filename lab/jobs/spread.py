@@ -3,7 +3,7 @@
 A lab runs one exercise at a time (exercises kill nodes, shape links and take ports), so more at once needs more
 labs: the lab itself and N-1 copies of its spec (NAME-copy1, ...), brought up beside the first exercise and removed
 at the end however the run ends. Most exercises wait more than they compute (timeouts, restarts, sleeps): on 2 cores,
-all 13 took 194 s one at a time and 131 s two at a time (README).
+all 13 took 178 s one at a time and 129 s two at a time (bench/RESULTS.md).
 """
 
 from __future__ import annotations
