@@ -21,7 +21,6 @@ from lab.jobs.record import RunRecord, list_runs
 from lab.model.spec import NAME_PATTERN
 from lab.nodes import lifecycle as labs
 
-MAX_JOBS = 8
 COPY_SUFFIX = "-copy"
 
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -130,21 +130,26 @@ def choose_mirror(sources: list[AptSource], codename: str | None) -> str | None:
     return None
 
 
+def log_lines(lines: Iterable[str], log: TextIO, on_line: Progress) -> list[str]:
+    """Copy `lines` to `log`, and those not blank to `on_line`; return the last TAIL_LINES of those."""
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    for line in lines:
+        log.write(line + "\n")
+        if line.strip():
+            tail.append(line)
+            on_line(line)
+    log.flush()
+    return list(tail)
+
+
 def run_logged(command: list[str], log: TextIO, on_line: Progress) -> tuple[int, list[str]]:
     """Run `command`, copy its output to `log` and `on_line`; return its exit status and last lines."""
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
     log.write(f"$ {' '.join(command)}\n")
     log.flush()
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace", stdin=subprocess.DEVNULL) as process:
-        for raw in process.stdout:
-            line = raw.rstrip()
-            log.write(line + "\n")
-            if line.strip():
-                tail.append(line)
-                on_line(line)
-    log.flush()
-    return process.returncode, list(tail)
+        tail = log_lines((raw.rstrip() for raw in process.stdout), log, on_line)
+    return process.returncode, tail
 
 
 def logged_failure(message: str, tail: list[str], log: Path, disk: Path | None) -> ImageError:

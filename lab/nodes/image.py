@@ -32,7 +32,9 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from lab import paths
-from lab.nodes.bootstrap import BASE_TAG, TAIL_LINES, Progress, bootstrap_base, logged_failure, run_logged
+from lab.lines import STDOUT, LineAssembler
+from lab.nodes.bootstrap import (BASE_TAG, TAIL_LINES, Progress, bootstrap_base, log_lines, logged_failure,
+                                 run_logged)
 from lab.nodes.driver import engine_errors
 from lab.errors import ImageError
 from lab.nodes.labels import LABEL_PREFIX
@@ -299,38 +301,29 @@ def stream_build(client: docker.DockerClient, context: Path, tag: str | None, bu
 
 def _output_lines(container) -> Iterator[str]:
     """A running container's output (stdout and stderr), line by line, until it exits."""
-    pending = b""
+    assembler = LineAssembler()
     for chunk in container.logs(stream=True, follow=True):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        yield from (line.decode(errors="replace").rstrip() for line in lines)
-    if pending:
-        yield pending.decode(errors="replace").rstrip()
+        yield from assembler.feed(STDOUT, chunk)
+    yield from assembler.close()
 
 
 def install_venv(client: docker.DockerClient, system_image: str, tag: str, mounted: Path, requirements: list[str],
-                 labels: dict[str, str], log: TextIO, log_path: Path, on_progress: Progress) -> None:
+                 log: TextIO, log_path: Path, on_progress: Progress) -> None:
     """Run the install script in a container of `system_image` with `mounted` (script + wheelhouse) read-only,
-    then commit that container as `tag`, keeping the system image's command."""
+    then commit that container as `tag`, keeping the system image's command (and its labels, which it inherits)."""
     name = BUILD_CONTAINER_PREFIX + tag.partition(":")[2]
     with contextlib.suppress(docker.errors.NotFound):  # left by a build that was killed
         client.containers.get(name).remove(force=True)
     command = client.images.get(system_image).attrs["Config"]["Cmd"]
     container = client.containers.create(
         system_image, ["sh", f"{INSTALL_MOUNT}/{INSTALL_SCRIPT.name}", *requirements], name=name,
-        network_mode="none", labels=labels,
-        volumes={str(mounted): {"bind": INSTALL_MOUNT, "mode": "ro"}})
+        network_mode="none", volumes={str(mounted): {"bind": INSTALL_MOUNT, "mode": "ro"}})
     try:
         container.start()
-        tail: deque[str] = deque(maxlen=TAIL_LINES)
-        for line in _output_lines(container):
-            log.write(line + "\n")
-            if line.strip():
-                tail.append(line.strip())
-                on_progress(line.strip())
+        tail = log_lines(_output_lines(container), log, on_progress)
         status = container.wait()["StatusCode"]
         if status != 0:
-            raise logged_failure(f"installing torch into the node image failed (exit {status})", list(tail),
+            raise logged_failure(f"installing torch into the node image failed (exit {status})", tail,
                                  log_path, _engine_disk(client))
         repository, _, version = tag.partition(":")
         container.commit(repository, version, changes=[f"CMD {json.dumps(command)}"])
@@ -356,7 +349,7 @@ def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wh
         system_image = stream_build(client, work / "system", None, {"BASE": base}, labels, nocache, log, log_path,
                                     on_progress)
         on_progress(f"installing {' '.join(requirements)} from the wheelhouse")
-        install_venv(client, system_image, tag, work / "venv", requirements, labels, log, log_path, on_progress)
+        install_venv(client, system_image, tag, work / "venv", requirements, log, log_path, on_progress)
         system_image = None  # the node image's parent now
     finally:
         shutil.rmtree(work, ignore_errors=True)
