@@ -11,6 +11,7 @@ from rich.table import Table
 
 from lab.cli.console import StatusLine, console, done_already, print_nodes, print_provision
 from lab.cli.options import json_option, master_port_option, name_option, target_options
+from lab.model.requirements import requirement_lines
 from lab.model.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
 from lab.nodes import lifecycle
 from lab.nodes.labels import GPUS_LABEL
@@ -32,12 +33,18 @@ from lab.nodes.labels import GPUS_LABEL
                    "1gbit:200us:20us:0.1%, or ethernet-1g|ethernet-10g|ethernet-100g (delays need netem in the kernel).")
 @click.option("--scheduler", type=click.Choice(["none", "slurm"]), default="none", show_default=True,
               help="slurm: the nodes form a Slurm cluster (slurmctld on node0; `lab sbatch`, `lab ssh node0`).")
+@click.option("--requirements", "requirement_files", multiple=True, metavar="FILE",
+              help="Extra packages for the nodes, in pip's requirements syntax (pins, ranges, extras, local .whl files); "
+                   "resolved and downloaded on this host, installed offline as a layer on the node image. Repeatable.")
+@click.option("--pip", "pip_specs", multiple=True, metavar="SPEC",
+              help="One extra package for the nodes, e.g. --pip lightning==2.5.1 (repeatable; with --requirements too). "
+                   "torch==VERSION builds the nodes with that torch.")
 @click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (every container setting; all of it with --json) and create nothing.")
 @json_option
-def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, scheduler, recreate, rebuild, dry_run,
-       as_json):
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, scheduler, requirement_files, pip_specs,
+       recreate, rebuild, dry_run, as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -52,10 +59,12 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, 
       lab up --nodes 2 --link 1gbit            nodes talk over a 1 Gbit/s link (nodes stay unprivileged)
       lab up --nodes 2 --dry-run --json
       lab up --nodes 2 --scheduler slurm       a Slurm cluster: `lab sbatch job.sh`
+      lab up --nodes 2 --pip lightning==2.5.1  nodes with Lightning (resolved here, no registry in the nodes)
+      lab up --nodes 2 --requirements requirements.txt --recreate
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
                    memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin,
-                   link=link, scheduler=scheduler)
+                   link=link, scheduler=scheduler, requirements=requirement_lines(requirement_files, pip_specs))
     if dry_run:
         plan, notes = lifecycle.plan_up(spec)
         if as_json:
@@ -89,6 +98,8 @@ def _print_plan(plan, notes: list[str]) -> None:
     options = ", ".join(f"{key.rsplit('.', 1)[-1]} {value}" for key, value in plan.network.options.items())
     console.print(f"network {plan.network.name} ({plan.network.driver}{', ' + options if options else ''})")
     console.print(f"volume  {plan.volume.name} -> {escape(plan.volume.host_dir)}")
+    if plan.spec.requirements:
+        console.print(f"packages {escape(' '.join(plan.spec.requirements))} (resolved on this host, a layer on the node image)")
     if plan.spec.link:
         console.print(f"links   {plan.spec.link} between nodes, shaped with tc on each node's host-side veth "
                       "(into the node) and an IFB device (out of it); traffic inside a node is not shaped")

@@ -182,6 +182,8 @@ class LabSpec:
     net_admin: bool = False  # only granted when asked for: `lab fault delay` needs it for tc netem
     scheduler: str = "none"
     link: str | None = None  # how traffic between nodes is shaped (parse_link), normalised; None: unshaped
+    # Extra packages for the nodes' Python, as lab/model/requirements.py normalises them; () for torch + numpy only.
+    requirements: tuple[str, ...] = ()
 
     def __post_init__(self):
         validate_name(self.name)
@@ -200,6 +202,10 @@ class LabSpec:
         if self.scheduler != "none" and self.image != "auto":
             raise SpecError(f"--scheduler {self.scheduler} needs the node image", "leave out --image host")
         object.__setattr__(self, "gpus", parse_gpus(self.gpus))  # frozen: normalise in place
+        object.__setattr__(self, "requirements", tuple(self.requirements))  # a list when read back from JSON
+        if self.requirements and self.image == "host":
+            raise SpecError("--pip/--requirements cannot add packages to --image host: its nodes run this host's Python",
+                            "install them into this host's Python (the nodes see it), or leave out --image host")
         if self.link is not None:
             object.__setattr__(self, "link", parse_link(self.link).text())
 

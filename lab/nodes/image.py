@@ -112,6 +112,12 @@ def host_pins() -> Pins:
     return {"torch": torch, "numpy": numpy}
 
 
+def node_pins(torch: str | None = None) -> Pins:
+    """The node image's pins: the host's, with torch at `torch` when the lab's requirements pin another one."""
+    pins = host_pins()
+    return {**pins, "torch": torch} if torch else pins
+
+
 def requirement_lines(pins: Pins) -> list[str]:
     return [f"{name}=={version}" if version else name for name, version in pins.items()]
 
@@ -120,12 +126,12 @@ def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def node_image_tag() -> str:
+def node_image_tag(pins: Pins | None = None) -> str:
     """`lab-node:<hash>` of everything that goes into the node image; milliseconds, no pip, no network."""
     inputs = {
         "dockerfile": DOCKERFILE.read_text(),
         "install_script": INSTALL_SCRIPT.read_text(),
-        "requirements": requirement_lines(host_pins()),
+        "requirements": requirement_lines(pins or host_pins()),
         "python": list(TARGET.python),
         "platforms": TARGET.platforms(),
         "base": CONFIGURED_BASE,
@@ -358,9 +364,12 @@ def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wh
                 client.images.remove(system_image)
 
 
-def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuild: bool = False) -> str:
-    """The node image's tag, building the image first unless the engine already has it (or `rebuild`)."""
-    tag = node_image_tag()
+def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuild: bool = False,
+                      pins: Pins | None = None) -> str:
+    """The node image's tag, building the image first unless the engine already has it (or `rebuild`).
+    `pins`: the image's torch and numpy (default: the host's)."""
+    pins = pins or host_pins()
+    tag = node_image_tag(pins)
     with engine_errors("build the node image"):
         if not rebuild and DockerBaseEngine(client).has_image(tag):
             return tag
@@ -375,7 +384,6 @@ def ensure_node_image(client: docker.DockerClient, on_progress: Progress, rebuil
                 on_progress(line)
 
             progress(f"building {tag} (log: {log_path})")
-            pins = host_pins()
             # The base (debootstrap: Debian's mirror, dpkg) and the wheels (pip) need nothing of each other: at once.
             with ThreadPoolExecutor(max_workers=1) as pool:
                 wheels_filled = pool.submit(fill_wheelhouse, pins, TARGET, log, log_path, on_progress)

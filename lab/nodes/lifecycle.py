@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 from lab import paths
 from lab.errors import EngineError, LabError, LabStateError, ProvisionError, SpecError
 from lab.locks import HeldLock, holder, try_lock
+from lab.model.requirements import pinned_torch
 from lab.model.spec import NAME_PATTERN, LabSpec
 from lab.nodes.driver import DockerDriver, NodeState, engine_errors, in_parallel
 from lab.nodes.faults import recorded_delays
@@ -34,6 +35,7 @@ Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
 IN_FLIGHT_SECONDS = 1.0  # how long an engine request sent before an interruption may still take to land
 HOST_KEY_REFUSED = "Host key verification failed"  # ssh's words when StrictHostKeyChecking refuses a host
+UNRESOLVED = "unresolved"  # the layer's tag in a dry run before the requirements were ever resolved
 NO_ENGINE_NOTE = "no Docker engine answers: planned without one, so no NVIDIA toolkit runtime is known"
 
 
@@ -92,15 +94,17 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
 def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver: DockerDriver | None) -> UpResult:
     started = time.monotonic()
     driver = driver or DockerDriver()
+    if spec.requirements:
+        current = driver.existing_spec(spec.name)
+        if current is not None and current.requirements != spec.requirements and not recreate:
+            raise _different_spec(current)  # before pip downloads anything for a lab that stays as it is
+        resolve_requirements(spec, progress)  # the layer's tag names the resolved set
     plan = build_plan(spec, host_facts(spec, driver))
     spec = plan.spec  # the lab records what `--gpus auto` found
     current = driver.existing_spec(spec.name)
     if current is not None and current.fingerprint() != spec.fingerprint():
         if not recreate:
-            raise LabStateError(
-                f"lab '{spec.name}' is already up with a different spec ({describe(current)})",
-                "add --recreate to replace it, or `lab down` first",
-            )
+            raise _different_spec(current)
         progress(f"removing lab '{spec.name}' to recreate it")
         down(spec.name, driver=driver)
         current = None
@@ -142,6 +146,11 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
                     notices=plan.notices, provision=provisioned)
 
 
+def _different_spec(current: LabSpec) -> LabStateError:
+    return LabStateError(f"lab '{current.name}' is already up with a different spec ({describe(current)})",
+                         "add --recreate to replace it, or `lab down` first")
+
+
 def plan_up(spec: LabSpec) -> tuple[LabPlan, list[str]]:
     """What `lab up` would make, and notes on what it would do first; creates nothing, works without an engine."""
     try:
@@ -163,7 +172,10 @@ def plan_up(spec: LabSpec) -> tuple[LabPlan, list[str]]:
         except LabError as error:
             notes.append(f"`lab up` would refuse --link: {error}")
     image = plan.containers[0].image
-    if not driver.has_image(image):
+    if UNRESOLVED in image:
+        notes.append(f"requirements not resolved yet: `lab up` resolves them on this host ({len(spec.requirements)} "
+                     "line(s)) and installs them as a layer on the node image")
+    elif not driver.has_image(image):
         notes.append(f"image {image} is not in the engine yet: `lab up` makes it first")
     return plan, notes
 
@@ -199,13 +211,29 @@ def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
 
         with engine_errors("look for the host image's sshd"):
             return host_image_inputs(driver.client if driver else None).tag
-    from lab.nodes.image import node_image_tag
+    from lab.nodes.image import node_image_tag, node_pins
 
+    pins = node_pins(pinned_torch(spec.requirements))
+    tag = node_image_tag(pins)
+    if spec.requirements:
+        from lab.nodes.image import TARGET
+        from lab.nodes.packages import LAYER_REPOSITORY, NODE_PYTHON, cached_resolution
+
+        resolution = cached_resolution(spec.requirements, TARGET, pins["torch"])
+        tag = resolution.layer_tag(tag, NODE_PYTHON) if resolution else f"{LAYER_REPOSITORY}:{UNRESOLVED}"
     if spec.scheduler == slurm.SCHEDULER:
         from lab.nodes.slurm_image import slurm_image_tag
 
-        return slurm_image_tag(node_image_tag())
-    return node_image_tag()
+        return slurm_image_tag(tag)
+    return tag
+
+
+def resolve_requirements(spec: LabSpec, progress: Progress):
+    """The spec's requirements resolved and downloaded on this host (no pip at all when nothing changed)."""
+    from lab.nodes.image import TARGET, node_pins
+    from lab.nodes.packages import resolve
+
+    return resolve(spec.requirements, TARGET, node_pins(pinned_torch(spec.requirements))["torch"], progress)
 
 
 def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: Progress) -> str:
@@ -214,9 +242,14 @@ def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: P
         from lab.nodes.host_image import ensure_host_image
 
         return ensure_host_image(driver.client, progress)
-    from lab.nodes.image import ensure_node_image  # building pulls in the image toolchain; status/down need none of it
+    from lab.nodes.image import ensure_node_image, node_pins  # the image toolchain: status/down need none of it
 
-    tag = ensure_node_image(driver.client, progress, rebuild=rebuild)
+    tag = ensure_node_image(driver.client, progress, rebuild=rebuild, pins=node_pins(pinned_torch(spec.requirements)))
+    if spec.requirements:
+        from lab.nodes.packages import NODE_PYTHON, ensure_layer
+
+        tag = ensure_layer(driver.client, tag, NODE_PYTHON, resolve_requirements(spec, progress), spec.requirements,
+                           progress)
     if spec.scheduler == slurm.SCHEDULER:
         from lab.nodes.slurm_image import ensure_slurm_image  # the Slurm variant: built on the node image, when asked
 
@@ -366,4 +399,6 @@ def describe(spec: LabSpec) -> str:
         parts.append(f"gpus {spec.gpus}")
     if spec.link:
         parts.append(f"link {spec.link}")
+    if spec.requirements:
+        parts.append(f"packages {' '.join(spec.requirements)}")
     return ", ".join(parts)

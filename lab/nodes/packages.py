@@ -1,0 +1,242 @@
+"""The nodes' own packages (`lab up --requirements/--pip`): resolved on this host, installed offline as a layer.
+
+pip resolves the requirements for the nodes' Python and platform (not the host's) with the nodes' torch as a
+constraint, and downloads every wheel into the lab's wheelhouse: nodes never reach a registry. The wheels are then
+installed, with no network, in a container of the node image (or any base image) whose commit is the layer,
+`lab-pkgs:<hash of the base, the interpreter and the resolved set>`. A resolution is remembered by the exact
+inputs it came from (the lines, the files they name, the target, torch), so an unchanged `lab up` asks the engine
+one question and runs no pip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from lab import paths
+from lab.errors import ImageError
+from lab.model.requirements import looks_local
+from lab.nodes.bootstrap import Progress, log_lines, logged_failure, run_logged
+from lab.nodes.driver import engine_errors
+from lab.nodes.image import Target, _engine_disk, _link_or_copy, _output_lines, wheelhouse_dir
+from lab.nodes.labels import LABEL_PREFIX
+
+LAYER_REPOSITORY = "lab-pkgs"
+LAYER_MOUNT = "/tmp/lab-packages"  # where the install container sees the resolved wheels (read-only)
+LAYER_CONTAINER_PREFIX = "lab-pkgs-build-"  # + the tag's hash: a build left by a killed `lab up` is found by it
+NODE_PYTHON = "/opt/lab-venv/bin/python"  # the node image's interpreter (docker/install-venv.sh)
+REQUIREMENTS_LABEL = f"{LABEL_PREFIX}.image.requirements"
+# What pip prints for each wheel a download ends with, new or already in the folder.
+DOWNLOADED = re.compile(r"^(?:Saved|File was already downloaded) (?P<path>\S+\.whl)\s*$")
+NO_DISTRIBUTION = re.compile(r"No matching distribution found for (?P<requirement>\S+)")
+INVALID_REQUIREMENT = re.compile(r"Invalid requirement: '(?P<requirement>[^']*)'")
+# "    torchvision 0.15.1 depends on torch==2.0.0" in the block after "The conflict is caused by:".
+DEPENDS = re.compile(r"^\s*(?P<name>\S+) (?P<version>\S+) depends on (?P<wants>(?P<dep>[A-Za-z0-9._-]+)\S*)")
+REQUESTED = re.compile(r"^\s*The user requested (?:\(constraint\) )?(?P<wants>\S+)")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a set of requirements came to for one target: every wheel file, by name, in the wheelhouse."""
+
+    wheels: tuple[str, ...]
+
+    def pins(self) -> list[str]:
+        """'name==version' of every wheel, for an install that takes exactly these."""
+        from packaging.utils import parse_wheel_filename
+
+        return [f"{name}=={version}" for name, version, *_ in map(parse_wheel_filename, self.wheels)]
+
+    def layer_tag(self, base_tag: str, python: str) -> str:
+        digest = hashlib.sha256(json.dumps([base_tag, python, sorted(self.wheels)]).encode()).hexdigest()[:12]
+        return f"{LAYER_REPOSITORY}:{digest}"
+
+
+def resolution_key(requirements: tuple[str, ...], target: Target, torch: str) -> str:
+    """Names a resolution by everything it depends on, local files by size and time (a rebuilt wheel differs)."""
+    local = []
+    for line in requirements:
+        for word in line.split():
+            path = Path(word)
+            if (looks_local(word) or line.startswith("-")) and path.is_absolute() and path.exists():
+                stat = path.stat()
+                local.append([word, stat.st_size, stat.st_mtime_ns])
+    inputs = [list(requirements), local, list(target.python), target.platforms(), torch]
+    return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:16]
+
+
+def _resolutions_dir() -> Path:
+    return paths.cache_dir() / "resolutions"
+
+
+def cached_resolution(requirements: tuple[str, ...], target: Target, torch: str) -> Resolution | None:
+    """The resolution these exact inputs came to before, if its wheels are all still in the wheelhouse."""
+    record = _resolutions_dir() / f"{resolution_key(requirements, target, torch)}.json"
+    try:
+        wheels = tuple(json.loads(record.read_text())["wheels"])
+    except (OSError, ValueError, KeyError):
+        return None
+    house = wheelhouse_dir()
+    return Resolution(wheels) if all((house / wheel).is_file() for wheel in wheels) else None
+
+
+def resolve(requirements: tuple[str, ...], target: Target, torch: str, progress: Progress) -> Resolution:
+    """Resolve and download `requirements` for `target` with torch held at `torch`, on this host; remembered."""
+    cached = cached_resolution(requirements, target, torch)
+    if cached is not None:
+        return cached
+    house = wheelhouse_dir()
+    house.mkdir(parents=True, exist_ok=True)
+    paths.logs_dir().mkdir(parents=True, exist_ok=True)
+    key = resolution_key(requirements, target, torch)
+    log_path = paths.logs_dir() / f"packages-{key}.log"
+    with tempfile.TemporaryDirectory(prefix="lab-requirements-") as work, log_path.open("w") as log:
+        (Path(work) / "requirements.txt").write_text("\n".join(requirements) + "\n")
+        (Path(work) / "constraints.txt").write_text(f"torch=={torch}\n")
+        progress(f"resolving {len(requirements)} requirement(s) for the nodes ({target.describe()}, torch {torch})")
+        command = [sys.executable, "-m", "pip", "download", "--dest", str(house), "--progress-bar", "off",
+                   "--disable-pip-version-check", *target.pip_args(), "-r", f"{work}/requirements.txt",
+                   "-c", f"{work}/constraints.txt"]
+        wheels: list[str] = []
+
+        def line(text: str) -> None:
+            found = DOWNLOADED.match(text.strip())
+            if found:
+                wheels.append(Path(found.group("path")).name)
+            if not text.startswith("WARNING: Location"):  # pip's note on each configured index lacking the name
+                progress(text.strip())
+
+        status, tail = run_logged(command, log, line)
+        if status != 0:
+            raise resolution_error(_failure_text(log_path), torch, target, log_path) or \
+                logged_failure(f"pip could not resolve the requirements for {target.describe()}", tail, log_path, house)
+    resolution = Resolution(tuple(sorted(set(wheels))))
+    _resolutions_dir().mkdir(parents=True, exist_ok=True)
+    (_resolutions_dir() / f"{key}.json").write_text(json.dumps({"requirements": list(requirements), "torch": torch,
+                                                               "wheels": list(resolution.wheels)}, indent=1))
+    return resolution
+
+
+def _failure_text(log_path: Path) -> str:
+    try:
+        return log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def resolution_error(output: str, torch: str, target: Target, log_path: Path) -> ImageError | None:
+    """pip's failure as one line naming the package: a torch the nodes do not run, a conflict, an unknown
+    package, a package with no wheel for the nodes. None when the output says none of these."""
+    lines = output.splitlines()
+    if "The conflict is caused by:" in output:
+        start = lines.index(next(l for l in lines if "The conflict is caused by:" in l)) + 1
+        causes = []
+        for text in lines[start:]:
+            if not text.strip():
+                break
+            causes.append(text.strip())
+        wants_torch = [m for m in map(DEPENDS.match, causes) if m and m.group("dep").lower() == "torch"]
+        if wants_torch:
+            first = wants_torch[0]
+            return ImageError(
+                f"{first.group('name')} {first.group('version')} needs {first.group('wants')}, but the nodes run "
+                f"torch {torch}",
+                f"choose a version of {first.group('name')} that supports torch {torch}, or add torch==VERSION to the "
+                "requirements to build the nodes with that torch")
+        named = [m.group("name") for m in map(DEPENDS.match, causes) if m]
+        requested = [m.group("wants") for m in map(REQUESTED.match, causes) if m and "(constraint)" not in m.group(0)]
+        asked_torch = [wants for wants in requested if re.match(r"torch\b(?![-_.\w])", wants, re.IGNORECASE)]
+        if asked_torch:
+            return ImageError(f"the requirements ask for {asked_torch[0]}, but the nodes run torch {torch}",
+                              "pin the torch the cluster runs with torch==VERSION: the nodes are then built with it")
+        return ImageError(f"the requirements conflict: {'; '.join(causes)[:400]}",
+                          f"loosen the pins of {', '.join(dict.fromkeys(named + requested)) or 'the packages named'}; "
+                          f"pip's whole answer: {log_path}")
+    invalid = INVALID_REQUIREMENT.search(output)
+    if invalid:
+        return ImageError(f"'{invalid.group('requirement')}' is not a requirement pip understands",
+                          "write it as pip does, e.g. 'lightning==2.5.1' or 'transformers>=4.40'")
+    missing = NO_DISTRIBUTION.search(output)
+    if missing:
+        requirement = missing.group("requirement")
+        name = re.split(r"[<>=!~\[;@ ]", requirement, maxsplit=1)[0]
+        if name.lower() == "torch":
+            return ImageError(f"no torch {torch} wheel for the nodes ({target.describe()})",
+                              "pin a torch version that has a wheel for Linux on this CPU, e.g. torch==2.13.0")
+        if _on_index(name):
+            return ImageError(f"{requirement} has no wheel for the nodes ({target.describe()}): only a source "
+                              "archive, or none of its versions match",
+                              f"build a wheel on this host (`pip wheel '{requirement}' --no-deps -w wheels/`) and pass "
+                              "the .whl file, or pick a version that ships wheels")
+        return ImageError(f"package '{name}' was not found on the package index",
+                          f"check its name: `pip index versions {name}` on this host says the same")
+    return None
+
+
+def _on_index(name: str) -> bool:
+    """Whether the package index knows `name` at all (in any form, wheels or sources)."""
+    result = subprocess.run([sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    return result.returncode == 0 and "Available versions" in result.stdout
+
+
+def ensure_layer(client: docker.DockerClient, base_tag: str, python: str, resolution: Resolution,
+                 requirements: tuple[str, ...], progress: Progress) -> str:
+    """`lab-pkgs:<hash>`: `resolution` installed with `python` on `base_tag`, unless the engine has it already."""
+    tag = resolution.layer_tag(base_tag, python)
+    with engine_errors("build the packages layer"):
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.get(tag)
+            return tag
+        log_path = paths.logs_dir() / f"packages-layer-{tag.replace(':', '-')}.log"
+        paths.logs_dir().mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="packages-layer-", dir=paths.cache_dir()))
+        try:
+            for wheel in resolution.wheels:
+                _link_or_copy(wheelhouse_dir() / wheel, work / wheel)
+            with log_path.open("w") as log:
+                progress(f"installing {len(resolution.wheels)} wheel(s) into {base_tag} as {tag} (log: {log_path})")
+                _install(client, base_tag, tag, python, work, resolution, requirements, log, log_path, progress)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return tag
+
+
+def _install(client: docker.DockerClient, base_tag: str, tag: str, python: str, mounted: Path,
+             resolution: Resolution, requirements: tuple[str, ...], log, log_path: Path, progress: Progress) -> None:
+    """pip install, offline, in a container of `base_tag`; committed as `tag` with the base's command kept."""
+    name = LAYER_CONTAINER_PREFIX + tag.partition(":")[2]
+    with contextlib.suppress(docker.errors.NotFound):  # left by a `lab up` that was killed
+        client.containers.get(name).remove(force=True)
+    config = client.images.get(base_tag).attrs["Config"]
+    command = [python, "-m", "pip", "install", "--no-index", "--find-links", LAYER_MOUNT, "--disable-pip-version-check",
+               "--no-cache-dir", "--progress-bar", "off", *resolution.pins()]
+    container = client.containers.create(base_tag, command, name=name, entrypoint=[], user="0", network_mode="none",
+                                         volumes={str(mounted): {"bind": LAYER_MOUNT, "mode": "ro"}})
+    try:
+        container.start()
+        tail = log_lines(_output_lines(container), log, progress)
+        status = container.wait()["StatusCode"]
+        if status != 0:
+            raise logged_failure(f"installing the requirements into the nodes' image failed (exit {status})", tail,
+                                 log_path, _engine_disk(client))
+        repository, _, version = tag.partition(":")
+        changes = [f"CMD {json.dumps(config.get('Cmd') or [])}", f"ENTRYPOINT {json.dumps(config.get('Entrypoint') or [])}",
+                   f"USER {config.get('User') or 'root'}",
+                   f"LABEL {REQUIREMENTS_LABEL}={json.dumps(' '.join(requirements))}"]
+        container.commit(repository, version, changes=changes)
+    finally:
+        with contextlib.suppress(docker.errors.APIError):
+            container.remove(force=True)

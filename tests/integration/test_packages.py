@@ -1,0 +1,71 @@
+"""`lab up --pip/--requirements` on a real engine: real packages from the index into the wheelhouse, a real layer,
+real nodes that import them; bad requirements are one line and leave nothing."""
+
+import json
+
+import pytest
+
+from .conftest import lab, lab_json, labelled
+
+pytestmark = pytest.mark.docker
+
+VERSIONS = "import six, tqdm, sys; print('VERSIONS', six.__version__, tqdm.__version__, sys.executable)"
+
+
+@pytest.fixture(scope="module")
+def packaged(client, tmp_path_factory):
+    """A 2-node lab with two small packages: one pinned by --pip, one ranged in a requirements file; the layer
+    made anew (a layer of these requirements from an earlier run is removed first)."""
+    for image in client.images.list(name="lab-pkgs"):
+        if image.labels.get("io.lab.image.requirements") == "tqdm>=4.60 six==1.16.0":
+            client.images.remove(image.id, force=True)
+    folder = tmp_path_factory.mktemp("project")
+    (folder / "requirements.txt").write_text("# the job's own packages\ntqdm>=4.60\n")
+    name = "itpkgs"
+    result = lab_json("up", "--nodes", "2", "--name", name, "--pip", "six==1.16.0",
+                      "--requirements", str(folder / "requirements.txt"))
+    yield name, folder, result
+    lab("down", "--name", name)
+
+
+def test_every_node_imports_the_packages_from_a_layer_on_the_node_image(client, packaged):
+    name, _, result = packaged
+    assert result["changed"]
+    out = lab("exec", "--name", name, "--", "python", "-c", VERSIONS, check=True).stdout
+    lines = [line.split("VERSIONS", 1)[1].split() for line in out.splitlines() if "| VERSIONS" in line]
+    assert len(lines) == 2 and all(words[0] == "1.16.0" and words[2] == "/opt/lab-venv/bin/python" for words in lines)
+    image = client.images.get(client.containers.get(f"lab-{name}-node0").attrs["Config"]["Image"])
+    assert image.tags[0].startswith("lab-pkgs:")
+    assert "six==1.16.0" in image.labels["io.lab.image.requirements"]
+
+
+def test_status_and_dry_run_show_the_requirements(packaged):
+    name, folder, _ = packaged
+    spec = lab_json("status", "--name", name)[name]["spec"]
+    assert spec["requirements"] == ["tqdm>=4.60", "six==1.16.0"]
+    plan = json.loads(lab("up", "--nodes", "2", "--name", name, "--pip", "six==1.16.0", "--requirements",
+                          str(folder / "requirements.txt"), "--dry-run", "--json", check=True).stdout)
+    assert plan["plan"]["spec"]["requirements"] == ["tqdm>=4.60", "six==1.16.0"]
+    assert plan["plan"]["containers"][0]["image"].startswith("lab-pkgs:")
+    assert any("would change nothing" in note for note in plan["notes"])
+
+
+def test_the_same_requirements_again_change_nothing_and_other_ones_are_refused(packaged):
+    name, folder, _ = packaged
+    again = lab_json("up", "--nodes", "2", "--name", name, "--pip", "six==1.16.0",
+                     "--requirements", str(folder / "requirements.txt"))
+    assert not again["changed"]
+    other = lab("up", "--nodes", "2", "--name", name, "--pip", "six==1.17.0")
+    assert other.returncode == 5 and "different spec" in other.stderr and "--recreate" in other.stderr
+
+
+@pytest.mark.parametrize("requirement, says", [
+    ("nonexistent-package-for-lab-tests", "package 'nonexistent-package-for-lab-tests' was not found"),
+    ("torchvision==0.15.1", "torchvision 0.15.1 needs torch==2.0.0, but the nodes run torch"),
+])
+def test_a_bad_requirement_is_one_line_and_leaves_nothing(client, fresh_name, requirement, says):
+    result = lab("up", "--nodes", "2", "--name", fresh_name, "--pip", requirement)
+    assert result.returncode == 4
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and says in errors[0] and "Traceback" not in result.stderr
+    assert labelled(client, fresh_name) == ([], [], [])
