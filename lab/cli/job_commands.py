@@ -116,8 +116,8 @@ def _finish_adhoc(record, as_json, verbose) -> None:
               help="Copy this file or folder into the run's working directory on the shared folder first.")
 @user_job_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, inventory, master_port, fail_grace, verbose,
-                 as_json, command):
+def exec_command(node_list, every, env_pairs, copy, timeout, copy_limit, name, on, nodes, inventory, master_port,
+                 fail_grace, verbose, as_json, command):
     """Run COMMAND on the nodes, with placeholders filled in per node.
 
     
@@ -137,7 +137,7 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, in
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(as_json) as reporter:
         record = adhoc.run_exec(target, sorted(set(node_list)) if node_list and not every else None, list(command),
-                                env, copy, timeout, reporter, master_port, fail_grace or None)
+                                env, copy, timeout, reporter, master_port, fail_grace or None, copy_limit=copy_limit)
     _finish_adhoc(record, as_json, verbose)
 
 
@@ -149,12 +149,14 @@ def exec_command(node_list, every, env_pairs, copy, timeout, name, on, nodes, in
 @user_job_options
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, inventory, master_port, fail_grace,
-                     verbose, as_json, script, args):
+def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, copy_limit, name, on, nodes, inventory, master_port,
+                     fail_grace, verbose, as_json, script, args):
     """Run an unmodified training SCRIPT with torchrun on every node.
 
     The script's folder is copied to the run's folder on the shared mount and the job runs
-    from there, so checkpoints written to relative paths are shared by all nodes.
+    from there, so checkpoints written to relative paths are shared by all nodes. Virtual
+    environments (any folder with pyvenv.cfg), version control, caches and what .gitignore or
+    .labignore name are left out; a copy over --copy-limit is refused.
 
     
     Example:
@@ -166,6 +168,6 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, name, on, nodes, 
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(as_json) as reporter:
         record = adhoc.run_torchrun(target, nproc_per_node, rdzv, script, list(args), env, timeout, reporter, master_port,
-                                    fail_grace or None)
+                                    fail_grace or None, copy_limit=copy_limit)
     _finish_adhoc(record, as_json, verbose)
 

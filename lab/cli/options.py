@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from lab.errors import SpecError
+from lab.jobs.staging import parse_copy_limit
 from lab.model.spec import DEFAULT_NAME
 
 
@@ -73,6 +74,10 @@ def user_job_options(func):
         click.option("--env", "env_pairs", multiple=True, metavar="K=V", help="Extra environment variable (repeatable)."),
         click.option("--timeout", type=click.IntRange(1, 86400), default=None,
                      help="Seconds before every process is stopped."),
+        click.option("--copy-limit", default="100m", show_default=True, metavar="SIZE",
+                     callback=lambda ctx, param, value: parse_copy_limit(value),
+                     help="Refuse to copy more than this of a folder into the run (virtual environments, .gitignore'd "
+                          "and .labignore'd files never count)."),
         name_option, target_options, master_port_option, diagnosis_options, json_option,
     ]):
         func = option(func)

@@ -17,6 +17,7 @@ from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
 from lab.jobs.explain import JobFacts, explain_launch, launch_failed, node_interfaces
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.record import RunRecord, StepRecord, recording
+from lab.jobs.staging import DEFAULT_COPY_LIMIT, CopyPlan, checked_copy, copy_planned
 from lab.jobs.targets import Target
 
 PLACEHOLDERS = ("node_rank", "nnodes", "rank", "world_size", "master_addr", "master_port")
@@ -49,30 +50,22 @@ def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-# Never copied with a script's folder: the lab's own state (a project's .lab holds every run, and the run
-# folder itself), version control, caches and virtual environments the nodes cannot use anyway.
-NOT_COPIED = (".lab", ".git", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache")
+def _checked_copy(copy: Path | None, copy_limit: int) -> CopyPlan | None:
+    """What a run will copy of a folder, refused before the run exists when it is too big; None for a file or nothing."""
+    if copy is not None and not copy.exists():
+        raise SpecError(f"'{copy}' does not exist", "give a file or folder on this machine")
+    return checked_copy(copy, paths.state_dir().resolve(), copy_limit) if copy is not None and copy.is_dir() else None
 
 
-def _not_copied(state: Path):
-    """copytree's `ignore`: NOT_COPIED names, and the lab's state folder `state` wherever it sits."""
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        return {name for name in names if name in NOT_COPIED or (Path(folder) / name).resolve() == state}
-    return ignore
-
-
-def _stage(target: Target, run_id: str, copy: Path | None) -> str:
+def _stage(target: Target, run_id: str, copy: Path | None, plan: CopyPlan | None) -> str:
     """Create the run's folder on the shared folder, with `copy` in it, on every node; return its path on the nodes."""
     relative = f"runs/{run_id}/work"
     host = target.transport.host_shared_dir / relative
     host.mkdir(parents=True, exist_ok=True)
-    if copy is not None:
-        if not copy.exists():
-            raise SpecError(f"'{copy}' does not exist", "give a file or folder on this machine")
-        if copy.is_dir():
-            shutil.copytree(copy, host / copy.name, dirs_exist_ok=True, ignore=_not_copied(paths.state_dir().resolve()))
-        else:
-            shutil.copy2(copy, host / copy.name)
+    if plan is not None:
+        copy_planned(plan, host / copy.name)
+    elif copy is not None:
+        shutil.copy2(copy, host / copy.name)
     target.share(relative)
     return f"{target.transport.shared_dir}/{relative}"
 
@@ -105,7 +98,7 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
 
 def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict[str, str], copy: Path | None,
              timeout: int | None, reporter: Reporter, master_port: int | None = None,
-             fail_grace: float | None = FAILED_NODE_GRACE) -> RunRecord:
+             fail_grace: float | None = FAILED_NODE_GRACE, copy_limit: int = DEFAULT_COPY_LIMIT) -> RunRecord:
     """Run `argv` on `nodes` (None: every node), one process per node, placeholders filled per node."""
     if not argv:
         raise SpecError("no command given", "put it after --, e.g. lab exec --all -- hostname")
@@ -113,9 +106,10 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
     nodes = list(range(nnodes)) if nodes is None else nodes
     if any(index >= nnodes for index in nodes):
         raise SpecError(f"'{target.label}' has nodes 0..{nnodes - 1}", "see `lab status`, or leave out --node")
+    planned = _checked_copy(copy, copy_limit)
     target.prepare(1, reporter)
     record = RunRecord.new("exec", target.label)
-    node_dir = _stage(target, record.run_id, copy)
+    node_dir = _stage(target, record.run_id, copy, planned)
     transport = target.transport
     port = transport.pick_port(master_port)
     commands = {}
@@ -133,7 +127,8 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
 
 def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: Path, args: list[str],
                  env: dict[str, str], timeout: int | None, reporter: Reporter,
-                 master_port: int | None = None, fail_grace: float | None = FAILED_NODE_GRACE) -> RunRecord:
+                 master_port: int | None = None, fail_grace: float | None = FAILED_NODE_GRACE,
+                 copy_limit: int = DEFAULT_COPY_LIMIT) -> RunRecord:
     """torchrun an unmodified script on every node; its folder is copied to the run's shared folder.
 
     `nproc_per_node` None: the lab's default (`lab up --nproc-per-node`), else 1.
@@ -141,9 +136,10 @@ def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: 
     if not script.is_file():
         raise SpecError(f"script '{script}' not found", "give the path of a Python file on this machine")
     nproc_per_node = nproc_per_node or target.nproc_per_node or 1
+    planned = _checked_copy(script.resolve().parent, copy_limit)
     target.prepare(nproc_per_node, reporter)
     record = RunRecord.new("torchrun", target.label)
-    node_dir = _stage(target, record.run_id, script.resolve().parent)
+    node_dir = _stage(target, record.run_id, script.resolve().parent, planned)
     node_script = f"{node_dir}/{script.resolve().parent.name}/{script.name}"
     transport = target.transport
     port = transport.pick_port(master_port)

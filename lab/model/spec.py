@@ -42,13 +42,20 @@ LINK_HINT = ("use RATE[:DELAY[:JITTER]][:LOSS%] like 10gbit, 1gbit:200us or 1gbi
              f"or one of {', '.join(LINK_PROFILES)}")
 
 
-def parse_memory(text: str) -> int:
-    """'2g', '512m', '1.5G' -> bytes."""
+def parse_size(text: str) -> int | None:
+    """'2g', '512m', '1.5G' -> bytes; None when the text is not a size."""
     match = MEMORY_PATTERN.match(text.strip())
     if not match:
-        raise SpecError(f"memory '{text}' is not a size", "use a number with a unit, like 512m or 2g")
+        return None
     number, unit = float(match.group(1)), match.group(2).lower()
-    value = int(number * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit])
+    return int(number * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit])
+
+
+def parse_memory(text: str) -> int:
+    """'2g', '512m', '1.5G' -> bytes."""
+    value = parse_size(text)
+    if value is None:
+        raise SpecError(f"memory '{text}' is not a size", "use a number with a unit, like 512m or 2g")
     if value < 64 * 1024**2:
         raise SpecError(f"memory '{text}' is below 64m", "give each node at least 512m to run torch")
     return value

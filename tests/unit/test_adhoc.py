@@ -23,18 +23,3 @@ def test_parse_env():
     for bad in ("A", "=1", "1A=2"):
         with pytest.raises(SpecError):
             parse_env((bad,))
-
-
-def test_a_scripts_folder_is_copied_without_the_labs_state_or_caches(tmp_path):
-    import shutil
-
-    from lab.jobs.adhoc import _not_copied
-
-    project = tmp_path / "project"
-    for relative in ("train.py", "data/x.txt", ".lab/runs/r1/work/train.py", ".git/HEAD", "__pycache__/t.pyc",
-                     "state/labs/key"):
-        (project / relative).parent.mkdir(parents=True, exist_ok=True)
-        (project / relative).write_text("x")
-    copied = tmp_path / "copy"
-    shutil.copytree(project, copied, ignore=_not_copied((project / "state").resolve()))
-    assert sorted(str(path.relative_to(copied)) for path in copied.rglob("*")) == ["data", "data/x.txt", "train.py"]
