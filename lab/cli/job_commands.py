@@ -159,8 +159,13 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, copy_limit, name,
     .labignore name are left out; a copy over --copy-limit is refused.
 
     
-    Example:
+    On a lab with a workspace (`lab up --workspace DIR`), a script inside it runs where it is,
+    from the workspace, nothing copied; `-m MODULE` runs a module of it.
+
+    
+    Examples:
       lab torchrun --nproc-per-node 2 my_project/train.py --epochs 3
+      lab torchrun -m mypkg.train --epochs 3          (on a lab up with --workspace)
     """
     from lab.jobs import adhoc, targets
 

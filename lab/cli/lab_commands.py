@@ -39,12 +39,15 @@ from lab.nodes.labels import GPUS_LABEL
 @click.option("--pip", "pip_specs", multiple=True, metavar="SPEC",
               help="One extra package for the nodes, e.g. --pip lightning==2.5.1 (repeatable; with --requirements too). "
                    "torch==VERSION builds the nodes with that torch.")
+@click.option("--workspace", type=click.Path(exists=True, file_okay=False, resolve_path=True), default=None,
+              metavar="DIR", help="Your project folder, mounted read-only at the same path on every node and the "
+                                  "working directory of `lab exec`/`lab torchrun` (nothing copied per run).")
 @click.option("--recreate", is_flag=True, help="Replace a running lab whose spec differs.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (every container setting; all of it with --json) and create nothing.")
 @json_option
 def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, scheduler, requirement_files, pip_specs,
-       recreate, rebuild, dry_run, as_json):
+       workspace, recreate, rebuild, dry_run, as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -61,10 +64,11 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, 
       lab up --nodes 2 --scheduler slurm       a Slurm cluster: `lab sbatch job.sh`
       lab up --nodes 2 --pip lightning==2.5.1  nodes with Lightning (resolved here, no registry in the nodes)
       lab up --nodes 2 --requirements requirements.txt --recreate
+      lab up --nodes 2 --workspace .           then: lab torchrun -m mypkg.train
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
                    memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin,
-                   link=link, scheduler=scheduler, requirements=requirement_lines(requirement_files, pip_specs))
+                   link=link, scheduler=scheduler, requirements=requirement_lines(requirement_files, pip_specs), workspace=workspace)
     if dry_run:
         plan, notes = lifecycle.plan_up(spec)
         if as_json:

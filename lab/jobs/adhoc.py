@@ -22,6 +22,7 @@ from lab.jobs.targets import Target
 
 PLACEHOLDERS = ("node_rank", "nnodes", "rank", "world_size", "master_addr", "master_port")
 DEFAULT_TIMEOUT = 3600
+MODULE_FLAGS = ("-m", "--module")  # `lab torchrun -m pkg.mod ARGS`: torchrun's own spelling
 
 
 def fill_placeholders(argv: list[str], values: dict[str, object]) -> list[str]:
@@ -116,31 +117,44 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
     for index in nodes:
         values = {"node_rank": index, "nnodes": nnodes, "rank": index, "world_size": nnodes,
                   "master_addr": transport.master_addr, "master_port": port}
-        node_env = readable_output_env(transport.exercises_dir, {
+        node_env = readable_output_env(transport.exercises_dir, _with_workspace(target, {
             "MASTER_ADDR": transport.master_addr, "MASTER_PORT": str(port), "NODE_RANK": str(index),
-            "NNODES": str(nnodes), **dict(zip(env, fill_placeholders(list(env.values()), values)))})
+            "NNODES": str(nnodes), **dict(zip(env, fill_placeholders(list(env.values()), values)))}))
         commands[index] = (fill_placeholders(argv, values), node_env)
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
     facts = _job_facts(target, 1, port, env, argv)
-    return _launch_recorded(record, target, commands, timeout, reporter, node_dir, facts, fail_grace)
+    cwd = target.workspace if target.workspace and copy is None else node_dir  # what --copy brings is in the run's folder
+    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace)
 
 
 def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: Path, args: list[str],
                  env: dict[str, str], timeout: int | None, reporter: Reporter,
                  master_port: int | None = None, fail_grace: float | None = FAILED_NODE_GRACE,
                  copy_limit: int = DEFAULT_COPY_LIMIT) -> RunRecord:
-    """torchrun an unmodified script on every node; its folder is copied to the run's shared folder.
+    """torchrun an unmodified script (or, with SCRIPT `-m`, a module) on every node.
 
-    `nproc_per_node` None: the lab's default (`lab up --nproc-per-node`), else 1.
+    A script in the lab's workspace runs where it is, from the workspace; any other script's folder is copied to the
+    run's shared folder and runs from there. `nproc_per_node` None: the lab's default (`lab up --nproc-per-node`), else 1.
     """
-    if not script.is_file():
+    module = str(script) in MODULE_FLAGS
+    if module and not args:
+        raise SpecError("-m needs a module name", "e.g. lab torchrun -m mypkg.train --epochs 3")
+    if not module and not script.is_file():
         raise SpecError(f"script '{script}' not found", "give the path of a Python file on this machine")
+    in_workspace = module or (target.workspace is not None and Path(target.workspace) in script.resolve().parents)
+    copied = None if in_workspace else script.resolve().parent
+    planned = _checked_copy(copied, copy_limit)
     nproc_per_node = nproc_per_node or target.nproc_per_node or 1
-    planned = _checked_copy(script.resolve().parent, copy_limit)
     target.prepare(nproc_per_node, reporter)
     record = RunRecord.new("torchrun", target.label)
-    node_dir = _stage(target, record.run_id, script.resolve().parent, planned)
-    node_script = f"{node_dir}/{script.resolve().parent.name}/{script.name}"
+    node_dir = _stage(target, record.run_id, copied, planned)
+    if module:
+        program, cwd = ["-m", *args[:1]], target.workspace or node_dir
+        args = args[1:]
+    elif copied is None:
+        program, cwd = [str(script.resolve())], target.workspace
+    else:
+        program, cwd = [f"{node_dir}/{copied.name}/{script.name}"], node_dir
     transport = target.transport
     port = transport.pick_port(master_port)
     commands = {}
@@ -149,11 +163,20 @@ def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: 
                             master_addr=transport.master_addr, master_port=port, python=transport.python,
                             exercises_dir=transport.exercises_dir, results_dir=node_dir, work_dir=node_dir,
                             run_id=record.run_id)
-        commands[index] = (torchrun_argv(ctx, rdzv=rdzv) + [node_script, *args],
-                           readable_output_env(transport.exercises_dir, {"OMP_NUM_THREADS": "1", **env}))
-    reporter.event(f"torchrun {script.name} on {target.nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
-    facts = _job_facts(target, nproc_per_node, port, env, [script.name, *args])
-    return _launch_recorded(record, target, commands, timeout, reporter, node_dir, facts, fail_grace)
+        commands[index] = (torchrun_argv(ctx, rdzv=rdzv) + [*program, *args],
+                           readable_output_env(transport.exercises_dir,
+                                               _with_workspace(target, {"OMP_NUM_THREADS": "1", **env})))
+    name = program[-1] if module else script.name
+    reporter.event(f"torchrun {name} on {target.nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
+    facts = _job_facts(target, nproc_per_node, port, env, [name, *args])
+    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace)
+
+
+def _with_workspace(target: Target, env: dict[str, str]) -> dict[str, str]:
+    """`env` with the workspace after the user's own PYTHONPATH, so its packages import from any folder."""
+    if not target.workspace:
+        return env
+    return {**env, "PYTHONPATH": ":".join(part for part in (env.get("PYTHONPATH"), target.workspace) if part)}
 
 
 def _job_facts(target: Target, nproc_per_node: int, port: int, env: dict[str, str], command: list[str]) -> JobFacts:

@@ -39,6 +39,7 @@ class Target:
     nproc_per_node: int | None = None  # the lab's default processes per node; None: each job's own
     inventory: real_hosts.Inventory | None = None  # real hosts, provisioned before every run
     memory_limit: str | None = None  # each node's memory limit, as `lab status` shows it; None: none or unknown
+    workspace: str | None = None  # the project folder every node sees at this same path (`lab up --workspace`)
 
     @property
     def nnodes(self) -> int:
@@ -62,7 +63,7 @@ def containers(name: str) -> Target:
     return Target(DockerTransport(driver, name, paths.lab_dir(name) / "shared"),
                   tuple(state.hostname for state in states), name,
                   node_gpus=tuple(tuple(state.gpus) for state in states), nproc_per_node=spec.nproc_per_node,
-                  memory_limit=format_bytes(spec.memory) if spec.memory else None)
+                  memory_limit=format_bytes(spec.memory) if spec.memory else None, workspace=spec.workspace)
 
 
 def host_processes(nodes: int) -> Target:

@@ -191,6 +191,9 @@ class LabSpec:
     link: str | None = None  # how traffic between nodes is shaped (parse_link), normalised; None: unshaped
     # Extra packages for the nodes' Python, as lab/model/requirements.py normalises them; () for torch + numpy only.
     requirements: tuple[str, ...] = ()
+    # The user's project folder, mounted read-only at the same path on every node and the working directory of
+    # `lab exec`/`lab torchrun` there (absolute); None: none.
+    workspace: str | None = None
 
     def __post_init__(self):
         validate_name(self.name)
@@ -210,6 +213,8 @@ class LabSpec:
             raise SpecError(f"--scheduler {self.scheduler} needs the node image", "leave out --image host")
         object.__setattr__(self, "gpus", parse_gpus(self.gpus))  # frozen: normalise in place
         object.__setattr__(self, "requirements", tuple(self.requirements))  # a list when read back from JSON
+        if self.workspace is not None and not self.workspace.startswith("/"):
+            raise SpecError(f"--workspace '{self.workspace}' is not an absolute path", "give the project's folder")
         if self.requirements and self.image == "host":
             raise SpecError("--pip/--requirements cannot add packages to --image host: its nodes run this host's Python",
                             "install them into this host's Python (the nodes see it), or leave out --image host")

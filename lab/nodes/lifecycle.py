@@ -401,4 +401,6 @@ def describe(spec: LabSpec) -> str:
         parts.append(f"link {spec.link}")
     if spec.requirements:
         parts.append(f"packages {' '.join(spec.requirements)}")
+    if spec.workspace:
+        parts.append(f"workspace {spec.workspace}")
     return ", ".join(parts)

@@ -186,6 +186,8 @@ def _container(spec: LabSpec, node: Node, gpus: NodeGpuPlan, facts: HostFacts) -
     mounts = [Mount(volume_name(spec.name), SHARED_MOUNT, read_only=False, kind="volume"),
               Mount(str(facts.exercises_dir), EXERCISES_MOUNT),
               Mount(str(facts.public_key), AUTHORIZED_KEYS_PATH)]
+    if spec.workspace:
+        mounts.append(Mount(spec.workspace, spec.workspace))  # the same path as here: paths in configs stay true
     environment = {"LAB_NODE_RANK": str(node.index)}
     labels = node_labels(spec, node)
     if spec.image == "host":

@@ -232,3 +232,20 @@ def test_a_mesh_larger_than_the_hosts_arp_table_is_announced():
     notice = neighbour_notices(64, 1024)[0]
     assert "64 nodes talking to each other need 4032 ARP entries but this host keeps at most 1024" in notice
     assert "net.ipv4.neigh.default.gc_thresh3=8192" in notice
+
+
+def test_a_workspace_is_mounted_read_only_at_its_own_path_on_every_node():
+    plan = build_plan(LabSpec(name="ws", nodes=2, workspace="/home/me/project"), facts())
+    for container in plan.containers:
+        assert Mount("/home/me/project", "/home/me/project", read_only=True) in container.mounts
+    assert all(not any(m.target == "/home/me/project" for m in c.mounts)
+               for c in build_plan(LabSpec(name="ws", nodes=2), facts()).containers)
+
+
+def test_a_workspace_must_be_an_absolute_path():
+    import pytest
+
+    from lab.errors import SpecError
+
+    with pytest.raises(SpecError, match="not an absolute path"):
+        LabSpec(name="ws", workspace="project")
