@@ -169,13 +169,17 @@ def status(name, as_json):
 @master_port_option
 @click.option("--env", "env_pairs", multiple=True, metavar="K=V",
               help="Check with this variable set, as a job would have it (repeatable), e.g. GLOO_SOCKET_IFNAME=eth0.")
+@click.option("--package", "package_names", multiple=True, metavar="NAME",
+              help="A package every node must have at the same version (repeatable; default: those the lab's "
+                   "--pip/--requirements name). Python and torch are always compared.")
 @json_option
-def doctor(name, on, nodes, inventory, master_port, env_pairs, as_json):
+def doctor(name, on, nodes, inventory, master_port, env_pairs, package_names, as_json):
     """Check each node from inside: torch, CUDA, GPUs, gloo/nccl, NCCL version, peers; and before a job:
     /dev/shm, the interface (and MTU) gloo and NCCL would use, node0's rendezvous port reached from every
-    node (round trip), hostnames on loopback, clock offsets.
+    node (round trip), hostnames on loopback, clock offsets. Python, torch and the lab's requested
+    packages are compared across nodes: a node that differs, or lacks one, is named.
 
-    Exits 1 when a node has a problem (torch missing, a peer that does not resolve, GPUs the lab gave a
+    Exits 1 when a node has a problem (torch missing, versions that differ between nodes, a peer that does not resolve, GPUs the lab gave a
     node that torch cannot see, a rendezvous port that cannot be reached, a hostname on loopback);
     warnings (small /dev/shm, MTU mismatch, clock offset) keep exit 0.
     """
@@ -187,7 +191,7 @@ def doctor(name, on, nodes, inventory, master_port, env_pairs, as_json):
     target = targets.resolve(on, name, inventory, nodes)
     with StatusLine(as_json) as progress:
         progress(f"checking {target.nnodes} node(s)")
-        result = diagnose(target, master_port, env)
+        result = diagnose(target, master_port, env, package_names)
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -199,14 +203,22 @@ def doctor(name, on, nodes, inventory, master_port, env_pairs, as_json):
 def _print_diagnosis(result) -> None:
     """The node table, then the pre-job table and its problem and warning lines."""
     table = Table(box=None, pad_edge=False)
-    for column in ("node", "python", "torch", "cuda", "gpus", "backends", "nccl", "peers", "problems"):
+    columns = ["node", "python", "torch", "cuda", "gpus", "backends", "nccl", "peers", "problems"]
+    with_packages = any(node.probe.get("packages") for node in result.nodes)
+    if with_packages:
+        columns.insert(3, "packages")
+    for column in columns:
         table.add_column(column)
     for node in result.nodes:
         probe = node.probe
         peers = probe.get("peers") or {}
         gpus = probe.get("gpus") or []
-        table.add_row(node.hostname, escape(str(probe.get("python", "?"))),
-                      escape(f"{probe.get('torch')}" + (f" (CUDA {probe['cuda_build']})" if probe.get("cuda_build") else "")),
+        cells = [node.hostname, escape(str(probe.get("python", "?"))),
+                 escape(f"{probe.get('torch')}" + (f" (CUDA {probe['cuda_build']})" if probe.get("cuda_build") else ""))]
+        if with_packages:
+            cells.append(escape(" ".join(f"{name} {version or 'missing'}"
+                                         for name, version in (probe.get("packages") or {}).items())))
+        table.add_row(*cells,
                       "yes" if probe.get("cuda") else "no", escape(f"{len(gpus)}" + (f": {', '.join(gpus)}" if gpus else "")),
                       "/".join(probe.get("backends") or []) or "-", probe.get("nccl") or "-",
                       f"{sum(1 for a in peers.values() if a)}/{len(peers)} resolve",

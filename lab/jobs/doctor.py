@@ -10,6 +10,7 @@ Two things run on every node at once through the target's transport (a lab's con
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
 from lab.jobs.preflight import NodePreflight, run_preflight
@@ -56,16 +57,19 @@ class Diagnosis:
                 "master_port": self.master_port, "nodes": [n.to_dict() for n in self.nodes]}
 
 
-def diagnose(target: Target, master_port: int | None = None, env: dict[str, str] | None = None) -> Diagnosis:
+def diagnose(target: Target, master_port: int | None = None, env: dict[str, str] | None = None,
+             packages: tuple[str, ...] = ()) -> Diagnosis:
     """Probe every node of `target` and run the pre-job checks on `master_port` (default: a free port on node0).
 
-    `env` is the job's extra environment, so the checks see what its processes would.
+    `env` is the job's extra environment, so the checks see what its processes would. `packages`: distributions
+    whose versions every node must agree on, besides Python and torch (default: those the lab's spec asks for).
     """
     env = env or {}
     transport = target.transport
     port = master_port or transport.pick_port()
     script = PROBE.read_text()
-    probes = [transport.start(index, [transport.python, "-c", script, "--deep", *peer_names(target)], env)
+    wanted = [f"--package={name}" for name in dict.fromkeys(packages or target.packages)]
+    probes = [transport.start(index, [transport.python, "-c", script, "--deep", *wanted, *peer_names(target)], env)
               for index in range(target.nnodes)]
     preflight = run_preflight(transport, target.nnodes, port, env)  # while torch loads in the probes
     nodes = []
@@ -75,6 +79,7 @@ def diagnose(target: Target, master_port: int | None = None, env: dict[str, str]
         node = judge(index, hostname, output, process.wait(), gpus)
         node.preflight = preflight[index]
         nodes.append(node)
+    compare_versions(nodes)
     backend = None
     if target.node_gpus is not None:
         backend = run_backend("auto", [list(gpus) for gpus in target.node_gpus], 1, target.label)
@@ -111,3 +116,23 @@ def judge(index: int, hostname: str, output: list[str], exit_code: int | None,
         build = " (a CPU-only torch build)" if assigned_gpus and probe.get("cuda_build") is None else ""
         diagnosis.problems.append(f"given {len(assigned_gpus)} GPU(s) but torch sees {seen}{build}")
     return diagnosis
+
+
+def compare_versions(nodes: list[NodeDiagnosis]) -> None:
+    """Name each node whose Python, torch or requested package differs from what most nodes run (or lacks it)."""
+    facts = {node.node: {"python": node.probe.get("python"), "torch": node.probe.get("torch"),
+                         **(node.probe.get("packages") or {})} for node in nodes if node.probe}
+    names = dict.fromkeys(name for versions in facts.values() for name in versions)
+    for name in names:
+        seen = {index: versions.get(name) for index, versions in facts.items()}
+        counts = Counter(seen.values())
+        usual, _ = counts.most_common(1)[0]
+        for node in nodes:
+            if node.node not in seen or seen[node.node] == usual:
+                continue
+            others = ", ".join(f"node{index}" for index, version in seen.items() if version == usual)
+            mine = f"{name} {seen[node.node]}" if seen[node.node] else f"{name} missing"
+            node.problems.append(f"{mine} here, {name} {usual or 'missing'} on {others}")
+        if usual is None and len(counts) == 1 and name not in ("python", "torch"):
+            for node in nodes:
+                node.problems.append(f"{name} is not installed (the lab's requirements ask for it)")

@@ -19,6 +19,7 @@ from lab.jobs.record import RunRecord
 from lab.jobs.runner import RunOptions, run_exercise
 from lab.jobs.transports import DockerTransport, LocalTransport, Transport
 from lab.nodes import lifecycle as labs
+from lab.model.requirements import requirement_names
 from lab.model.spec import format_bytes
 from lab.nodes.gpus import run_backend
 from lab.provision import inventory as real_hosts
@@ -40,6 +41,7 @@ class Target:
     inventory: real_hosts.Inventory | None = None  # real hosts, provisioned before every run
     memory_limit: str | None = None  # each node's memory limit, as `lab status` shows it; None: none or unknown
     workspace: str | None = None  # the project folder every node sees at this same path (`lab up --workspace`)
+    packages: tuple[str, ...] = ()  # the distributions the lab's requirements name (`lab doctor` compares them)
 
     @property
     def nnodes(self) -> int:
@@ -63,7 +65,8 @@ def containers(name: str) -> Target:
     return Target(DockerTransport(driver, name, paths.lab_dir(name) / "shared"),
                   tuple(state.hostname for state in states), name,
                   node_gpus=tuple(tuple(state.gpus) for state in states), nproc_per_node=spec.nproc_per_node,
-                  memory_limit=format_bytes(spec.memory) if spec.memory else None, workspace=spec.workspace)
+                  memory_limit=format_bytes(spec.memory) if spec.memory else None, workspace=spec.workspace,
+                  packages=tuple(requirement_names(spec.requirements)))
 
 
 def host_processes(nodes: int) -> Target:

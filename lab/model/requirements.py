@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import parse_wheel_filename
 
 from lab.errors import SpecError
 
@@ -95,10 +96,14 @@ def requirement_lines(files: tuple[str, ...], specs: tuple[str, ...]) -> tuple[s
 
 
 def requirement_names(lines: tuple[str, ...] | list[str]) -> list[str]:
-    """The project names the lines ask for by name (local files and options have none here)."""
+    """The project names the lines ask for: by name, or by a local wheel's file name (options name none)."""
     names = []
     for line in lines:
-        if line.startswith("-") or looks_local(line):
+        if line.startswith("-"):
+            continue
+        if looks_local(line):
+            if line.endswith(".whl"):  # a wheel's file name starts with its project's name
+                names.append(parse_wheel_filename(Path(line).name)[0])
             continue
         names.append(Requirement(line).name)
     return names

@@ -116,12 +116,28 @@ def deep_facts():
     return facts
 
 
+def installed_versions(names):
+    """The installed version of each distribution named, None where it is missing (read from metadata, not imported)."""
+    import importlib.metadata
+
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
 def main(argv):
     deep = "--deep" in argv
-    peers = resolve_all([name for name in argv if name != "--deep"])
+    packages = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--package=")]
+    peers = resolve_all([name for name in argv if not name.startswith("--")])
     report = {"hostname": socket.gethostname(), "python": platform.python_version(), "executable": sys.executable,
               "deep": deep, "peers": peers, "unresolved": [name for name, address in peers.items() if address is None]}
     report.update(deep_facts() if deep else shallow_facts())
+    if packages:
+        report["packages"] = installed_versions(packages)
     print(json.dumps(report))
 
 

@@ -69,3 +69,18 @@ def test_a_bad_requirement_is_one_line_and_leaves_nothing(client, fresh_name, re
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and says in errors[0] and "Traceback" not in result.stderr
     assert labelled(client, fresh_name) == ([], [], [])
+
+
+def test_doctor_compares_the_packages_and_names_a_node_that_differs(client, packaged):
+    """Last in this file: it takes a package away from node1."""
+    name, _, _ = packaged
+    report = lab_json("doctor", "--name", name)
+    assert report["ok"] and all(node["packages"] == {"tqdm": node["packages"]["tqdm"], "six": "1.16.0"}
+                                for node in report["nodes"])
+    removed = client.containers.get(f"lab-{name}-node1").exec_run(
+        ["/opt/lab-venv/bin/python", "-m", "pip", "uninstall", "-y", "six"])
+    assert removed.exit_code == 0, removed.output
+    result = lab("doctor", "--name", name, "--json")
+    assert result.returncode == 1
+    nodes = json.loads(result.stdout)["nodes"]
+    assert nodes[0]["problems"] == [] and nodes[1]["problems"] == ["six missing here, six 1.16.0 on node0"]

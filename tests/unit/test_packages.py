@@ -40,7 +40,7 @@ def test_a_requirements_file_is_read_with_includes_comments_continuations_and_lo
     lines = read_requirements(tmp_path / "requirements.txt")
     assert lines == ["numpy>=1.26", "lightning==2.5.1", "transformers>=4.40,  <5",
                      "accelerate[testing] ; python_version >= '3.9'", str(wheel), f"--find-links {tmp_path / 'wheels'}"]
-    assert requirement_names(lines) == ["numpy", "lightning", "transformers", "accelerate"]
+    assert requirement_names(lines) == ["numpy", "lightning", "transformers", "accelerate", "mypkg"]
 
 
 def test_files_then_specs_without_repeats(tmp_path):
@@ -189,3 +189,32 @@ def test_the_layer_tag_names_the_base_the_interpreter_and_the_set():
     assert tag != resolution.layer_tag("lab-node:def", "/opt/lab-venv/bin/python")
     assert tag != resolution.layer_tag("lab-node:abc", "/opt/conda/bin/python")
     assert resolution.pins() == ["six==1.16.0", "tqdm==4.70.1"]
+
+
+# --- lab doctor: the same versions everywhere -------------------------------------------------------------------
+def doctor_nodes(*versions):
+    from lab.jobs.doctor import NodeDiagnosis
+
+    return [NodeDiagnosis(index, f"node{index}", {"python": "3.11.2", "torch": torch, "packages": packages}, None)
+            for index, (torch, packages) in enumerate(versions)]
+
+
+def test_doctor_names_the_node_whose_versions_differ():
+    from lab.jobs.doctor import compare_versions
+
+    nodes = doctor_nodes((TORCH, {"six": "1.16.0"}), ("2.12.0", {"six": "1.16.0"}), (TORCH, {"six": None}))
+    compare_versions(nodes)
+    assert nodes[0].problems == []
+    assert nodes[1].problems == [f"torch 2.12.0 here, torch {TORCH} on node0, node2"]
+    assert nodes[2].problems == ["six missing here, six 1.16.0 on node0, node1"]
+
+
+def test_doctor_is_quiet_when_every_node_agrees_and_says_when_none_has_a_package():
+    from lab.jobs.doctor import compare_versions
+
+    same = doctor_nodes((TORCH, {"six": "1.16.0"}), (TORCH, {"six": "1.16.0"}))
+    compare_versions(same)
+    assert all(not node.problems for node in same)
+    none = doctor_nodes((TORCH, {"six": None}), (TORCH, {"six": None}))
+    compare_versions(none)
+    assert all(node.problems == ["six is not installed (the lab's requirements ask for it)"] for node in none)
