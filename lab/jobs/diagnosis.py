@@ -317,7 +317,7 @@ def _quote(line: LogLine, limit: int = 300) -> str:
 # Causes, most specific / most likely root first.
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "master-port-in-use",
-    "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "import-error", "script-not-found", "bad-arguments",
+    "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "package-missing-on-nodes", "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "world-size-mismatch", "shape-mismatch", "collective-mismatch", "rank-crashed",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out",
     "stopped", "nonzero-exit",
@@ -614,7 +614,18 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         evidence = f"{where}: {tb.exc_type}: {tb.message}"[:400] + at
         if tb.short_type in START_ERRORS:
             missing = re.search(r"No module named '([^'.]+)", tb.message)
-            fix = (f"install '{missing.group(1)}' in the nodes' Python (the lab's node image venv) or remove the import"
+            lacking = _nodes_lacking(ctx, missing.group(1)) if missing else set()
+            if missing and ctx.multi_node and lacking < {node.index for node in ctx.evidence.nodes}:
+                module, nodes = missing.group(1), ", ".join(f"node{index}" for index in sorted(lacking))
+                found.append(Finding(
+                    "package-missing-on-nodes", f"'{module}' is missing on {nodes} only: the nodes' Python "
+                    "environments differ", evidence, tb.node, rank,
+                    f"give every node the same packages: on a lab, `lab up --pip <the package with '{module}'> "
+                    f"--recreate` installs it on all of them, and `lab doctor` names a node whose versions differ; "
+                    f"on real hosts, install it on {nodes} as on the others"))
+                continue
+            fix = (f"install '{missing.group(1)}' on the nodes: `lab up --pip <the package with '{missing.group(1)}'> "
+                   "--recreate` on a lab (resolved on this host, no registry in the nodes), or remove the import"
                    if missing else "fix the error at the quoted line; every node runs the same file")
             found.append(Finding("import-error", f"the script fails at start on node{tb.node}: {tb.short_type}",
                                  evidence, tb.node, rank, fix))
@@ -624,6 +635,11 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                                                  f"{tb.short_type}{at}", evidence, tb.node, rank,
                                  fix + "; the other ranks' connection errors and timeouts follow from it"))
     return found
+
+
+def _nodes_lacking(ctx: Context, module: str) -> set[int]:
+    """The nodes where some process could not import `module`."""
+    return {tb.node for tb in ctx.tracebacks if f"No module named '{module}" in tb.message}
 
 
 def _report_root_rank(ctx: Context, node: int) -> int | None:

@@ -84,3 +84,18 @@ def test_doctor_compares_the_packages_and_names_a_node_that_differs(client, pack
     assert result.returncode == 1
     nodes = json.loads(result.stdout)["nodes"]
     assert nodes[0]["problems"] == [] and nodes[1]["problems"] == ["six missing here, six 1.16.0 on node0"]
+
+
+def test_a_package_missing_on_one_node_is_named_as_such(packaged, tmp_path):
+    """After the doctor test took six away from node1: a job importing it fails there only, and the diagnosis says
+    the nodes differ (not that the package is missing everywhere)."""
+    name, _, _ = packaged
+    script = tmp_path / "uses_six.py"
+    script.write_text("import datetime, six, torch.distributed as dist\n"
+                      "dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=10))\n"
+                      "dist.barrier()\n")
+    result = lab("torchrun", "--name", name, "--timeout", "60", "--json", str(script))
+    assert result.returncode == 1
+    top = json.loads(result.stdout)["diagnosis"][0]
+    assert (top["cause"], top["node"]) == ("package-missing-on-nodes", 1), top
+    assert "'six' is missing on node1 only" in top["title"] and "lab up --pip" in top["fix"]

@@ -406,6 +406,28 @@ def test_import_error_at_start():
     assert "import_error.py:5" in top.evidence and "install 'wandb'" in top.fix
 
 
+# A lab whose node1 lacks a package node0 has (`lab torchrun`, tests/integration/test_packages.py): node0 waits.
+MISSING_ON_NODE1 = """\
+[rank1]:Traceback (most recent call last):
+[rank1]:  File "/lab/shared/runs/r1/work/project/uses_six.py", line 1, in <module>
+[rank1]:    import datetime, six, torch.distributed as dist
+[rank1]:ModuleNotFoundError: No module named 'six'
+"""
+
+
+def test_a_module_missing_on_some_nodes_only_is_a_difference_between_the_nodes():
+    top = diagnose(lab_run("", MISSING_ON_NODE1, exit_codes=[None, 1], stopped="node1 failed"))[0]
+    assert (top.cause, top.node, top.rank) == ("package-missing-on-nodes", 1, 1)
+    assert "'six' is missing on node1 only" in top.title and "lab up --pip" in top.fix and "lab doctor" in top.fix
+
+
+def test_a_module_missing_on_every_node_is_not_called_a_difference():
+    both = diagnose(lab_run(MISSING_ON_NODE1, MISSING_ON_NODE1))
+    assert causes(both)[0] == "import-error" and "package-missing-on-nodes" not in causes(both)
+    alone = diagnose(lab_run(MISSING_ON_NODE1))  # a one-node run has no other node to differ from
+    assert causes(alone)[0] == "import-error"
+
+
 def test_import_error_rank_from_torchrun_report_when_lines_have_no_prefix():
     log = IMPORT_ERROR + "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n" \
                          "  exitcode  : 1 (pid: 26955)\n"
