@@ -23,7 +23,8 @@ def exercises_command(as_json):
     found = discover()
     if as_json:
         print(json.dumps([{"name": e.name, "title": e.title, "summary": e.summary, "nodes": e.nodes,
-                           "nproc_per_node": e.nproc_per_node, "steps": [s.name for s in e.steps]} for e in found], indent=2))
+                           "nproc_per_node": e.nproc_per_node, "steps": [s.name for s in e.steps],
+                           "requirements": list(e.requirements)} for e in found], indent=2))
         return
     # Plain aligned lines, not a table: a table wraps long summaries; these are cut at the terminal's width.
     title_width = max((len(exercise.title) for exercise in found), default=0)
@@ -75,16 +76,28 @@ def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, 
         raise SpecError("--jobs runs exercises on copies of a lab; it does not go with --on, --inventory or --nodes",
                         "leave out --jobs")
     exercises = discover() if run_all else list({found.name: found for found in map(find, exercise)}.values())
-    with LiveReporter(quiet or as_json or jobs > 1) as reporter:
-        if jobs > 1:
-            from lab.jobs.spread import run_spread
+    if jobs > 1:
+        from lab.jobs.spread import copy_names
 
-            records = run_spread(exercises, name, jobs, lambda one, target, labelled: targets.run_exercises(
-                [one], target, nproc_per_node, backend, timeout, labelled, master_port, fail_grace or None)[0],
-                reporter)
+        copy_names(name, min(jobs, len(exercises)))  # a name too long to copy is refused before the engine is asked
+    with LiveReporter(quiet or as_json or jobs > 1) as reporter:
+        def run_many(some, target):
+            """`some` on `target`, or (None) on the target the options name, `jobs` at a time."""
+            if target is None and jobs > 1:
+                from lab.jobs.spread import run_spread
+
+                return run_spread(some, name, jobs, lambda one, where, labelled: targets.run_exercises(
+                    [one], where, nproc_per_node, backend, timeout, labelled, master_port, fail_grace or None)[0],
+                    reporter)
+            return targets.run_exercises(some, target or targets.resolve(on, name, inventory, nodes), nproc_per_node,
+                                         backend, timeout, reporter, master_port, fail_grace or None)
+
+        if on is None and inventory is None:  # a lab: exercises with packages it lacks go to a companion lab
+            from lab.jobs.companion import run_with_companion
+
+            records = run_with_companion(exercises, name, run_many, reporter)
         else:
-            records = targets.run_exercises(exercises, targets.resolve(on, name, inventory, nodes), nproc_per_node,
-                                            backend, timeout, reporter, master_port, fail_grace or None)
+            records = run_many(exercises, None)
     if as_json:
         print(json.dumps([record.to_dict() for record in records], indent=2))
     else:

@@ -15,6 +15,7 @@ import yaml
 
 from lab import paths
 from lab.errors import SpecError
+from lab.model.requirements import normalise_requirement
 
 LAUNCHERS = ("per-node", "torchrun")
 RDZV_MODES = ("c10d", "static")
@@ -55,6 +56,7 @@ class Exercise:
     nproc_per_node: int
     timeout: int
     steps: tuple[Step, ...] = field(default_factory=tuple)
+    requirements: tuple[str, ...] = ()  # packages the nodes need besides torch (`lab up --pip` lines)
 
     @property
     def folder(self) -> str:
@@ -144,6 +146,8 @@ def load_exercise(path: Path) -> Exercise:
         nproc_per_node=int(data.get("nproc_per_node", 1)),
         timeout=int(data.get("timeout", 120)),
         steps=tuple(steps),
+        requirements=tuple(normalise_requirement(line, path, f"{where}: requirements")
+                           for line in _strings(data.get("requirements"), f"{where}: requirements")),
     )
 
 
