@@ -51,6 +51,7 @@ class K8sJob:
     image: str = DEFAULT_IMAGE
     gpus: int = 0  # nvidia.com/gpu per pod
     claim: str | None = None  # a ReadWriteMany PersistentVolumeClaim for OUTPUT_DIR, shared by every pod
+    requirements: tuple[str, ...] = ()  # packages the job needs besides torch, installed in each pod first
 
     @property
     def service(self) -> str:
@@ -88,7 +89,8 @@ def exercise_job(exercise: Exercise, nodes: int, nproc_per_node: int, image: str
     files = _file_map([exercises_root() / "labkit.py", *sources])
     launches = tuple(Launch(step.name, step.program, step.args, step.env, step.launcher == "torchrun", step.expect)
                      for step in exercise.steps)
-    return K8sJob(job_name(f"lab-{exercise.name}"), nodes, nproc_per_node, files, launches, image, gpus, claim)
+    return K8sJob(job_name(f"lab-{exercise.name}"), nodes, nproc_per_node, files, launches, image, gpus, claim,
+                  exercise.requirements)
 
 
 def script_job(script: Path, args: list[str], nodes: int, nproc_per_node: int, image: str = DEFAULT_IMAGE,
@@ -98,6 +100,11 @@ def script_job(script: Path, args: list[str], nodes: int, nproc_per_node: int, i
         raise SpecError(f"script '{script}' not found", "give the path of a Python file on this machine")
     return K8sJob(job_name(f"lab-{script.stem}"), nodes, nproc_per_node, _file_map([script]),
                   (Launch("main", script.name, tuple(args)),), image, gpus, claim)
+
+
+def requirement_words(requirements: tuple[str, ...]) -> str:
+    """The requirement lines as pip's command-line arguments, each quoted for sh."""
+    return " ".join(shlex.quote(line) for line in requirements)
 
 
 def pod_environment(job: K8sJob) -> dict[str, str]:
@@ -124,6 +131,9 @@ def pod_script(job: K8sJob) -> str:
         "# index 0's DNS record appears once its pod runs; the static rendezvous needs it",
         'until getent hosts "$MASTER_ADDR" > /dev/null; do sleep 1; done',
     ]
+    if job.requirements:
+        lines += ["# the job's packages besides torch (already there when the image has them; bake them in to skip this)",
+                  f'"$PYTHON" -m pip install --quiet --disable-pip-version-check {requirement_words(job.requirements)}']
     for launch in job.launches:
         program = f'"$LAB_JOB_DIR"/{shlex.quote(launch.program)}'
         args = "".join(f" {shlex.quote(arg)}" for arg in launch.args)

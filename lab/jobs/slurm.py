@@ -10,6 +10,7 @@ import re
 import shlex
 
 from lab.jobs.exercises import Exercise
+from lab.jobs.k8s import requirement_words
 from lab.model.spec import MASTER_PORT
 
 # Where the script finds things, each overridable from the submitting environment (sbatch exports it).
@@ -55,6 +56,10 @@ def slurm_script(exercise: Exercise, nodes: int, nproc_per_node: int, gpus_per_n
         'mkdir -p "$LAB_WORK_DIR"',
         "",
     ]
+    if exercise.requirements:
+        lines += ["# The exercise's packages besides torch, on every node (pip leaves those already there alone)",
+                  'srun --nodes=$SLURM_NNODES --ntasks-per-node=1 "$PYTHON" -m pip install --quiet '
+                  f"--disable-pip-version-check {requirement_words(exercise.requirements)}", ""]
     for step in exercise.steps:
         program = f'"$LAB_EXERCISES"/{exercise.folder}/{step.program}'
         env = " ".join(f"{key}={shlex.quote(value)}" for key, value in step.env)

@@ -111,3 +111,11 @@ def test_bad_input_is_one_line(args, needle):
                                         ("x" * 80, "x" * k8s.MAX_JOB_NAME)])
 def test_job_names_are_dns_labels(text, name):
     assert k8s.job_name(text) == name
+
+
+def test_an_exercise_with_packages_installs_them_in_each_pod_before_its_launches():
+    script = k8s.pod_script(k8s.exercise_job(find("exercise15"), 2, 2))
+    install = next(line for line in script.splitlines() if "pip install" in line)
+    assert install.endswith("lightning==2.6.6")
+    assert script.index(install) < script.index("torch.distributed.run")
+    assert "pip install" not in k8s.pod_script(k8s.exercise_job(find("exercise03"), 2, 2))

@@ -44,3 +44,12 @@ def test_slurm_export_of_exercise03():
     assert ': "${LAB_EXERCISES:=$SLURM_SUBMIT_DIR/exercises}"' in lines and ': "${PYTHON:=python3}"' in lines
     assert lines[1] == "# lab: exercise03 nproc-per-node=2"
     assert exercise_of(result.output) == ("exercise03", 2) and exercise_of("#!/bin/bash\nhostname\n") is None
+
+
+def test_slurm_export_of_an_exercise_with_packages_installs_them_on_every_node_first():
+    result = CliRunner().invoke(cli, ["export", "slurm", "exercise14"])
+    assert result.exit_code == 0, result.output
+    sruns = [line for line in result.output.splitlines() if line.startswith("srun ")]
+    assert sruns[0].startswith("srun --nodes=$SLURM_NNODES --ntasks-per-node=1 ")
+    assert sruns[0].endswith('"$PYTHON" -m pip install --quiet --disable-pip-version-check accelerate==1.15.0')
+    assert "pip install" not in CliRunner().invoke(cli, ["export", "slurm", "exercise03"]).output
