@@ -26,8 +26,12 @@ from lab.nodes.labels import GPUS_LABEL
 @click.option("--net-admin", is_flag=True, help="Give nodes NET_ADMIN (needed by `lab fault delay`).")
 @click.option("--gpus", default="auto", show_default=True, metavar="auto|none|all|N",
               help="NVIDIA GPUs for the nodes: auto (all when there are any), none, all (split across nodes), N per node.")
-@click.option("--image", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
-              help="host: no image build; nodes mount this host's /usr and Python (with its torch) read-only.")
+@click.option("--image", default="auto", show_default=True, metavar="auto|host|IMAGE",
+              help="auto: the lab's node image; host: no image build, nodes mount this host's /usr and Python (with "
+                   "its torch) read-only; IMAGE: your own local image with Python 3 and torch (the lab adds sshd to "
+                   "a copy of it and never changes it).")
+@click.option("--python", "image_python", default=None, metavar="PATH",
+              help="With --image IMAGE: the image's interpreter that has torch (default: found by the lab).")
 @click.option("--link", default=None, metavar="PROFILE",
               help="Shape traffic between nodes: RATE[:DELAY[:JITTER]][:LOSS%], e.g. 10gbit, 1gbit:200us, "
                    "1gbit:200us:20us:0.1%, or ethernet-1g|ethernet-10g|ethernet-100g (delays need netem in the kernel).")
@@ -46,8 +50,8 @@ from lab.nodes.labels import GPUS_LABEL
 @click.option("--rebuild", is_flag=True, help="Rebuild the node image even if one is cached.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (every container setting; all of it with --json) and create nothing.")
 @json_option
-def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, scheduler, requirement_files, pip_specs,
-       workspace, recreate, rebuild, dry_run, as_json):
+def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, image_python, link, scheduler,
+       requirement_files, pip_specs, workspace, recreate, rebuild, dry_run, as_json):
     """Start a lab of NODES containers and wait until every node answers.
 
     Running it again with the same options does nothing; with different options it
@@ -59,6 +63,7 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, 
       lab up --nodes 2
       lab up --nodes 4 --cpus 0.5 --memory 1g --name big
       lab up --nodes 2 --image host --gpus auto
+      lab up --nodes 2 --image my-team/train:2.13   your team's image (local), as it is
       lab up --nodes 2 --link 1gbit            nodes talk over a 1 Gbit/s link (nodes stay unprivileged)
       lab up --nodes 2 --dry-run --json
       lab up --nodes 2 --scheduler slurm       a Slurm cluster: `lab sbatch job.sh`
@@ -68,7 +73,8 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, link, 
     """
     spec = LabSpec(name=name, nodes=nodes, nproc_per_node=nproc_per_node, cpus=cpus,
                    memory=parse_memory(memory) if memory else None, image=image, gpus=gpus, net_admin=net_admin,
-                   link=link, scheduler=scheduler, requirements=requirement_lines(requirement_files, pip_specs), workspace=workspace)
+                   link=link, scheduler=scheduler, requirements=requirement_lines(requirement_files, pip_specs), workspace=workspace,
+                   python=image_python)
     if dry_run:
         plan, notes = lifecycle.plan_up(spec)
         if as_json:

@@ -28,6 +28,9 @@ SHARED_MOUNT = "/lab/shared"
 EXERCISES_MOUNT = "/lab/exercises"
 GPU_MODES = ("auto", "none", "all")
 IMAGE_CHOICES = ("auto", "host")  # host: the host's own Python environment, mounted read-only (lab/host_image.py)
+# Anything else is the user's own image (lab/nodes/user_image.py), named as Docker names images.
+IMAGE_REFERENCE = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                             r"(?:@sha256:[0-9a-f]{64})?$")
 SCHEDULERS = ("none", "slurm")  # slurm: the nodes form a Slurm cluster (lab/nodes/slurm.py)
 # Named link profiles. Rate only: the lab's bridge already has a round trip of tens of microseconds, about
 # what a switched datacenter LAN has, and a delay needs netem, which not every kernel has.
@@ -194,6 +197,7 @@ class LabSpec:
     # The user's project folder, mounted read-only at the same path on every node and the working directory of
     # `lab exec`/`lab torchrun` there (absolute); None: none.
     workspace: str | None = None
+    python: str | None = None  # `--image IMAGE`: the image's interpreter, when the lab is not to search for it
 
     def __post_init__(self):
         validate_name(self.name)
@@ -205,12 +209,16 @@ class LabSpec:
             raise SpecError(f"--nproc-per-node must be 1..64, got {self.nproc_per_node}", "try --nproc-per-node 2")
         if self.cpus is not None and self.cpus <= 0:
             raise SpecError(f"--cpus must be positive, got {self.cpus}", "try --cpus 1")
-        if self.image not in IMAGE_CHOICES:
-            raise SpecError(f"--image '{self.image}' is not one of {', '.join(IMAGE_CHOICES)}", "try --image host")
+        if self.image not in IMAGE_CHOICES and not IMAGE_REFERENCE.match(self.image):
+            raise SpecError(f"--image '{self.image}' is neither auto, host nor an image name",
+                            "name a local image as docker does, e.g. --image my-team/train:2.13 (see `docker images`)")
+        if self.python is not None and (self.image in IMAGE_CHOICES or not self.python.startswith("/")):
+            raise SpecError(f"--python '{self.python}' needs --image IMAGE and an absolute path",
+                            "e.g. --image my-team/train:2.13 --python /opt/conda/bin/python")
         if self.scheduler not in SCHEDULERS:
             raise SpecError(f"--scheduler '{self.scheduler}' is not one of {', '.join(SCHEDULERS)}", "try --scheduler slurm")
         if self.scheduler != "none" and self.image != "auto":
-            raise SpecError(f"--scheduler {self.scheduler} needs the node image", "leave out --image host")
+            raise SpecError(f"--scheduler {self.scheduler} needs the node image", f"leave out --image {self.image}")
         object.__setattr__(self, "gpus", parse_gpus(self.gpus))  # frozen: normalise in place
         object.__setattr__(self, "requirements", tuple(self.requirements))  # a list when read back from JSON
         if self.workspace is not None and not self.workspace.startswith("/"):
@@ -220,6 +228,11 @@ class LabSpec:
                             "install them into this host's Python (the nodes see it), or leave out --image host")
         if self.link is not None:
             object.__setattr__(self, "link", parse_link(self.link).text())
+
+    @property
+    def user_image(self) -> bool:
+        """Nodes from the user's own image (not the node image, not the host's Python)."""
+        return self.image not in IMAGE_CHOICES
 
     @property
     def link_profile(self) -> LinkProfile | None:

@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from lab import paths
 from lab.errors import EngineError, LabError, LabStateError, ProvisionError, SpecError
@@ -30,6 +30,10 @@ from lab.nodes.links import apply_links, check_host, link_state, remove_links
 from lab.nodes.plan import HostFacts, LabPlan, build_plan
 from lab.nodes.sshkeys import checked_key, ensure_key, key_paths, known_hosts_path, known_names, write_known_hosts
 from lab.provision.ansible import ProvisionResult, run_playbook, write_inventory
+
+if TYPE_CHECKING:  # the image toolchain is imported where an image is made, not by every command
+    from lab.nodes.image import Target
+    from lab.nodes.user_image import ImageFacts
 
 Progress = Callable[[str], None]
 SSH_WAIT_SECONDS = 60
@@ -98,7 +102,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
         current = driver.existing_spec(spec.name)
         if current is not None and current.requirements != spec.requirements and not recreate:
             raise _different_spec(current)  # before pip downloads anything for a lab that stays as it is
-        resolve_requirements(spec, progress)  # the layer's tag names the resolved set
+        resolve_requirements(spec, progress, node_base(spec, driver))  # the layer's tag names the resolved set
     plan = build_plan(spec, host_facts(spec, driver))
     spec = plan.spec  # the lab records what `--gpus auto` found
     current = driver.existing_spec(spec.name)
@@ -189,12 +193,14 @@ def host_facts(spec: LabSpec, driver: DockerDriver | None) -> HostFacts:
 
     lab_dir = paths.lab_dir(spec.name)
     python = host_python() if spec.image == "host" else None
-    return HostFacts(gpus=detect_host(driver.runtimes() if driver else set()), image=image_tag(spec, driver),
+    base = node_base(spec, driver) if spec.user_image else None
+    return HostFacts(gpus=detect_host(driver.runtimes() if driver else set()), image=image_tag(spec, driver, base),
                      shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"),
                      public_key=key_paths(lab_dir / "ssh")[1], python=python,
                      host_folders=host_folders(python) if python else (),
                      slurm_dir=slurm.slurm_dir(lab_dir) if spec.scheduler == slurm.SCHEDULER else None,
-                     neighbour_limit=_neighbour_limit())
+                     neighbour_limit=_neighbour_limit(),
+                     image_python=base.python if base else None, image_path=base.path if base else None)
 
 
 def _neighbour_limit() -> int | None:
@@ -204,23 +210,51 @@ def _neighbour_limit() -> int | None:
         return None
 
 
-def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
+@dataclass(frozen=True)
+class NodeBase:
+    """The image the nodes' packages go on: its tag (made or not), interpreter, platform and torch."""
+
+    tag: str
+    python: str
+    target: Target
+    torch: str
+    path: str | None = None  # `--image IMAGE`: PATH for the nodes' processes
+    user_image: ImageFacts | None = None  # `--image IMAGE`: what the lab found in it
+
+
+def node_base(spec: LabSpec, driver: DockerDriver | None) -> NodeBase:
+    """The node image (with the torch the requirements pin), or the lab's image of the user's own image."""
+    if spec.user_image:
+        from lab.nodes.user_image import inspect_user_image, sshd_image, user_image_tag
+
+        if driver is None:
+            raise EngineError(f"--image {spec.image}: the image is looked at in the Docker engine, and none answers",
+                              "start one with `make engine`")
+        facts = inspect_user_image(driver.client, spec.image, spec.python)
+        with engine_errors("look for a local image with sshd"):
+            tag = user_image_tag(facts, sshd_image(driver.client))
+        return NodeBase(tag, facts.python, facts.target(), facts.torch, facts.node_path(), facts)
+    from lab.nodes.image import TARGET, node_image_tag, node_pins
+    from lab.nodes.packages import NODE_PYTHON
+
+    pins = node_pins(pinned_torch(spec.requirements))
+    return NodeBase(node_image_tag(pins), NODE_PYTHON, TARGET, pins["torch"])
+
+
+def image_tag(spec: LabSpec, driver: DockerDriver | None, base: NodeBase | None = None) -> str:
     """The tag of the image `spec`'s nodes run, whether or not it is made yet."""
     if spec.image == "host":
         from lab.nodes.host_image import host_image_inputs
 
         with engine_errors("look for the host image's sshd"):
             return host_image_inputs(driver.client if driver else None).tag
-    from lab.nodes.image import node_image_tag, node_pins
-
-    pins = node_pins(pinned_torch(spec.requirements))
-    tag = node_image_tag(pins)
+    base = base or node_base(spec, driver)
+    tag = base.tag
     if spec.requirements:
-        from lab.nodes.image import TARGET
-        from lab.nodes.packages import LAYER_REPOSITORY, NODE_PYTHON, cached_resolution
+        from lab.nodes.packages import LAYER_REPOSITORY, cached_resolution
 
-        resolution = cached_resolution(spec.requirements, TARGET, pins["torch"])
-        tag = resolution.layer_tag(tag, NODE_PYTHON) if resolution else f"{LAYER_REPOSITORY}:{UNRESOLVED}"
+        resolution = cached_resolution(spec.requirements, base.target, base.torch)
+        tag = resolution.layer_tag(tag, base.python) if resolution else f"{LAYER_REPOSITORY}:{UNRESOLVED}"
     if spec.scheduler == slurm.SCHEDULER:
         from lab.nodes.slurm_image import slurm_image_tag
 
@@ -228,12 +262,11 @@ def image_tag(spec: LabSpec, driver: DockerDriver | None) -> str:
     return tag
 
 
-def resolve_requirements(spec: LabSpec, progress: Progress):
+def resolve_requirements(spec: LabSpec, progress: Progress, base: NodeBase):
     """The spec's requirements resolved and downloaded on this host (no pip at all when nothing changed)."""
-    from lab.nodes.image import TARGET, node_pins
     from lab.nodes.packages import resolve
 
-    return resolve(spec.requirements, TARGET, node_pins(pinned_torch(spec.requirements))["torch"], progress)
+    return resolve(spec.requirements, base.target, base.torch, progress)
 
 
 def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: Progress) -> str:
@@ -242,14 +275,20 @@ def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: P
         from lab.nodes.host_image import ensure_host_image
 
         return ensure_host_image(driver.client, progress)
-    from lab.nodes.image import ensure_node_image, node_pins  # the image toolchain: status/down need none of it
+    base = node_base(spec, driver)
+    if spec.user_image:
+        from lab.nodes.user_image import ensure_user_image
 
-    tag = ensure_node_image(driver.client, progress, rebuild=rebuild, pins=node_pins(pinned_torch(spec.requirements)))
+        tag = ensure_user_image(driver.client, base.user_image, progress)
+    else:
+        from lab.nodes.image import ensure_node_image, node_pins  # the image toolchain: status/down need none of it
+
+        tag = ensure_node_image(driver.client, progress, rebuild=rebuild, pins=node_pins(pinned_torch(spec.requirements)))
     if spec.requirements:
-        from lab.nodes.packages import NODE_PYTHON, ensure_layer
+        from lab.nodes.packages import ensure_layer
 
-        tag = ensure_layer(driver.client, tag, NODE_PYTHON, resolve_requirements(spec, progress), spec.requirements,
-                           progress)
+        tag = ensure_layer(driver.client, tag, base.python, resolve_requirements(spec, progress, base),
+                           spec.requirements, progress)
     if spec.scheduler == slurm.SCHEDULER:
         from lab.nodes.slurm_image import ensure_slurm_image  # the Slurm variant: built on the node image, when asked
 
@@ -394,7 +433,7 @@ def describe(spec: LabSpec) -> str:
     if spec.memory:
         parts.append(f"{spec.memory // 1024**2} MiB")
     if spec.image != "auto":
-        parts.append(f"image {spec.image}")
+        parts.append(f"image {spec.image}" + (f" ({spec.python})" if spec.python else ""))
     if spec.gpus != "none":
         parts.append(f"gpus {spec.gpus}")
     if spec.link:

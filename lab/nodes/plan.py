@@ -67,6 +67,8 @@ class HostFacts:
     host_folders: tuple[str, ...] = ()  # `--image host`: host folders the nodes mount read-only
     slurm_dir: Path | None = None  # `--scheduler slurm`: the lab's slurm.conf folder and munge key (lab/nodes/slurm.py)
     neighbour_limit: int | None = None  # the host's ARP table size (net.ipv4.neigh.default.gc_thresh3), when known
+    image_python: str | None = None  # `--image IMAGE`: the image's interpreter with torch
+    image_path: str | None = None  # `--image IMAGE`: PATH for the nodes' processes (that interpreter's folder first)
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,9 @@ def _container(spec: LabSpec, node: Node, gpus: NodeGpuPlan, facts: HostFacts) -
         mounts += [Mount(folder, folder) for folder in facts.host_folders]
         environment.update(facts.python.environment())
         labels[PYTHON_LABEL] = facts.python.executable
+    elif facts.image_python:
+        environment["PATH"] = facts.image_path
+        labels[PYTHON_LABEL] = facts.image_python
     mounts += [Mount(source, bind["bind"], read_only=bind["mode"] == "ro") for source, bind in gpus.binds.items()]
     start_commands = [list(gpus.loader_command)] if gpus.loader_command else []
     if spec.scheduler == slurm.SCHEDULER:

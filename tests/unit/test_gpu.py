@@ -70,9 +70,16 @@ def test_bad_gpus_request_is_one_spec_error(text):
     assert "\n" not in caught.value.message and "--gpus" in caught.value.message
 
 
-def test_unknown_image_is_refused():
-    with pytest.raises(SpecError):
-        LabSpec(image="ubuntu")
+@pytest.mark.parametrize("image", ["Ubuntu", "my image", "-x", "repo:tag:more", ""])
+def test_an_image_name_docker_would_refuse_is_refused(image):
+    with pytest.raises(SpecError, match="neither auto, host nor an image name"):
+        LabSpec(image=image)
+
+
+@pytest.mark.parametrize("image", ["ubuntu", "my-team/train:2.13", "registry.example:5000/a/b:v1-cpu",
+                                   "train@sha256:" + "a" * 64])
+def test_any_image_name_is_the_users_own_image(image):
+    assert LabSpec(image=image).user_image and not LabSpec(image="host").user_image
 
 
 # --- toolkit: device requests with per-node ids ---------------------------------------------------
