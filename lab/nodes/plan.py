@@ -29,6 +29,7 @@ from lab.nodes.labels import (
 )
 
 AUTHORIZED_KEYS_PATH = "/etc/ssh/lab_authorized_keys"
+NODE_SSH_DIR = "/etc/lab/ssh"  # provision.yml's node_ssh_dir: the ssh client config it writes names these files
 SHM_SIZE = 512 * 1024**2  # torch's DataLoader workers and gloo share memory through /dev/shm
 # Least privilege: every capability dropped, only these given back, found by test (README "Security" says why each):
 # sshd's privilege separation and logins, and root in a node writing to the shared folder the host's user owns.
@@ -187,7 +188,9 @@ def _container(spec: LabSpec, node: Node, gpus: NodeGpuPlan, facts: HostFacts) -
     """One node: the shared folders and key, the host's Python for `--image host`, its GPUs, its limits."""
     mounts = [Mount(volume_name(spec.name), SHARED_MOUNT, read_only=False, kind="volume"),
               Mount(str(facts.exercises_dir), EXERCISES_MOUNT),
-              Mount(str(facts.public_key), AUTHORIZED_KEYS_PATH)]
+              Mount(str(facts.public_key), AUTHORIZED_KEYS_PATH),
+              # the lab's key and pinned host keys, for ssh from node to node (DeepSpeed's and MPI's launchers)
+              Mount(str(facts.public_key.parent), NODE_SSH_DIR)]
     if spec.workspace:
         mounts.append(Mount(spec.workspace, spec.workspace))  # the same path as here: paths in configs stay true
     environment = {"LAB_NODE_RANK": str(node.index)}

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 from lab import paths
 from lab.errors import ProvisionError
-from lab.model.spec import MASTER_PORT, MAX_NODES, LabSpec
+from lab.model.spec import DEFAULT_NPROC_PER_NODE, MASTER_PORT, MAX_NODES, LabSpec
 
 PLAYBOOKS = paths.resource("playbooks")
 PROBE_TASK = "Write /etc/lab/env and probe python, torch, GPUs and peers"  # its output is the node's report
@@ -85,6 +85,8 @@ def write_inventory(spec: LabSpec, ssh_ports: dict[int, int], key: Path, known_h
         f"master_addr={spec.master_addr}",
         f"master_port={MASTER_PORT}",
         f"lab_peers=[{peers}]",
+        f"lab_hosts=[{peers}]",
+        f"hostfile_slots={spec.nproc_per_node or DEFAULT_NPROC_PER_NODE}",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

@@ -28,7 +28,8 @@ def fake_gpus(count):
 
 def common_mounts(lab="demo"):
     """What every node mounts, sorted by target as the plan keeps them."""
-    return [Mount(str(HOME / "ssh" / "id_ed25519.pub"), "/etc/ssh/lab_authorized_keys"),
+    return [Mount(str(HOME / "ssh"), "/etc/lab/ssh"),
+            Mount(str(HOME / "ssh" / "id_ed25519.pub"), "/etc/ssh/lab_authorized_keys"),
             Mount("/src/exercises", "/lab/exercises"),
             Mount(volume_name(lab), "/lab/shared", read_only=False, kind="volume")]
 
@@ -119,7 +120,7 @@ def test_plan_dict_is_plain_sorted_and_the_same_every_time():
     assert first == json.dumps(build_plan(spec, facts(host)).to_dict())
     data = json.loads(first)
     assert list(data) == sorted(data) and list(data["containers"][0]) == sorted(data["containers"][0])
-    assert data["containers"][1]["mounts"][0] == {"kind": "bind", "read_only": True, "target": "/etc/ssh/lab_authorized_keys",
+    assert data["containers"][1]["mounts"][1] == {"kind": "bind", "read_only": True, "target": "/etc/ssh/lab_authorized_keys",
                                                   "source": str(HOME / "ssh" / "id_ed25519.pub")}
     assert data["spec"]["gpus"] == "all" and data["volume"]["host_dir"] == str(HOME / "shared")
 
@@ -133,7 +134,7 @@ def test_plan_translates_to_engine_api_arguments():
                       "environment": {"LAB_NODE_RANK": "0", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
                       "ports": [22]},
         "host_config": {
-            "binds": [f"{HOME}/ssh/id_ed25519.pub:/etc/ssh/lab_authorized_keys:ro", "/src/exercises:/lab/exercises:ro",
+            "binds": [f"{HOME}/ssh:/etc/lab/ssh:ro", f"{HOME}/ssh/id_ed25519.pub:/etc/ssh/lab_authorized_keys:ro", "/src/exercises:/lab/exercises:ro",
                       "lab-demo-shared:/lab/shared:rw"],
             "port_bindings": {22: ("127.0.0.1",)},
             "init": True, "shm_size": 512 * 1024**2, "nano_cpus": 500_000_000,
@@ -196,7 +197,7 @@ def test_an_oom_kill_shows_only_while_the_node_is_down():
 def test_compose_service_comes_from_the_same_description():
     [planned] = build_plan(LabSpec(name="demo", nodes=1, cpus=1.0, gpus="none"), facts()).containers
     service = compose_service(describe_container(inspect_data(planned)).settings)
-    assert service["volumes"] == [f"{HOME}/ssh/id_ed25519.pub:/etc/ssh/lab_authorized_keys:ro",
+    assert service["volumes"] == [f"{HOME}/ssh:/etc/lab/ssh:ro", f"{HOME}/ssh/id_ed25519.pub:/etc/ssh/lab_authorized_keys:ro",
                                   "/src/exercises:/lab/exercises:ro", "shared:/lab/shared"]
     assert service["ports"] == ["127.0.0.1::22"] and service["networks"] == {"lab": {"aliases": ["node0"]}}
     assert (service["cpus"], service["init"], service["container_name"]) == (1.0, True, "lab-demo-node0")

@@ -3,6 +3,8 @@
 import json
 
 from lab.model.spec import LabSpec
+import pytest
+
 from lab.provision.ansible import PROBE_TASK, node_reports, write_inventory
 from lab import paths
 
@@ -56,6 +58,13 @@ def test_lab_inventory_skips_the_wait_and_reuses_one_connection_per_node(tmp_pat
     assert "[lab_ssh_ready:children]\nlab\n" in text  # provision.yml's wait play skips these hosts
     assert "ansible_ssh_args='-o ControlMaster=auto -o ControlPersist=60s'" in text
     assert "lab_peers=['node0','node1','node2']" in text
+
+
+@pytest.mark.parametrize("nproc, slots", [(None, 2), (4, 4)])
+def test_lab_inventory_names_the_hostfiles_hosts_and_slots(tmp_path, nproc, slots):
+    text = write_inventory(LabSpec(name="t1", nodes=2, nproc_per_node=nproc), {0: 2201, 1: 2202}, tmp_path / "key",
+                           tmp_path / "known_hosts", tmp_path / "inventory").read_text()
+    assert "lab_hosts=['node0','node1']" in text and f"hostfile_slots={slots}" in text
 
 
 def test_lab_inventory_accepts_only_the_pinned_host_keys(tmp_path):
