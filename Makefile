@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup engine base image demo test test-long test-fast bench reliability clean help
+.PHONY: setup engine base image test-tools demo test test-long test-fast bench reliability clean help
 
 help:
 	@echo "make demo       2-node lab, every exercise run and checked, torn down"
@@ -16,7 +16,7 @@ help:
 	@echo "make test-long  the few real cases that wait for minutes (a Slurm time limit), left out of make test"
 	@echo "make bench      benchmarks (see bench/)"
 	@echo "make reliability  interruption trials + cited tests, rewrites RELIABILITY.md (20-40 min)"
-	@echo "make setup | engine | base | image | clean"
+	@echo "make setup | engine | base | image | test-tools | clean"
 
 # pyproject.toml's dependencies (dev included) but torch, which `setup` installs at TORCH_VERSION.
 LAB_DEPENDENCIES = $(PYTHON) -c 'import tomllib; project = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
@@ -55,7 +55,15 @@ demo: image
 	$(BIN)/lab status
 	$(BIN)/lab run --all --jobs 2; status=$$?; $(BIN)/lab down; exit $$status
 
-test: image
+# What the suite drives besides the engine: Debian's chromium opens the HTML report (tests/unit/test_report.py).
+# Installed like the engine (as root on Debian, apt); elsewhere the test says what is missing.
+test-tools:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && echo "installing chromium with apt-get" && \
+		  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } || \
+		echo "note: no chromium (apt-get install chromium): the HTML report's browser test cannot run"
+
+test: image test-tools
 	$(BIN)/python -m pytest -m "not long" $(PYTEST_ARGS)
 
 test-long: image
