@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -9,13 +10,39 @@ import click
 from rich.markup import escape
 
 from lab import paths
-from lab.cli import (bench_command, export_commands, graph_commands, job_commands, lab_commands, record_commands,
-                     slurm_commands, stack_commands)
 from lab.cli.console import errors
 from lab.errors import LabError, host_error
 
+# Every command, by name: (module of lab.cli, function). A command imports its module only when it runs (or when
+# --help lists them all), so `lab exec` does not pay for the modules of `lab graph` or `lab export`.
+COMMANDS = {
+    "up": ("lab_commands", "up"), "provision": ("lab_commands", "provision"), "status": ("lab_commands", "status"),
+    "doctor": ("lab_commands", "doctor"), "down": ("lab_commands", "down"), "fault": ("lab_commands", "fault"),
+    "image": ("lab_commands", "image"), "home": ("lab_commands", "home"),
+    "exercises": ("job_commands", "exercises_command"), "run": ("job_commands", "run"),
+    "exec": ("job_commands", "exec_command"), "torchrun": ("job_commands", "torchrun_command"),
+    "export": ("export_commands", "export"), "runs": ("record_commands", "runs_command"),
+    "show": ("record_commands", "show_command"), "explain": ("record_commands", "explain_command"),
+    "bench": ("bench_command", "bench"), "stacks": ("stack_commands", "stacks_command"),
+    "graph": ("graph_commands", "graph_command"), "report": ("graph_commands", "report_command"),
+    "sbatch": ("slurm_commands", "sbatch_command"), "ssh": ("slurm_commands", "ssh_command"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, function = COMMANDS[name]
+        return getattr(importlib.import_module(f"lab.cli.{module}"), function)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="lab")
 def cli():
     """A multi-node PyTorch distributed lab on one machine.
@@ -35,17 +62,6 @@ def cli():
     Files (keys, logs, run records) live in .lab/ of the current folder or the nearest parent
     that has one; LAB_HOME overrides. `lab home` prints the folder in use.
     """
-
-
-for command in (lab_commands.up, lab_commands.provision, lab_commands.status, lab_commands.doctor, lab_commands.down,
-                lab_commands.fault, lab_commands.image, lab_commands.home, job_commands.exercises_command,
-                job_commands.run,
-                job_commands.exec_command, job_commands.torchrun_command, export_commands.export,
-                record_commands.runs_command, record_commands.show_command, record_commands.explain_command,
-                bench_command.bench,
-                stack_commands.stacks_command, graph_commands.graph_command, graph_commands.report_command,
-                slurm_commands.sbatch_command, slurm_commands.ssh_command):
-    cli.add_command(command)
 
 
 def main() -> None:

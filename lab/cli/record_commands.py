@@ -72,6 +72,16 @@ def show_command(run, as_json):
         console.print(f"why: {record.diagnosis[0].get('title')} (all findings: `lab explain {record.run_id}`)",
                       markup=False)
     console.print(f"record: {record.path}" + (f"; curves: {record.curves}" if record.curves else ""), markup=False)
+    _print_timeline(record)
+
+
+def _print_timeline(record) -> None:
+    """Draw the run's timeline.png now, on the first look (runs do not spend the time), and say where it is."""
+    from lab.jobs.timeline import draw_timeline, timeline_path
+
+    drawn = timeline_path(record) if timeline_path(record).is_file() else draw_timeline(record)
+    if drawn:
+        console.print(f"timeline: {drawn}", markup=False)
 
 
 @click.command("explain")
@@ -108,3 +118,4 @@ def explain_command(run, as_json):
     summary = record.stacks_dir / "summary.txt"
     if summary.is_file():
         console.print(f"stacks of every process: {summary}", markup=False)
+    _print_timeline(record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
@@ -44,6 +45,17 @@ class LaunchResult:
     hand_faults: list[tuple[float, int, str]] = field(default_factory=list)  # `lab fault` while it ran: (when, node, action)
 
 
+OOM_READERS = 16  # nodes whose OOM counters are read at once (each read is one exec in the node)
+
+
+def oom_counts(transport: Transport, nodes: list[int]) -> dict[int, int | None]:
+    """Each node's OOM kills so far, read from every node at once (a launch reads them before and after)."""
+    if not nodes:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(OOM_READERS, len(nodes))) as pool:
+        return dict(zip(nodes, pool.map(transport.oom_kills, nodes)))
+
+
 def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, str]]], process_run_id: str,
            timeout: float, reporter: Reporter, on_timeout: Callable[[dict], None] | None = None,
            watch: Callable[[], None] | None = None, cwd: str | None = None,
@@ -61,7 +73,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     events: queue.Queue = queue.Queue()
     logs: dict[int, list[str]] = {index: [] for index in commands}
     exit_codes: dict[int, int | None] = {}
-    oom_before = {index: transport.oom_kills(index) for index in commands}
+    oom_before = oom_counts(transport, list(commands))
     started = time.monotonic()
     started_at = time.time()
     node_exits: dict[int, float] = {}
@@ -137,8 +149,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     if any(code != 0 for code in exit_codes.values()):  # cut off or killed: was it the engine, or the lab taken down?
         transport.check_alive()
     exit_codes.update({index: None for index in killed_by_lab})
-    oom_killed = [index for index, before in oom_before.items()
-                  if before is not None and (transport.oom_kills(index) or 0) > before]
+    oom_after = oom_counts(transport, [index for index, before in oom_before.items() if before is not None])
+    oom_killed = [index for index, after in oom_after.items() if (after or 0) > oom_before[index]]
     for index in oom_killed:
         reporter.event(f"node{index}: a process was killed by the kernel for exceeding the node's memory limit (OOM)")
     return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,

@@ -2,7 +2,8 @@
 
 A record is a folder `.lab/runs/<id>/` with `run.json` (this module's `RunRecord.to_dict`), the nodes'
 logs (`logs/node<i>-<step>.log`), every rank's results (`results/<step>/`), training curves (`loss.png`),
-who ran when (`timeline.png`, lab/jobs/timeline.py) and, from runs that hung, the ranks' stacks (`stacks/`).
+who ran when (`timeline.png`, lab/jobs/timeline.py, drawn when a command shows the run) and, from runs that hung,
+the ranks' stacks (`stacks/`).
 `.lab/runs/latest` links to the newest.
 """
 
@@ -193,12 +194,9 @@ def recording(record: RunRecord):
     except LabError as error:
         record.status, record.error = "error", error.message
         raise
-    finally:
+    finally:  # the timeline is drawn when someone looks (`lab show`, `lab explain`, `lab report`), not here
         record.seconds = time.monotonic() - started
         record.save()
-        from lab.jobs.timeline import draw_timeline  # matplotlib: loaded once the run is over
-
-        draw_timeline(record)
 
 
 def _read(folder: Path) -> RunRecord:

@@ -92,5 +92,7 @@ def test_a_fault_set_by_hand_during_a_run_is_in_its_record_and_on_its_timeline(t
     assert [(fault["node"], fault["action"]) for fault in step["hand_faults"]] == [(1, "pause for 2s"),
                                                                                    (1, "pause ended")]
     assert step["started_at"] < step["hand_faults"][0]["at"] < step["hand_faults"][1]["at"]
+    shown = lab("show", record.name, check=True).stdout  # the timeline is drawn when the run is looked at
+    assert f"timeline: {record / 'timeline.png'}" in shown
     assert (record / "timeline.png").read_bytes()[:4] == b"\x89PNG"
     assert node_faults(two_nodes)[1] == []

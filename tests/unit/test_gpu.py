@@ -22,7 +22,7 @@ from lab.nodes.gpus import (
 )
 from lab.nodes.host_image import host_folders, outside_usr, rootfs_tar
 from lab.nodes.labels import PYTHON_LABEL
-from lab.nodes.plan import AUTHORIZED_KEYS_PATH, HostFacts, HostPython, Mount, build_plan
+from lab.nodes.plan import AUTHORIZED_KEYS_PATH, NODE_SSH_DIR, HostFacts, HostPython, Mount, build_plan
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT, LabSpec, parse_gpus
 
 LIBS = ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
@@ -52,8 +52,9 @@ def node_containers(spec, host, tmp_path, python=None, folders=()):
 
 
 def extra_mounts(container):
-    """Mounts beyond the shared volume, the exercises and the SSH key that every node has."""
-    return [m for m in container.mounts if m.target not in (SHARED_MOUNT, EXERCISES_MOUNT, AUTHORIZED_KEYS_PATH)]
+    """Mounts beyond the shared volume, the exercises and the SSH keys that every node has."""
+    return [m for m in container.mounts
+            if m.target not in (SHARED_MOUNT, EXERCISES_MOUNT, AUTHORIZED_KEYS_PATH, NODE_SSH_DIR)]
 
 
 # --- --gpus parsing --------------------------------------------------------------------------------
