@@ -1,7 +1,7 @@
 """Benchmarks for `lab`: what the containers cost against the same work done natively, in one run.
 
   python bench/run.py                          # every part, labs of up to --max-nodes nodes
-  python bench/run.py --only allreduce,memory  # some parts: up, memory, allreduce, exercise03, links, jobs
+  python bench/run.py --only allreduce,memory  # some parts: up, memory, allreduce, exercise03, links, jobs, overhead, packages
   python bench/run.py --max-nodes 4 --cold     # --cold also times a full image rebuild (minutes)
 
 Parts (each prints a table and its ratio to the target; targets in verdicts()):
@@ -31,6 +31,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,12 +50,20 @@ UP_AGAIN_TARGET = 1  # `lab up` with the spec already up
 DOWN_TARGET = 10  # `lab down` of the largest lab timed
 LINK_PROFILES = (None, "ethernet-10g", "ethernet-1g")  # `lab up --link` values of the links part; None: unshaped
 JOBS = (1, 2, 3)  # `lab run --all --jobs N` values of the jobs part
+EXEC_TARGET = 0.6  # seconds of `lab exec -- true` on 2 nodes
+TORCHRUN_TARGET = 1.15  # `lab torchrun` of a trivial 2-rank script / native torchrun
+PACKAGES = ("lightning==2.6.6", "accelerate==1.15.0", "transformers")  # the packages part's layer
+LAYER_TARGET = 60  # seconds for a cached layer of PACKAGES
+UNCHANGED_TARGET = 1  # seconds an unchanged --pip adds to `lab up` again
+TRIVIAL = "import torch.distributed as dist\ndist.init_process_group('gloo')\ndist.barrier()\ndist.destroy_process_group()\n"
 
 
-def cli(*args: str, timeout: float = 900, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, subprocess.CompletedProcess]:
+def cli(*args: str, timeout: float = 900, ok_codes: tuple[int, ...] = (0,),
+        env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
     """Run `lab ARGS` as a user would; (wall seconds, result)."""
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, **(env or {})})
     seconds = time.monotonic() - started
     if result.returncode not in ok_codes:
         raise SystemExit(f"lab {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
@@ -385,6 +394,77 @@ def bench_jobs(name: str) -> dict:
     return {"rows": rows}
 
 
+def best_of(rounds: int, run) -> list[float]:
+    return sorted(round(run(), 3) for _ in range(rounds))
+
+
+def native_torchrun(script: Path) -> float:
+    """Two torchrun agents on this host as node 0 and 1 (static rendezvous on loopback), as a user would start them."""
+    port = str(29400 + os.getpid() % 500)
+    started = time.monotonic()
+    agents = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
+                                f"--node-rank={rank}", "--master-addr=127.0.0.1", f"--master-port={port}", str(script)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for rank in (0, 1)]
+    if any(agent.wait(timeout=120) != 0 for agent in agents):
+        raise SystemExit("native torchrun of the trivial script failed")
+    return time.monotonic() - started
+
+
+def bench_overhead(name: str, rounds: int) -> dict:
+    """What `lab` adds around a job: `lab exec -- true` beside `docker exec`, `lab torchrun` beside native torchrun."""
+    ensure_lab(name)
+    started_load = load()
+    node0 = f"lab-{name}-node0"
+    docker_exec = best_of(rounds + 2, lambda: _timed(["docker", "exec", node0, "true"]))
+    lab_exec = best_of(rounds + 2, lambda: cli("exec", "--name", name, "--", "true")[0])
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "trivial.py"
+        script.write_text(TRIVIAL)
+        native = best_of(rounds, lambda: native_torchrun(script))
+        lab_torchrun = best_of(rounds, lambda: cli("torchrun", "--name", name, str(script))[0])
+    rows = [["`lab exec -- true` (2 nodes)", lab_exec[0], "`docker exec NODE true`", docker_exec[0],
+             round(lab_exec[0] / docker_exec[0], 1)],
+            ["`lab torchrun` trivial, 2 x 1", lab_torchrun[0], "native torchrun, 2 agents", native[0],
+             round(lab_torchrun[0] / native[0], 3)]]
+    print(f"\n## what lab adds around a job, best of each ({started_load} -> {load()})")
+    print(table(["lab", "s", "beside", "s", "ratio"], rows))
+    return {"lab_exec": lab_exec, "docker_exec": docker_exec, "lab_torchrun": lab_torchrun, "native_torchrun": native,
+            "torchrun_ratio": rows[1][4]}
+
+
+def _timed(argv: list[str]) -> float:
+    started = time.monotonic()
+    subprocess.run(argv, check=True, capture_output=True)
+    return time.monotonic() - started
+
+
+def bench_packages(name: str) -> dict:
+    """A layer of PACKAGES: first with nothing cached (a new state folder, pip's cache off), then with the wheels
+    cached (the layer removed), then the same `lab up` again beside `lab up` again without packages."""
+    from lab.nodes.driver import DockerDriver
+
+    client = DockerDriver().client
+    pips = [option for package in PACKAGES for option in ("--pip", package)]
+    lab_name = f"{name}-pkgs"
+    started_load = load()
+    rows = []
+    with tempfile.TemporaryDirectory() as home:
+        for case, env in (("nothing cached", {"LAB_HOME": home, "PIP_NO_CACHE_DIR": "1"}), ("wheels cached", {"LAB_HOME": home})):
+            for image in client.images.list(name="lab-pkgs"):
+                if image.labels.get("io.lab.image.requirements") == " ".join(PACKAGES):
+                    client.images.remove(image.id, force=True)
+            seconds, _ = cli("up", "--nodes", "2", "--name", lab_name, *pips, "--recreate", env=env)
+            rows.append([case, round(seconds, 1)])
+        again = best_of(3, lambda: cli("up", "--nodes", "2", "--name", lab_name, *pips, env={"LAB_HOME": home})[0])
+        cli("down", "--name", lab_name, env={"LAB_HOME": home})
+    ensure_lab(name)
+    plain = best_of(3, lambda: cli("up", "--nodes", "2", "--name", name)[0])
+    rows += [["`lab up` again, same packages", again[0]], ["`lab up` again, no packages", plain[0]]]
+    print(f"\n## packages: a layer of {' '.join(PACKAGES)} ({started_load} -> {load()})")
+    print(table(["case", "`lab up` (s)"], rows))
+    return {"rows": rows, "cached_layer": rows[1][1], "unchanged_added": round(again[0] - plain[0], 3)}
+
+
 def verdicts(results: dict) -> list[list[str]]:
     rows = []
     if "allreduce" in results:
@@ -411,6 +491,16 @@ def verdicts(results: dict) -> list[list[str]]:
         for row in results["jobs"]["rows"]:
             rows.append([f"`lab run --all --jobs {row['jobs']}`: exercises passed", f"{row['runs']}/{row['runs']}",
                          f"{row['passed']}/{row['runs']}", row["passed"] == row["runs"]])
+    if "overhead" in results:
+        exec_seconds, ratio = results["overhead"]["lab_exec"][0], results["overhead"]["torchrun_ratio"]
+        rows.append(["`lab exec -- true` on 2 nodes", f"<= {EXEC_TARGET} s", f"{exec_seconds} s", exec_seconds <= EXEC_TARGET])
+        rows.append(["`lab torchrun` / native torchrun", f"<= {TORCHRUN_TARGET}", ratio, ratio <= TORCHRUN_TARGET])
+    if "packages" in results:
+        layer, added = results["packages"]["cached_layer"], results["packages"]["unchanged_added"]
+        rows.append(["layer of lightning, accelerate, transformers (wheels cached)", f"<= {LAYER_TARGET} s",
+                     f"{layer} s", layer <= LAYER_TARGET])
+        rows.append(["unchanged --pip added to `lab up` again", f"<= {UNCHANGED_TARGET} s", f"{added} s",
+                     added <= UNCHANGED_TARGET])
     if "memory" in results:
         worst = max(node["docker_stats_mib"] for node in results["memory"]["nodes"].values())
         rows.append(["idle node memory (docker stats)", "<= 30 MB", f"{worst} MiB", worst * 1.048576 <= 30])
@@ -452,6 +542,10 @@ def main() -> None:
                 results["exercise03"] = bench_exercise03(args.name, args.rounds)
             elif part == "links":
                 results["links"] = bench_links(args.name, args.rounds, args.budget, SIZES, args.results)
+            elif part == "overhead":
+                results["overhead"] = bench_overhead(args.name, args.rounds)
+            elif part == "packages":
+                results["packages"] = bench_packages(args.name)
             else:
                 results["jobs"] = bench_jobs(args.name)
     finally:
