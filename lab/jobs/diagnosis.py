@@ -316,10 +316,12 @@ def _quote(line: LogLine, limit: int = 300) -> str:
 
 # Causes, most specific / most likely root first.
 PRIORITY = [
-    "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "master-port-in-use",
-    "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "package-missing-on-nodes", "import-error", "script-not-found", "bad-arguments",
-    "process-group-not-initialized", "world-size-mismatch", "shape-mismatch", "collective-mismatch", "rank-crashed",
-    "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out",
+    "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
+    "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
+    "package-missing-on-nodes", "import-error", "script-not-found", "bad-arguments", "process-group-not-initialized",
+    "world-size-mismatch", "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch",
+    "rank-crashed", "uneven-collectives", "process-killed", "master-unreachable", "ranks-missing", "peer-lost",
+    "collective-timeout", "timed-out",
     "stopped", "nonzero-exit",
 ]
 # Causes that describe how a run ended rather than why.
@@ -435,12 +437,67 @@ def _bad_arguments(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
             "pass the arguments the script's usage line asks for (lab exec fills {rank}, {world_size}, ... per node)")
 
 
+def _wrong_service(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    endpoint = re.search(r"to host (\S+?):(\d+)", line.text)
+    where = f"{endpoint[1]}:{endpoint[2]}" if endpoint else "the rendezvous address"
+    port = endpoint[2] if endpoint else None
+    known = {"22": "sshd's", "80": "a web server's", "443": "a web server's"}.get(port or "", "another program's")
+    return (f"something other than a torch store answers at {where} (node{line.node} dialled it): the port is "
+            f"{known}", f"give MASTER_PORT (or the tcp:// port) the port rank 0's store listens on, a free one "
+            f"(the lab gives {{master_port}} and --master-port), not {port or 'a port another service uses'}")
+
+
+def _shared_memory(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"shared memory (/dev/shm) ran out on node{line.node}: tensors handed between processes live there",
+            "share less at once: fewer or lighter DataLoader workers (num_workers), smaller batches, or "
+            "torch.multiprocessing.set_sharing_strategy('file_system'); or give the machines a bigger /dev/shm "
+            "(the lab's nodes have 512 MiB, Docker's default is 64 MiB: --shm-size; Kubernetes: a memory emptyDir); "
+            "`lab doctor` shows each node's /dev/shm")
+
+
+def _unused_parameters(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    named = _near(ctx, line, r"Parameters which did not receive grad for rank (\d+): (.+)")
+    indices = _near(ctx, line, r"Parameter indices which did not receive grad for rank (\d+): ([\d ]+)")
+    which = (f"{named[2].strip()}" if named else f"parameter indices {indices[2].strip()}" if indices
+             else "some parameters")
+    return (f"DDP got no gradient for {which} (rank {(named or indices)[1] if (named or indices) else '?'}): "
+            "the loss does not use them", "remove the parameters the forward pass never uses (or freeze them: "
+            "requires_grad=False); if they are used only on some steps, pass find_unused_parameters=True to "
+            "DistributedDataParallel" + ("" if named else "; TORCH_DISTRIBUTED_DEBUG=INFO names them"))
+
+
+def _near(ctx: Context, line: LogLine, pattern: str) -> re.Match | None:
+    """The first line of the same node matching `pattern`."""
+    return next((found for other in ctx.lines if other.node == line.node
+                 for found in [re.search(pattern, other.text)] if found), None)
+
+
+def _model_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    shape = re.search(r"\[(\d+)\]: params\[(\d+)\] in this process with sizes (\[[^\]]*\]) appears not to match "
+                      r"sizes of the same param in process (\d+)", line.text)
+    detail = (f": rank {shape[1]}'s params[{shape[2]}] is {shape[3]}, not the shape rank {shape[4]} has" if shape
+              else "")
+    return (f"the ranks built different models, so DDP cannot keep them in step{detail}",
+            "build the same model on every rank: the same code, config and checkpoint on every node (a config "
+            "read per node, a rank-dependent layer size or a stale file on one node makes them differ)")
+
+
 PATTERN_RULES = [
     PatternRule("master-addr-unresolvable", re.compile(
         r"addresses of \((?P<host>[^,\s]+), \d+\) cannot be retrieved \(gai error: -[235]\b"
         r"|gaierror: \[Errno -[235]\]|Name or service not known|Temporary failure in name resolution"
         r"|No address associated with hostname"), _unresolvable),
     PatternRule("master-port-in-use", re.compile(r"EADDRINUSE|[Aa]ddress already in use|errno: 98\b"), _port_in_use),
+    PatternRule("wrong-service-on-port", re.compile(
+        r"invalid value returned from server|Ping failed"), _wrong_service),
+    PatternRule("shared-memory-exhausted", re.compile(
+        r"unable to (?:allocate shared memory|write to file </torch_|open shared memory)|insufficient shared memory"
+        r"|[Bb]us error.*(?:shared memory|shm)|/dev/shm.*No space left on device"), _shared_memory),
+    PatternRule("ddp-unused-parameters", re.compile(
+        r"Expected to have finished reduction in the prior iteration"), _unused_parameters),
+    PatternRule("ddp-parameter-mismatch", re.compile(
+        r"appears not to match sizes of the same param in process|DDP expects same model across all ranks"),
+        _model_mismatch),
     PatternRule("socket-ifname-missing", re.compile(
         r"Unable to find (?:address|interface) for:? (?P<name>\S+)|Bootstrap : no socket interface found"),
         _ifname_missing),
@@ -647,6 +704,29 @@ def _report_root_rank(ctx: Context, node: int) -> int | None:
     return report[0][0] if report else None
 
 
+def uneven_findings(ctx: Context) -> list[Finding]:
+    """A node whose ranks all finished (exit 0) while another's still waited in a collective (a peer gone, a
+    timeout, stopped): the ranks ran different numbers of collectives, none of them crashed."""
+    finished = [node.index for node in ctx.evidence.nodes if node.exit_code == 0]
+    if not finished or not ctx.multi_node:
+        return []
+    waiting = [tb for tb in ctx.tracebacks if tb.node not in finished and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
+    if not waiting:
+        return []
+    tb = waiting[0]
+    frame = tb.user_frame()
+    at = f" at {frame.file}:{frame.line}" if frame else ""
+    done = ", ".join(f"node{index}" for index in finished)
+    return [Finding("uneven-collectives",
+                    f"{done} finished (exit 0) while node{tb.node} still waited for it in a collective{at}: the ranks "
+                    "ran different numbers of collectives",
+                    f"{done}: exit 0; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
+                    + f": {tb.exc_type}: {tb.message}"[:300], tb.node, tb.rank,
+                    "give every rank the same number of steps: shard with DistributedSampler (drop_last=True, or "
+                    "padding), or wrap DDP's loop in torch.distributed.algorithms.Join([model]) for uneven inputs; "
+                    "never return or break early on one rank only")]
+
+
 def peer_lost_findings(ctx: Context) -> list[Finding]:
     for tb in ctx.tracebacks:
         if re.search(r"Connection closed by peer|Connection reset by peer|Broken pipe", tb.message):
@@ -814,7 +894,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines))
     found = (fault_findings(ctx) + memory_findings(ctx) + loopback_findings(ctx) + pattern_findings(ctx)
              + world_size_findings(ctx) + collective_findings(ctx))
-    found += traceback_findings(ctx) + unreachable_findings(ctx) + peer_lost_findings(ctx)
+    found += traceback_findings(ctx) + uneven_findings(ctx) + unreachable_findings(ctx) + peer_lost_findings(ctx)
     found += ending_findings(ctx)
     return _rank(found, ctx)
 

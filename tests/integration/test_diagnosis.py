@@ -101,6 +101,48 @@ def test_import_error_at_start(two_nodes):
 
 
 # ---------------------------------------------------------------------------------------------
+# Failures that only appear across nodes: the ranks disagree about what they do.
+
+
+@pytest.mark.slow
+def test_a_rank_with_less_data_finishes_while_the_other_waits(two_nodes):
+    record = run_failing("exec", two_nodes, "uneven_batches.py")
+    top = assert_diagnosed(record, "uneven-collectives", 0, 0, "node1: exit 0", ENDS_BY_ITSELF)
+    assert "Join" in top["fix"] and "died" not in top["fix"]
+
+
+@pytest.mark.slow
+def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
+    record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
+    top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",
+                           ENDS_BY_ITSELF)
+    assert "sshd's" in top["title"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["exec", "torchrun"])
+def test_ddp_parameters_without_a_gradient(two_nodes, how):
+    record = run_failing(how, two_nodes, "ddp_unused_parameter.py", env=(*FAST_FAIL, "TORCH_DISTRIBUTED_DEBUG=INFO"))
+    top = assert_diagnosed(record, "ddp-unused-parameters", 0, 0, "Expected to have finished reduction", ENDS_BY_ITSELF)
+    assert "aux_head.bias, aux_head.weight" in top["title"] and "find_unused_parameters=True" in top["fix"]
+
+
+@pytest.mark.slow
+def test_ddp_models_that_differ_between_ranks(two_nodes):
+    record = run_failing("exec", two_nodes, "ddp_model_mismatch.py")
+    top = assert_diagnosed(record, "ddp-parameter-mismatch", 1, 1, "appears not to match sizes", ENDS_BY_ITSELF)
+    assert "[32, 8]" in top["title"]
+
+
+@pytest.mark.slow
+def test_shared_memory_that_runs_out(two_nodes):
+    record = run_failing("exec", two_nodes, "shared_memory_full.py")
+    top = assert_diagnosed(record, "shared-memory-exhausted", 0, 0, "unable to allocate shared memory",
+                           ENDS_BY_ITSELF)
+    assert "/dev/shm" in top["title"]
+
+
+# ---------------------------------------------------------------------------------------------
 # Slow: the rest of the causes on the shared lab.
 
 
