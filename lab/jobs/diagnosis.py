@@ -319,7 +319,7 @@ PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "package-missing-on-nodes", "import-error", "script-not-found", "bad-arguments", "process-group-not-initialized",
-    "world-size-mismatch", "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch",
+    "duplicate-rank", "world-size-mismatch", "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch",
     "rank-crashed", "uneven-collectives", "process-killed", "master-unreachable", "ranks-missing", "peer-lost",
     "collective-timeout", "timed-out",
     "stopped", "nonzero-exit",
@@ -644,6 +644,30 @@ def world_size_findings(ctx: Context) -> list[Finding]:
     return found
 
 
+def duplicate_rank_findings(ctx: Context) -> list[Finding]:
+    """Every launched process waited in gloo's rendezvous for a rank inside the world (gloo's keys end in the rank
+    awaited): none is missing, none crashed, yet that rank never came, so two processes claimed one rank (LOCAL_RANK
+    used as the rank, or the same node rank given on two nodes)."""
+    waiting: dict[tuple[int, int | None], tuple[LogLine, int]] = {}
+    for line in ctx.lines:
+        wait = STORE_WAIT.search(line.text)
+        awaited = _missing_rank(wait["keys"]) if wait else -1
+        if 0 <= awaited < ctx.evidence.expected_world_size:
+            waiting.setdefault((line.node, line.rank), (line, awaited))
+    if len(waiting) < max(2, ctx.evidence.expected_world_size):
+        return []
+    line, awaited = next(iter(waiting.values()))
+    nodes = ", ".join(f"node{node}" for node in sorted({node for node, _ in waiting}))
+    torchrun = bool(ctx.reports) or any("torch/distributed/run.py" in other.text for other in ctx.lines)
+    return [Finding(
+        "duplicate-rank", f"all {len(waiting)} processes ({nodes}) reached the rendezvous, yet rank {awaited} never "
+                          "did: two of them claim the same rank", _quote(line), line.node, line.rank,
+        "give every process its own global rank: under torchrun pass RANK (int(os.environ['RANK'])), not "
+        "LOCAL_RANK, which starts at 0 on every node" if torchrun else
+        "give every process its own global rank: node_rank * processes_per_node + local_rank, with a different "
+        "node rank on each node (lab exec fills {node_rank} and {rank} per node)")]
+
+
 # Exceptions that are the consequence of another rank's failure, not a cause of their own.
 SYMPTOM = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|[Tt]imed out|timeout|DistStoreError"
@@ -893,7 +917,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     lines = read_lines(evidence)
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines))
     found = (fault_findings(ctx) + memory_findings(ctx) + loopback_findings(ctx) + pattern_findings(ctx)
-             + world_size_findings(ctx) + collective_findings(ctx))
+             + duplicate_rank_findings(ctx) + world_size_findings(ctx) + collective_findings(ctx))
     found += traceback_findings(ctx) + uneven_findings(ctx) + unreachable_findings(ctx) + peer_lost_findings(ctx)
     found += ending_findings(ctx)
     return _rank(found, ctx)

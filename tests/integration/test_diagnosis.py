@@ -112,6 +112,20 @@ def test_a_rank_with_less_data_finishes_while_the_other_waits(two_nodes):
 
 
 @pytest.mark.slow
+def test_local_rank_used_as_the_rank_on_two_nodes(two_nodes):
+    record = run_failing("torchrun", two_nodes, "local_rank_as_rank.py")
+    top = assert_diagnosed(record, "duplicate-rank", 0, 0, "keys: /default_pg/0//cpu//0/1", ENDS_BY_ITSELF)
+    assert "LOCAL_RANK" in top["fix"] and "MASTER_PORT" not in top["fix"]
+
+
+@pytest.mark.slow
+def test_the_same_node_rank_given_on_both_nodes(two_nodes):
+    record = run_failing("exec", two_nodes, "repeated_node_rank.py", args=("--node-rank", "0", "--nnodes", "{nnodes}"))
+    top = assert_diagnosed(record, "duplicate-rank", 0, 0, "keys: /default_pg/0//cpu//0/1", ENDS_BY_ITSELF)
+    assert "{node_rank}" in top["fix"]
+
+
+@pytest.mark.slow
 def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
     record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
     top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",

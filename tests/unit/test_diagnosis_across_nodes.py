@@ -86,3 +86,20 @@ def test_a_full_disk_is_not_shared_memory(line):
                                                                    '  File "/x/train.py", line 3, in <module>', line])],
                         nnodes=1)
     assert "shared-memory-exhausted" not in [finding.cause for finding in diagnose(evidence)]
+
+
+@pytest.mark.parametrize("name, says", [("local_rank_as_rank", "not LOCAL_RANK"),
+                                        ("repeated_node_rank", "a different node rank on each node")])
+def test_two_processes_that_claim_one_rank_are_named_not_a_port(name, says):
+    found = top(name)
+    assert found.cause == "duplicate-rank"
+    assert "all 2 processes (node0, node1) reached the rendezvous, yet rank 1 never did" in found.title
+    assert says in found.fix and "MASTER_PORT" not in found.fix
+
+
+def test_a_rank_that_never_came_is_not_a_duplicate():
+    """The same wait, but only node0's process reached it (node1's never started or is still busy): ranks-missing."""
+    evidence = sample("repeated_node_rank")
+    evidence.nodes[1].lines = ["loading the index ..."]
+    evidence.nodes[1].exit_code = None
+    assert "duplicate-rank" not in [finding.cause for finding in diagnose(evidence)]
