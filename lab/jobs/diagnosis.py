@@ -319,7 +319,7 @@ PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "package-missing-on-nodes", "import-error", "script-not-found", "bad-arguments", "process-group-not-initialized",
-    "duplicate-rank", "world-size-mismatch", "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch",
+    "duplicate-rank", "late-rank", "world-size-mismatch", "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch",
     "rank-crashed", "uneven-collectives", "process-killed", "master-unreachable", "ranks-missing", "peer-lost",
     "collective-timeout", "timed-out",
     "stopped", "nonzero-exit",
@@ -668,6 +668,29 @@ def duplicate_rank_findings(ctx: Context) -> list[Finding]:
         "node rank on each node (lab exec fills {node_rank} and {rank} per node)")]
 
 
+def late_rank_findings(ctx: Context) -> list[Finding]:
+    """A rank gave up waiting at the rendezvous while another was alive but busy outside torch.distributed (its
+    stack, taken before the lab stopped it, says where): late, not lost."""
+    gave_up = next((line for line in ctx.lines if JOINED.search(line.text) or STORE_WAIT.search(line.text)), None)
+    if gave_up is None:
+        return []
+    for process in ctx.evidence.processes:
+        where = process.waiting() if process.role != "agent" else None
+        if where is None or where.in_distributed_call or where.user_frame is None:
+            continue
+        frame = where.user_frame
+        who = f"rank {process.rank}" if process.rank is not None else "a process"
+        return [Finding(
+            "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
+                         f"({frame.file}:{frame.line}) when node{gave_up.node} gave up waiting for it at the rendezvous",
+            f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); node{gave_up.node}: "
+            + gave_up.text.strip()[:200], process.node, process.rank,
+            "join the process group before slow start-up work (or do that work after init_process_group), or give "
+            "init_process_group a timeout longer than the slowest rank's start (timeout=datetime.timedelta(...); "
+            "torchrun: --rdzv-conf join_timeout=...)")]
+    return []
+
+
 # Exceptions that are the consequence of another rank's failure, not a cause of their own.
 SYMPTOM = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|[Tt]imed out|timeout|DistStoreError"
@@ -917,7 +940,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     lines = read_lines(evidence)
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines))
     found = (fault_findings(ctx) + memory_findings(ctx) + loopback_findings(ctx) + pattern_findings(ctx)
-             + duplicate_rank_findings(ctx) + world_size_findings(ctx) + collective_findings(ctx))
+             + duplicate_rank_findings(ctx) + late_rank_findings(ctx) + world_size_findings(ctx)
+             + collective_findings(ctx))
     found += traceback_findings(ctx) + uneven_findings(ctx) + unreachable_findings(ctx) + peer_lost_findings(ctx)
     found += ending_findings(ctx)
     return _rank(found, ctx)

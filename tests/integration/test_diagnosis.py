@@ -126,6 +126,13 @@ def test_the_same_node_rank_given_on_both_nodes(two_nodes):
 
 
 @pytest.mark.slow
+def test_a_rank_alive_but_late_to_the_rendezvous(two_nodes):
+    record = run_failing("exec", two_nodes, "late_rank.py")
+    top = assert_diagnosed(record, "late-rank", 1, 1, "in load_index at", ENDS_BY_ITSELF)
+    assert "timeout" in top["fix"]
+
+
+@pytest.mark.slow
 def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
     record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
     top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab.jobs.diagnosis import Evidence, NodeEvidence, diagnose
+from lab.jobs.stacks import load_stacks
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
 
@@ -19,7 +20,9 @@ def sample(name: str, **changes) -> Evidence:
     codes.update(changes.pop("exit_codes", {}))
     nodes = [NodeEvidence(index, f"node{index}", codes[index], lines=(folder / f"node{index}.log").read_text().splitlines(),
                           interfaces=["lo", "eth0"]) for index in (0, 1)]
-    return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"], **changes)
+    processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []  # taken before the lab stopped it
+    return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"],
+                    processes=processes, **changes)
 
 
 def top(name: str, **changes):
@@ -103,3 +106,16 @@ def test_a_rank_that_never_came_is_not_a_duplicate():
     evidence.nodes[1].lines = ["loading the index ..."]
     evidence.nodes[1].exit_code = None
     assert "duplicate-rank" not in [finding.cause for finding in diagnose(evidence)]
+
+
+def test_a_rank_alive_but_late_is_named_with_where_it_was():
+    found = top("late_rank", stopped="node0 failed")
+    assert (found.cause, found.node, found.rank) == ("late-rank", 1, 1)
+    assert found.title.startswith("rank 1 on node1 was alive but late: still in load_index (") and "late_rank.py:16" in found.title
+    assert "timeout" in found.fix and "run it again" not in found.fix
+
+
+def test_without_its_stack_a_missing_rank_is_not_called_late():
+    evidence = sample("late_rank", stopped="node0 failed")
+    evidence.processes = []
+    assert "late-rank" not in [finding.cause for finding in diagnose(evidence)]
