@@ -313,29 +313,38 @@ def _output_lines(container) -> Iterator[str]:
     yield from assembler.close()
 
 
-def install_venv(client: docker.DockerClient, system_image: str, tag: str, mounted: Path, requirements: list[str],
-                 log: TextIO, log_path: Path, on_progress: Progress) -> None:
-    """Run the install script in a container of `system_image` with `mounted` (script + wheelhouse) read-only,
-    then commit that container as `tag`, keeping the system image's command (and its labels, which it inherits)."""
+def install_and_commit(client: docker.DockerClient, image: str, command: list[str], tag: str, mounted: Path,
+                       mount_point: str, changes: list[str], what: str, log: TextIO, log_path: Path,
+                       on_progress: Progress, **create) -> None:
+    """Run `command` in a container of `image` (no network, `mounted` read-only at `mount_point`), its output to the
+    log and `on_progress`, then commit that container as `tag` with `changes`. A container left by a killed build of
+    the same tag is replaced first; the container is removed however it ends."""
     name = BUILD_CONTAINER_PREFIX + tag.partition(":")[2]
     with contextlib.suppress(docker.errors.NotFound):  # left by a build that was killed
         client.containers.get(name).remove(force=True)
-    command = client.images.get(system_image).attrs["Config"]["Cmd"]
-    container = client.containers.create(
-        system_image, ["sh", f"{INSTALL_MOUNT}/{INSTALL_SCRIPT.name}", *requirements], name=name,
-        network_mode="none", volumes={str(mounted): {"bind": INSTALL_MOUNT, "mode": "ro"}})
+    container = client.containers.create(image, command, name=name, network_mode="none",
+                                         volumes={str(mounted): {"bind": mount_point, "mode": "ro"}}, **create)
     try:
         container.start()
         tail = log_lines(_output_lines(container), log, on_progress)
         status = container.wait()["StatusCode"]
         if status != 0:
-            raise logged_failure(f"installing torch into the node image failed (exit {status})", tail,
-                                 log_path, _engine_disk(client))
+            raise logged_failure(f"{what} failed (exit {status})", tail, log_path, _engine_disk(client))
         repository, _, version = tag.partition(":")
-        container.commit(repository, version, changes=[f"CMD {json.dumps(command)}"])
+        container.commit(repository, version, changes=changes)
     finally:
         with contextlib.suppress(docker.errors.APIError):
             container.remove(force=True)
+
+
+def install_venv(client: docker.DockerClient, system_image: str, tag: str, mounted: Path, requirements: list[str],
+                 log: TextIO, log_path: Path, on_progress: Progress) -> None:
+    """Run the install script in a container of `system_image` with `mounted` (script + wheelhouse) read-only,
+    then commit that container as `tag`, keeping the system image's command (and its labels, which it inherits)."""
+    command = client.images.get(system_image).attrs["Config"]["Cmd"]
+    install_and_commit(client, system_image, ["sh", f"{INSTALL_MOUNT}/{INSTALL_SCRIPT.name}", *requirements], tag,
+                       mounted, INSTALL_MOUNT, [f"CMD {json.dumps(command)}"], "installing torch into the node image",
+                       log, log_path, on_progress)
 
 
 def build_image(client: docker.DockerClient, tag: str, base: str, pins: Pins, wheels: list[Path],

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,14 +27,13 @@ import docker.errors
 from lab import paths
 from lab.errors import ImageError
 from lab.model.requirements import looks_local
-from lab.nodes.bootstrap import Progress, log_lines, logged_failure, run_logged
+from lab.nodes.bootstrap import Progress, logged_failure, run_logged
 from lab.nodes.driver import engine_errors
-from lab.nodes.image import Target, _engine_disk, _link_or_copy, _output_lines, wheelhouse_dir
+from lab.nodes.image import Target, _link_or_copy, install_and_commit, wheelhouse_dir
 from lab.nodes.labels import LABEL_PREFIX
 
 LAYER_REPOSITORY = "lab-pkgs"
 LAYER_MOUNT = "/tmp/lab-packages"  # where the install container sees the resolved wheels (read-only)
-LAYER_CONTAINER_PREFIX = "lab-pkgs-build-"  # + the tag's hash: a build left by a killed `lab up` is found by it
 NODE_PYTHON = "/opt/lab-venv/bin/python"  # the node image's interpreter (docker/install-venv.sh)
 REQUIREMENTS_LABEL = f"{LABEL_PREFIX}.image.requirements"
 # What pip prints for each wheel a download ends with, new or already in the folder.
@@ -216,27 +214,13 @@ def ensure_layer(client: docker.DockerClient, base_tag: str, python: str, resolu
 
 def _install(client: docker.DockerClient, base_tag: str, tag: str, python: str, mounted: Path,
              resolution: Resolution, requirements: tuple[str, ...], log, log_path: Path, progress: Progress) -> None:
-    """pip install, offline, in a container of `base_tag`; committed as `tag` with the base's command kept."""
-    name = LAYER_CONTAINER_PREFIX + tag.partition(":")[2]
-    with contextlib.suppress(docker.errors.NotFound):  # left by a `lab up` that was killed
-        client.containers.get(name).remove(force=True)
+    """pip install, offline, as root in a container of `base_tag` (its entrypoint bypassed); committed as `tag` with
+    the base's command, entrypoint and user kept."""
     config = client.images.get(base_tag).attrs["Config"]
     command = [python, "-m", "pip", "install", "--no-index", "--find-links", LAYER_MOUNT, "--disable-pip-version-check",
                "--no-cache-dir", "--progress-bar", "off", *resolution.pins()]
-    container = client.containers.create(base_tag, command, name=name, entrypoint=[], user="0", network_mode="none",
-                                         volumes={str(mounted): {"bind": LAYER_MOUNT, "mode": "ro"}})
-    try:
-        container.start()
-        tail = log_lines(_output_lines(container), log, progress)
-        status = container.wait()["StatusCode"]
-        if status != 0:
-            raise logged_failure(f"installing the requirements into the nodes' image failed (exit {status})", tail,
-                                 log_path, _engine_disk(client))
-        repository, _, version = tag.partition(":")
-        changes = [f"CMD {json.dumps(config.get('Cmd') or [])}", f"ENTRYPOINT {json.dumps(config.get('Entrypoint') or [])}",
-                   f"USER {config.get('User') or 'root'}",
-                   f"LABEL {REQUIREMENTS_LABEL}={json.dumps(' '.join(requirements))}"]
-        container.commit(repository, version, changes=changes)
-    finally:
-        with contextlib.suppress(docker.errors.APIError):
-            container.remove(force=True)
+    changes = [f"CMD {json.dumps(config.get('Cmd') or [])}", f"ENTRYPOINT {json.dumps(config.get('Entrypoint') or [])}",
+               f"USER {config.get('User') or 'root'}", f"LABEL {REQUIREMENTS_LABEL}={json.dumps(' '.join(requirements))}"]
+    install_and_commit(client, base_tag, command, tag, mounted, LAYER_MOUNT, changes,
+                       "installing the requirements into the nodes' image", log, log_path, progress,
+                       entrypoint=[], user="0")

@@ -24,7 +24,7 @@ from lab import paths
 from lab.errors import ImageError
 from lab.nodes.bootstrap import Progress
 from lab.nodes.driver import engine_errors
-from lab.nodes.host_image import BUNDLE_DIR, COLLECT_SSHD, collect_sshd, sshd_source
+from lab.nodes.host_image import BUNDLE_DIR, COLLECT_SSHD, SSHD_CONFIG, collect_sshd, sshd_source
 from lab.nodes.image import Target, host_arch
 from lab.nodes.labels import LABEL_PREFIX, PYTHON_LABEL
 
@@ -52,17 +52,6 @@ PROBE_SCRIPT = """for py in "$@"; do
   command -v "$py" >/dev/null 2>&1 || continue
   "$py" -c "$LAB_PYTHON_PROBE" 2>/dev/null || true
 done
-"""
-SSHD_CONFIG = """# sshd of a `lab up --image IMAGE` node: root logs in with the lab's key only.
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-AuthorizedKeysFile /etc/ssh/lab_authorized_keys
-UsePAM no
-PrintMotd no
-PrintLastLog no
-HostKey /etc/ssh/ssh_host_ed25519_key
-Subsystem sftp internal-sftp
 """
 ENTRYPOINT = f"""#!/bin/sh
 # The lab's sshd, run by the loader bundled with it (the image's own libraries are never used), key made at first start.
