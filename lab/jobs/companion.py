@@ -55,8 +55,8 @@ def run_with_companion(exercises: list[Exercise], name: str, run_many: RunMany, 
     outcome: dict[str, object] = {}
 
     def bring_up() -> None:
-        try:
-            labs.up(companion, recreate=True)
+        try:  # a lab of that name with another spec is refused, not replaced: it may be somebody's
+            labs.up(companion)
             outcome["target"] = targets.containers(companion.name)
         except BaseException as error:  # handed to the main thread
             outcome["error"] = error
@@ -74,12 +74,13 @@ def run_with_companion(exercises: list[Exercise], name: str, run_many: RunMany, 
             raise type(error)(f"lab '{companion.name}' for {', '.join(e.name for e in later)} could not come up: "
                               f"{error.message}", error.hint)
         records += run_many(later, outcome["target"])
-    finally:  # Ctrl-C included: the companion does not outlive the run
+    finally:  # Ctrl-C included: the companion does not outlive the run (one that never came up was not ours)
         thread.join()
-        try:
-            labs.down(companion.name)
-        except LabError as error:
-            reporter.event(f"could not remove lab '{companion.name}': {error.message}; "
-                           f"`lab down --name {companion.name}` does")
+        if "target" in outcome:
+            try:
+                labs.down(companion.name)
+            except LabError as error:
+                reporter.event(f"could not remove lab '{companion.name}': {error.message}; "
+                               f"`lab down --name {companion.name}` does")
     order = {exercise.name: index for index, exercise in enumerate(exercises)}
     return sorted(records, key=lambda record: order.get(record.exercise, len(order)))

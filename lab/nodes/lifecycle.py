@@ -98,12 +98,13 @@ def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: P
 def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver: DockerDriver | None) -> UpResult:
     started = time.monotonic()
     driver = driver or DockerDriver()
+    base = node_base(spec, driver) if spec.image != "host" else None  # looked at once (a user's image is probed)
     if spec.requirements:
         current = driver.existing_spec(spec.name)
         if current is not None and current.requirements != spec.requirements and not recreate:
             raise _different_spec(current)  # before pip downloads anything for a lab that stays as it is
-        resolve_requirements(spec, progress, node_base(spec, driver))  # the layer's tag names the resolved set
-    plan = build_plan(spec, host_facts(spec, driver))
+        resolve_requirements(spec, progress, base)  # the layer's tag names the resolved set
+    plan = build_plan(spec, host_facts(spec, driver, base))
     spec = plan.spec  # the lab records what `--gpus auto` found
     current = driver.existing_spec(spec.name)
     if current is not None and current.fingerprint() != spec.fingerprint():
@@ -119,7 +120,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
     spec.check_fits(*driver.host_resources())
     if spec.link_profile:
         check_host(spec.link_profile)  # before anything is made: no tc, or a delay on a kernel without netem
-    image = ensure_image(spec, driver, rebuild, progress)  # the tag the plan names: both hash the same inputs
+    image = ensure_image(spec, driver, rebuild, progress, base)  # the tag the plan names: both hash the same inputs
     try:
         # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
         ensure_key(paths.lab_dir(spec.name) / "ssh", f"lab-{spec.name}", fresh=current is None)
@@ -187,20 +188,23 @@ def plan_up(spec: LabSpec) -> tuple[LabPlan, list[str]]:
 NEIGHBOUR_LIMIT = Path("/proc/sys/net/ipv4/neigh/default/gc_thresh3")
 
 
-def host_facts(spec: LabSpec, driver: DockerDriver | None) -> HostFacts:
-    """What planning `spec` needs from this host; only looks. No driver (no engine): no runtime is known."""
+def host_facts(spec: LabSpec, driver: DockerDriver | None, base: NodeBase | None = None) -> HostFacts:
+    """What planning `spec` needs from this host; only looks. No driver (no engine): no runtime is known.
+    `base`: the nodes' image as `node_base` found it, when the caller has it already."""
     from lab.nodes.host_image import host_folders, host_python
 
     lab_dir = paths.lab_dir(spec.name)
     python = host_python() if spec.image == "host" else None
-    base = node_base(spec, driver) if spec.user_image else None
+    if spec.user_image:
+        base = base or node_base(spec, driver)
     return HostFacts(gpus=detect_host(driver.runtimes() if driver else set()), image=image_tag(spec, driver, base),
                      shared_dir=lab_dir / "shared", exercises_dir=paths.resource("exercises"),
                      public_key=key_paths(lab_dir / "ssh")[1], python=python,
                      host_folders=host_folders(python) if python else (),
                      slurm_dir=slurm.slurm_dir(lab_dir) if spec.scheduler == slurm.SCHEDULER else None,
                      neighbour_limit=_neighbour_limit(),
-                     image_python=base.python if base else None, image_path=base.path if base else None)
+                     image_python=base.python if spec.user_image else None,
+                     image_path=base.path if spec.user_image else None)
 
 
 def _neighbour_limit() -> int | None:
@@ -269,13 +273,14 @@ def resolve_requirements(spec: LabSpec, progress: Progress, base: NodeBase):
     return resolve(spec.requirements, base.target, base.torch, progress)
 
 
-def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: Progress) -> str:
+def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: Progress,
+                 base: NodeBase | None = None) -> str:
     """Make the nodes' image unless the engine has it; its tag."""
     if spec.image == "host":
         from lab.nodes.host_image import ensure_host_image
 
         return ensure_host_image(driver.client, progress)
-    base = node_base(spec, driver)
+    base = base or node_base(spec, driver)
     if spec.user_image:
         from lab.nodes.user_image import ensure_user_image
 

@@ -40,6 +40,7 @@ class FakeLabs:
         return None, self.spec, []
 
     def up(self, spec, recreate=False):
+        assert not recreate  # a lab of the companion's name with another spec may be somebody's
         self.calls.append(("up", spec.name, spec.requirements))
         if self.up_error:
             raise self.up_error
@@ -94,11 +95,13 @@ def test_a_lab_with_the_packages_runs_them_itself(fake):
     assert ran == [None] and labs.calls == []
 
 
-def test_a_companion_that_cannot_come_up_is_one_error_and_is_still_removed(fake):
-    labs = fake(up_error=LabError("no memory left", "use fewer nodes"))
-    with pytest.raises(LabError, match="lab 'demo-pkgs' for exercise14 could not come up: no memory left"):
+def test_a_companion_that_cannot_come_up_is_one_error_and_a_lab_of_its_name_is_left_alone(fake):
+    """`up` refused (another spec under that name, no memory): the lab of that name is not the run's to remove;
+    `up` itself removes what it made before failing."""
+    labs = fake(up_error=LabError("lab 'demo-pkgs' is already up with a different spec", "add --recreate"))
+    with pytest.raises(LabError, match="lab 'demo-pkgs' for exercise14 could not come up: lab 'demo-pkgs' is already"):
         companion.run_with_companion([PLAIN, ACCELERATE], "demo", lambda some, target: [], Events())
-    assert labs.calls[-1] == ("down", "demo-pkgs")
+    assert labs.calls == [("up", "demo-pkgs", ("accelerate==1.15.0",))]
 
 
 def test_an_interrupted_run_removes_the_companion(fake):
