@@ -39,9 +39,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-from lab.jobs import adhoc, targets  # noqa: E402
-from lab.jobs.record import RunRecord  # noqa: E402
+from lab.analysis.record import RunRecord  # noqa: E402
 from lab.bench import PARTS  # noqa: E402
+from lab.jobs import adhoc, targets  # noqa: E402
 
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
 WORKER = BENCH / "allreduce_worker.py"

@@ -243,7 +243,7 @@ def print_checks(record) -> None:
 
 def print_diagnosis(record, verbose: bool = False) -> None:
     """The top finding of a run that did not pass (every finding with `verbose`), after its checks."""
-    from lab.jobs.diagnosis import Finding, format_findings
+    from lab.analysis.diagnosis import Finding, format_findings
 
     if record.passed or not record.diagnosis:
         return

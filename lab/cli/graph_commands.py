@@ -31,8 +31,8 @@ def graph_command(name, image_format, nproc_per_node, output):
       lab graph --format svg --nproc-per-node 4
     """
     from lab import paths
-    from lab.jobs.graph import draw, lab_graph, mermaid
-    from lab.jobs.record import list_runs
+    from lab.analysis.graph import draw, lab_graph, mermaid
+    from lab.analysis.record import list_runs
     from lab.nodes import lifecycle
     from lab.nodes.labels import network_name
 
@@ -63,8 +63,8 @@ def report_command(run):
     The page holds the verdict, the diagnosis, the checks, the timeline, the loss curves and every
     node's log; it needs nothing else (open it offline, attach it to an issue).
     """
-    from lab.jobs.record import load
-    from lab.jobs.report import write_report
+    from lab.analysis.record import load
+    from lab.analysis.report import write_report
 
     path = write_report(load(run))
     console.print(f"report: {path}", markup=False, highlight=False)

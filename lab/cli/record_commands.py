@@ -17,7 +17,7 @@ from lab.cli.options import json_option
 @json_option
 def runs_command(as_json):
     """List recorded runs (newest last)."""
-    from lab.jobs.record import list_runs
+    from lab.analysis.record import list_runs
 
     runs = list_runs()
     if as_json:
@@ -41,7 +41,7 @@ def runs_command(as_json):
 @json_option
 def show_command(run, as_json):
     """Print one recorded RUN (id, id prefix, exercise name, or 'latest')."""
-    from lab.jobs.record import load
+    from lab.analysis.record import load
 
     record = load(run)
     if as_json:
@@ -77,7 +77,7 @@ def show_command(run, as_json):
 
 def _print_timeline(record) -> None:
     """Draw the run's timeline.png now, on the first look (runs do not spend the time), and say where it is."""
-    from lab.jobs.timeline import draw_timeline, timeline_path
+    from lab.analysis.timeline import draw_timeline, timeline_path
 
     drawn = timeline_path(record) if timeline_path(record).is_file() else draw_timeline(record)
     if drawn:
@@ -99,8 +99,8 @@ def explain_command(run, as_json):
       lab explain exercise03      the newest run of exercise03
       lab explain --json          findings as JSON: cause, title, evidence, node, rank, fix
     """
-    from lab.jobs.diagnosis import Finding, format_findings
-    from lab.jobs.record import load
+    from lab.analysis.diagnosis import Finding, format_findings
+    from lab.analysis.record import load
 
     record = load(run)
     if as_json:

@@ -25,7 +25,8 @@ def stacks_command(name, on, nodes, inventory, as_json):
     run's record (.lab/runs/<id>/stacks/). Stacks are read with py-spy from this host, so
     the nodes need no extra privilege; real hosts (--inventory) need py-spy of their own.
     """
-    from lab.jobs import stacks, targets
+    from lab.analysis import stacks
+    from lab.jobs import targets
 
     target = targets.resolve(on, name, inventory, nodes)
     captured = stacks.capture_stacks(target.transport, "", None, range(target.nnodes))

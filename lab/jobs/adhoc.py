@@ -11,12 +11,12 @@ import string
 from pathlib import Path
 
 from lab import paths
+from lab.analysis.explain import JobFacts, explain_launch, launch_failed, node_interfaces
+from lab.analysis.record import RunRecord, StepRecord, recording
 from lab.errors import SpecError
 from lab.jobs.checks import Check
 from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
-from lab.jobs.explain import JobFacts, explain_launch, launch_failed, node_interfaces
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
-from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.staging import DEFAULT_COPY_LIMIT, CopyPlan, checked_copy, copy_planned
 from lab.jobs.targets import Target
 

@@ -11,11 +11,11 @@ import dataclasses
 import threading
 from collections.abc import Callable
 
+from lab.analysis.record import RunRecord
 from lab.errors import LabError, SpecError
 from lab.jobs import targets
 from lab.jobs.exercises import Exercise
 from lab.jobs.launch import Reporter
-from lab.jobs.record import RunRecord
 from lab.model.spec import NAME_PATTERN, LabSpec
 from lab.nodes import lifecycle as labs
 

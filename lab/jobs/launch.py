@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from lab.jobs.stacks import ProcessStack, capture_stacks
+from lab.analysis.stacks import ProcessStack, capture_stacks
 from lab.jobs.transports import Transport, pump
 
 POLL_SECONDS = 0.2

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lab.analysis.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed, node_interfaces
+from lab.analysis.record import RunRecord, StepRecord, recording
 from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
 from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command, step_timeout
-from lab.jobs.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed, node_interfaces
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
-from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.transports import Transport
 
 if TYPE_CHECKING:  # targets.py runs exercises through this module

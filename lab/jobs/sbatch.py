@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab import paths
+from lab.analysis.record import RunRecord, StepRecord, recording
 from lab.errors import LabStateError, RunError, SpecError
 from lab.jobs.checks import Check
 from lab.jobs.exercises import find
 from lab.jobs.launch import Reporter
-from lab.jobs.record import RunRecord, StepRecord, recording
 from lab.jobs.runner import check_results
 from lab.jobs.slurm import exercise_of
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT

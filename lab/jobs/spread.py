@@ -13,11 +13,11 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from lab.analysis.record import RunRecord, list_runs
 from lab.errors import LabError, SpecError
 from lab.jobs import targets
 from lab.jobs.exercises import Exercise
 from lab.jobs.launch import Reporter
-from lab.jobs.record import RunRecord, list_runs
 from lab.model.spec import NAME_PATTERN
 from lab.nodes import lifecycle as labs
 

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab import paths
+from lab.analysis.record import RunRecord
 from lab.errors import SpecError
 from lab.jobs.exercises import Exercise, exercises_root
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter
-from lab.jobs.record import RunRecord
 from lab.jobs.runner import RunOptions, run_exercise
 from lab.jobs.transports import DockerTransport, LocalTransport, Transport
-from lab.nodes import lifecycle as labs
 from lab.model.requirements import requirement_names
 from lab.model.spec import format_bytes
+from lab.nodes import lifecycle as labs
 from lab.nodes.gpus import run_backend
 from lab.provision import inventory as real_hosts
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from lab.analysis.record import RunRecord
 from lab.errors import LabError, SpecError
 from lab.jobs import companion
 from lab.jobs.exercises import Exercise
-from lab.jobs.record import RunRecord
 from lab.model.spec import LabSpec
 
 

@@ -13,15 +13,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from lab.jobs.diagnosis import (Evidence, Fault, NodeEvidence, diagnose, evidence_from_launch, findings_json,
-                                format_findings, is_loopback)
-from lab.jobs.stacks import Frame, ProcessStack, ThreadStack
+from lab.analysis.diagnosis import (Evidence, Fault, NodeEvidence, diagnose, evidence_from_launch, findings_json,
+                                      format_findings)
+from lab.analysis.diagnosis.addresses import is_loopback
+from lab.analysis.stacks import Frame, ProcessStack, ThreadStack
 
 
 
 def stacked(node: int, pid: int, role: str, rank: int | None = None, env: dict | None = None,
             frames: list | None = None) -> ProcessStack:
-    """A captured process (lab/jobs/stacks.py) whose main thread holds `frames`, innermost last."""
+    """A captured process (lab/analysis/stacks.py) whose main thread holds `frames`, innermost last."""
     return ProcessStack(node, pid, role, rank, None, dict(env or {}),
                         threads=[ThreadStack("MainThread", pid, True, list(frames or []))])
 

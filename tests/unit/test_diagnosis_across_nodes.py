@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.jobs.diagnosis import Evidence, NodeEvidence, diagnose
-from lab.jobs.stacks import load_stacks
+from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
+from lab.analysis.stacks import load_stacks
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
 

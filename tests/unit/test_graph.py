@@ -5,9 +5,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from lab.analysis.graph import draw, lab_graph, mermaid
+from lab.analysis.record import RunRecord, StepRecord, list_runs
 from lab.cli import cli
-from lab.jobs.graph import draw, lab_graph, mermaid
-from lab.jobs.record import RunRecord, StepRecord, list_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from lab import paths
+from lab.analysis.record import SCHEMA_VERSION, RunRecord, StepRecord, list_runs, load
 from lab.cli import cli
 from lab.errors import LabStateError, SpecError
 from lab.jobs import targets
 from lab.jobs.checks import Check
-from lab.jobs.record import SCHEMA_VERSION, RunRecord, StepRecord, list_runs, load
 
 # A run.json as `lab exec` wrote it before records had a schema version: no version, no diagnosis, no expect.
 OLD_EXEC_RECORD = {
@@ -168,7 +168,7 @@ def test_exec_with_the_old_driver_local_runs_host_processes(own_lab_home):
 
 
 def test_runs_started_in_the_same_millisecond_get_their_own_ids_and_folders(own_lab_home, monkeypatch):
-    import lab.jobs.record as record_module
+    import lab.analysis.record as record_module
 
     class FrozenClock:
         @staticmethod

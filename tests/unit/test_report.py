@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
+from lab.analysis.record import RunRecord, StepRecord, load
+from lab.analysis.report import render, write_report
 from lab.jobs.checks import Check
-from lab.jobs.record import RunRecord, StepRecord, load
-from lab.jobs.report import render, write_report
 
 T0 = 1_700_000_000.0
 TOP_FINDING = "rank 1 could not reach the rendezvous on node0:29500"

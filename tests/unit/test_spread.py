@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from lab.analysis.record import RunRecord
 from lab.errors import LabStateError, RunError, SpecError
 from lab.jobs import spread
 from lab.jobs.exercises import Exercise
-from lab.jobs.record import RunRecord
 from lab.model.spec import LabSpec
 
 

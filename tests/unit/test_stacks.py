@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.jobs.stacks import ProcessStack, capture_stacks, load_stacks, process_stack, save_by_run, threads_from_py_spy
+from lab.analysis.stacks import ProcessStack, capture_stacks, load_stacks, process_stack, save_by_run, threads_from_py_spy
 from lab.nodes.processes import (JobProcess, StacksUnavailable, dump_with_py_spy, host_processes, remote_script,
                                  scan_processes)
 

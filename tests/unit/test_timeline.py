@@ -5,11 +5,11 @@ import sys
 
 import pytest
 
-from lab.jobs.record import RunRecord, StepRecord, load
+from lab.analysis.record import RunRecord, StepRecord, load
+from lab.analysis.stacks import Frame, ProcessStack, ThreadStack, write_stacks
+from lab.analysis.timeline import FAILED, KILLED, OK, build_timeline, draw_timeline, exit_text
 from lab.jobs.runner import RunOptions, run_exercise
 from lab.jobs.targets import Target
-from lab.jobs.stacks import Frame, ProcessStack, ThreadStack, write_stacks
-from lab.jobs.timeline import FAILED, KILLED, OK, build_timeline, draw_timeline, exit_text
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_labkit_finish import free_port  # noqa: E402

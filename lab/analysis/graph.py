@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.jobs.record import RunRecord
+from lab.analysis.record import RunRecord
 from lab.model.spec import MASTER_PORT, LabSpec
 
 FORMATS = ("mermaid", "png", "svg")

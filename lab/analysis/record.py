@@ -2,7 +2,7 @@
 
 A record is a folder `.lab/runs/<id>/` with `run.json` (this module's `RunRecord.to_dict`), the nodes'
 logs (`logs/node<i>-<step>.log`), every rank's results (`results/<step>/`), training curves (`loss.png`),
-who ran when (`timeline.png`, lab/jobs/timeline.py, drawn when a command shows the run) and, from runs that hung,
+who ran when (`timeline.png`, lab/analysis/timeline.py, drawn when a command shows the run) and, from runs that hung,
 the ranks' stacks (`stacks/`).
 `.lab/runs/latest` links to the newest.
 """
@@ -47,7 +47,7 @@ class StepRecord:
     problem: str | None = None  # e.g. the timeout message naming the ranks that never reported
     nproc_per_node: int | None = None
     master_port: int | None = None
-    # Wall-clock times (time.time()) for the timeline (lab/jobs/timeline.py): the launch, each node's exit,
+    # Wall-clock times (time.time()) for the timeline (lab/analysis/timeline.py): the launch, each node's exit,
     # the lab's stop (timeout or early stop) and the injected fault.
     started_at: float | None = None
     node_exits: dict[int, float] = field(default_factory=dict)
@@ -93,7 +93,7 @@ class RunRecord:
     checks: list[Check] = field(default_factory=list)
     curves: Path | None = None
     error: str = ""
-    diagnosis: list[dict] = field(default_factory=list)  # findings about a failed run (lab/jobs/diagnosis.py)
+    diagnosis: list[dict] = field(default_factory=list)  # findings about a failed run (lab/analysis/diagnosis/)
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -120,7 +120,7 @@ class RunRecord:
 
     @property
     def stacks_dir(self) -> Path:
-        """Where the ranks' stacks of a hung run go (lab/jobs/stacks.py)."""
+        """Where the ranks' stacks of a hung run go (lab/analysis/stacks.py)."""
         return self.path / "stacks"
 
     def to_dict(self) -> dict:

@@ -21,11 +21,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lab.jobs.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
-from lab.jobs.stacks import load_stacks
+from lab.analysis.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
+from lab.analysis.stacks import load_stacks
 
 if TYPE_CHECKING:
-    from lab.jobs.record import RunRecord, StepRecord
+    from lab.analysis.record import RunRecord, StepRecord
 
 TIMELINE_FILE = "timeline.png"
 EVENTS_GLOB = "events-rank*.jsonl"

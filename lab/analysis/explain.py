@@ -6,11 +6,14 @@ what the job was asked to do and the faults in force. Findings go into the run r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from lab.analysis.diagnosis import Finding, diagnose, evidence_from_launch
 from lab.errors import LabError
 from lab.jobs.checks import Check
-from lab.jobs.diagnosis import Finding, diagnose, evidence_from_launch
-from lab.jobs.launch import LaunchResult
+
+if TYPE_CHECKING:
+    from lab.jobs.launch import LaunchResult
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,192 @@
+"""Rendezvous and network causes: an address that is loopback, does not resolve or answers with another
+service, a port in use, an interface that is not there, a store nobody answers at.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from lab.analysis.diagnosis.context import (
+    JOINED,
+    STORE_WAIT,
+    Context,
+    PatternRule,
+    env_values,
+    node_evidence,
+    quote,
+    rendezvous_host,
+)
+from lab.analysis.diagnosis.evidence import Evidence
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.removeprefix("::ffff:")).is_loopback
+    except ValueError:
+        return False
+
+
+def _endpoint_host(value: str) -> str:
+    """'tcp://h:1', 'h:1', '[::1]:1', 'h' -> the host part."""
+    value = re.sub(r"^\w+://", "", value)
+    if value.startswith("["):
+        return value[1:value.find("]")]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+# --master-addr X / --master_addr=X / --rdzv-endpoint X:P / --init-method tcp://X:P / tcp://X:P anywhere
+ADDRESS_OPTION = re.compile(r"^--(?:master[-_]addr|rdzv[-_]endpoint|init[-_]method|dist[-_]url)(?:=(?P<value>.+))?$")
+
+
+def configured_master_addrs(evidence: Evidence) -> list[tuple[str, str, int | None, int | None]]:
+    """(host, where it was set, node, rank) for every rendezvous address the run was given."""
+    found = []
+    if evidence.master_addr:
+        found.append((evidence.master_addr, f"MASTER_ADDR={evidence.master_addr} (the lab's launch)", None, None))
+    if "MASTER_ADDR" in evidence.env:
+        found.append((evidence.env["MASTER_ADDR"], f"--env MASTER_ADDR={evidence.env['MASTER_ADDR']}", None, None))
+    argv = evidence.command
+    for position, arg in enumerate(argv):
+        if match := ADDRESS_OPTION.match(arg):
+            value = match["value"] or (argv[position + 1] if position + 1 < len(argv) else "")
+            found.append((_endpoint_host(value), " ".join(argv[position:position + (1 if match["value"] else 2)]),
+                          None, None))
+        elif tcp := re.search(r"tcp://([^\s'\"]+)", arg):
+            found.append((_endpoint_host(tcp.group(1)), arg, None, None))
+    for process in evidence.processes:
+        if "MASTER_ADDR" in process.env:
+            found.append((process.env["MASTER_ADDR"], f"MASTER_ADDR={process.env['MASTER_ADDR']} "
+                          f"(environment of pid {process.pid} on node{process.node})", process.node, process.rank))
+    return found
+
+
+def _unresolvable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    host = match["host"] or "the rendezvous host"
+    return (f"the rendezvous host '{host}' does not resolve on node{line.node}",
+            f"set MASTER_ADDR (or --master-addr / --rdzv-endpoint) to a name every node resolves, "
+            f"e.g. {rendezvous_host(ctx.evidence)}, the lab's rendezvous host; check the spelling of '{host}'")
+
+
+def _port_in_use(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    named = re.search(r"port: (\d+)|address \('[^']*', (\d+)\)", line.text)
+    port = next(filter(None, named.groups()), None) if named else ctx.evidence.master_port
+    port_text = f"port {port}" if port else "the rendezvous port"
+    return (f"{port_text} is already in use on node{line.node}: the store could not listen on it",
+            f"pick a free MASTER_PORT (lab: --master-port PORT) or stop what holds {port_text} "
+            f"(a previous run still alive? `ss -ltnp` on node{line.node} shows it)")
+
+
+def _ifname_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    node = node_evidence(ctx.evidence, line.node)
+    have = [name for name in (node.interfaces if node else []) if name != "lo"]
+    name = match["name"]
+    variables = [key for key in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+                 if name and any(value == name for value in env_values(ctx, key))]
+    variable = " / ".join(variables) or ("NCCL_SOCKET_IFNAME" if "Bootstrap" in line.text else "GLOO_SOCKET_IFNAME")
+    named = f"'{name}'" if name else "the interface asked for"
+    return (f"{variable} names an interface node{line.node} does not have ({named})",
+            f"set {variable} to an interface every node has"
+            + (f" ({', '.join(have)} on node{line.node})" if have else "") + ", or unset it to let torch choose")
+
+
+def _wrong_service(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    endpoint = re.search(r"to host (\S+?):(\d+)", line.text)
+    where = f"{endpoint[1]}:{endpoint[2]}" if endpoint else "the rendezvous address"
+    port = endpoint[2] if endpoint else None
+    known = {"22": "sshd's", "80": "a web server's", "443": "a web server's"}.get(port or "", "another program's")
+    return (f"something other than a torch store answers at {where} (node{line.node} dialled it): the port is "
+            f"{known}", f"give MASTER_PORT (or the tcp:// port) the port rank 0's store listens on, a free one "
+            f"(the lab gives {{master_port}} and --master-port), not {port or 'a port another service uses'}")
+
+
+# Connection attempts c10d reports: "failed to connect to [host]:port", "trying to connect to (host, port)",
+# "failed to connect/validate to host host:port".
+CONNECT_ATTEMPT = re.compile(
+    r"(?:failed to connect to \[(?P<h1>[^\]]+)\]:(?P<p1>\d+)"
+    r"|trying to connect to \((?P<h2>[^,]+), (?P<p2>\d+)\)"
+    r"|connect(?:/validate)? to host (?P<h3>\S+?):(?P<p3>\d+)\b)"
+    r"(?P<rest>.*)")
+
+
+REFUSED_OR_TIMEOUT = re.compile(r"Connection refused|errno: 111|timed out|timeout", re.IGNORECASE)
+
+
+FINAL_ATTEMPT = re.compile(r"^[\w.]*(?:Error|Exception)\b|- timed out \(try=")  # the exception, or c10d's last try
+
+
+HARMLESS_ERRNO = re.compile(r"errno: 99 - Cannot assign requested address")  # c10d tries ::1 first, then 127.0.0.1
+
+
+def _connect_attempts(ctx: Context) -> list[tuple[LogLine, str, int]]:
+    attempts = []
+    for line in ctx.lines:
+        if match := CONNECT_ATTEMPT.search(line.text):
+            host = match["h1"] or match["h2"] or match["h3"]
+            attempts.append((line, host, int(match["p1"] or match["p2"] or match["p3"])))
+    return attempts
+
+
+def loopback_findings(ctx: Context) -> list[Finding]:
+    """A multi-node job told to meet at localhost/127.x: every node looks for the store on itself."""
+    if not ctx.multi_node:
+        return []
+    fix = (f"set MASTER_ADDR to {rendezvous_host(ctx.evidence)} (the lab's rendezvous host), not localhost; "
+           "with torchrun: --master-addr/--rdzv-endpoint node0:PORT; never hard-code localhost or 127.0.0.1 "
+           "in a multi-node script")
+    # The evidence: a node other than the rendezvous node (node0) dialling a loopback address.
+    attempts = [(line, host) for line, host, _ in _connect_attempts(ctx) if is_loopback(host) and line.node != 0]
+    if attempts:
+        line, host = attempts[0]
+        return [Finding("master-addr-loopback", f"a multi-node job points its rendezvous at {host}",
+                        quote(line), line.node, line.rank, fix)]
+    for host, where, node, rank in configured_master_addrs(ctx.evidence):
+        if is_loopback(host):
+            return [Finding("master-addr-loopback", f"a multi-node job points its rendezvous at {host}", where,
+                            node, rank, fix)]
+    return []
+
+
+def unreachable_findings(ctx: Context) -> list[Finding]:
+    """Connection attempts that were refused or timed out: nothing listens at that address and port."""
+    master_port = ctx.evidence.master_port
+    # The run hung, or a rank waited in vain for others: a retry that failed then is no passing hiccup.
+    stuck = ctx.evidence.timed_out or any(JOINED.search(line.text) or STORE_WAIT.search(line.text)
+                                          for line in ctx.lines)
+    for line, host, port in _connect_attempts(ctx):
+        if HARMLESS_ERRNO.search(line.text) or not REFUSED_OR_TIMEOUT.search(line.text):
+            continue
+        if not (stuck or FINAL_ATTEMPT.search(line.text)):
+            continue  # a retry that may have succeeded later (c10d retries while the store starts)
+        if ctx.multi_node and is_loopback(host):
+            continue  # master-addr-loopback's evidence
+        if master_port and port != master_port:
+            fix = (f"use the same MASTER_PORT on every node: the rendezvous listens on {master_port}, this rank "
+                   f"dialled {port}")
+        else:
+            fix = (f"check that rank 0 (the store) runs on {host} and listens on {port}: MASTER_ADDR/MASTER_PORT "
+                   "must be the same on every node, and rank 0 must start (see its log)")
+        return [Finding("master-unreachable", f"nothing answered at {host}:{port} (the rendezvous store)",
+                        quote(line), line.node, line.rank, fix)]
+    return []
+
+
+PATTERNS = [
+    PatternRule("master-addr-unresolvable", re.compile(
+        r"addresses of \((?P<host>[^,\s]+), \d+\) cannot be retrieved \(gai error: -[235]\b"
+        r"|gaierror: \[Errno -[235]\]|Name or service not known|Temporary failure in name resolution"
+        r"|No address associated with hostname"), _unresolvable),
+    PatternRule("master-port-in-use", re.compile(r"EADDRINUSE|[Aa]ddress already in use|errno: 98\b"), _port_in_use),
+    PatternRule("wrong-service-on-port", re.compile(
+        r"invalid value returned from server|Ping failed"), _wrong_service),
+    PatternRule("socket-ifname-missing", re.compile(
+        r"Unable to find (?:address|interface) for:? (?P<name>\S+)|Bootstrap : no socket interface found"),
+        _ifname_missing),
+]

@@ -1,0 +1,112 @@
+"""What every rule reads (the evidence and its parsed logs) and the helpers the rule families share.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from lab.analysis.diagnosis.evidence import Evidence, NodeEvidence
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine, Traceback
+
+
+@dataclass(frozen=True)
+class Context:
+    evidence: Evidence
+    lines: list[LogLine]
+    tracebacks: list[Traceback]
+    reports: dict[int, list[tuple[int, int]]]
+    patterns: tuple[PatternRule, ...]  # every family's message rules
+
+    @property
+    def multi_node(self) -> bool:
+        return self.evidence.nnodes > 1 or len({node.hostname for node in self.evidence.nodes}) > 1
+
+
+@dataclass(frozen=True)
+class PatternRule:
+    """A line matching `pattern` is evidence of `cause`; `describe` turns the match into (title, fix)."""
+    cause: str
+    pattern: re.Pattern
+    describe: Callable[[re.Match, LogLine, Context], tuple[str, str] | None]  # None: not this cause after all
+
+
+def pattern_findings(ctx: Context) -> list[Finding]:
+    found = []
+    for line in ctx.lines:
+        if line.text.startswith("    "):
+            continue  # a source line a traceback quotes (`raise RuntimeError("...")`), not a message
+        for rule in ctx.patterns:
+            if match := rule.pattern.search(line.text):
+                described = rule.describe(match, line, ctx)
+                if described:
+                    rank = line.rank if line.rank is not None else report_root_rank(ctx, line.node)
+                    found.append(Finding(rule.cause, described[0], quote(line), line.node, rank, described[1]))
+    return found
+
+
+def explained_by_rule(ctx: Context, text: str) -> bool:
+    """A line one of the message rules already turns into a cause."""
+    return any(rule.pattern.search(text) for rule in ctx.patterns) or bool(
+        JOINED.search(text) or STORE_WAIT.search(text))
+
+
+def rendezvous_host(evidence: Evidence) -> str:
+    return evidence.nodes[0].hostname if evidence.nodes else "node0"
+
+
+def node_evidence(evidence: Evidence, index: int) -> NodeEvidence | None:
+    return next((node for node in evidence.nodes if node.index == index), None)
+
+
+def quote(line: LogLine, limit: int = 300) -> str:
+    text = line.text.strip()
+    return f"{line.where()}: {text if len(text) <= limit else text[:limit] + '...'}"
+
+
+def env_values(ctx: Context, key: str) -> list[str]:
+    values = [ctx.evidence.env[key]] if key in ctx.evidence.env else []
+    return values + [process.env[key] for process in ctx.evidence.processes if key in process.env]
+
+
+def near(ctx: Context, line: LogLine, pattern: str) -> re.Match | None:
+    """The first line of the same node matching `pattern`."""
+    return next((found for other in ctx.lines if other.node == line.node
+                 for found in [re.search(pattern, other.text)] if found), None)
+
+
+def report_root_rank(ctx: Context, node: int) -> int | None:
+    report = ctx.reports.get(node)
+    return report[0][0] if report else None
+
+
+def node_of_rank(ctx: Context, rank: int) -> int | None:
+    for process in ctx.evidence.processes:
+        if process.rank == rank:
+            return process.node
+    for line in ctx.lines:
+        if line.rank == rank:
+            return line.node
+    return rank // ctx.evidence.nproc_per_node if ctx.evidence.nproc_per_node else None
+
+
+JOINED = re.compile(r"(?P<joined>\d+)/(?P<size>\d+) clients joined")
+
+
+STORE_WAIT = re.compile(r"wait timeout after \d+ms, keys: (?P<keys>\S+)"
+                        r"|Timed out after \d+ seconds waiting for clients")
+
+
+def missing_rank(keys: str | None) -> int:
+    """The rank a store wait was for: gloo's keys end in it ('/default_pg/0//cpu//0/2'); -1 when not told."""
+    last = (keys or "").rstrip("/").rsplit("/", 1)[-1]
+    return int(last) if last.isdigit() else -1
+
+
+# Exceptions that are the consequence of another rank's failure, not a cause of their own.
+SYMPTOM = re.compile(
+    r"Connection closed by peer|Connection reset by peer|Broken pipe|[Tt]imed out|timeout|DistStoreError"
+    r"|DistNetworkError|DistBackendError|client socket|Socket Timeout|NCCL communicator was aborted"
+    r"|ProcessGroupNCCL.*(?:watchdog|Timeout)|Watchdog caught collective operation timeout")

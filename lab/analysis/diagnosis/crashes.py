@@ -1,0 +1,85 @@
+"""A process failed on its own: an exception, an import, a missing script, bad arguments, a call before
+init_process_group.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lab.analysis.diagnosis.context import (
+    SYMPTOM,
+    Context,
+    PatternRule,
+    explained_by_rule,
+    report_root_rank,
+)
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine
+
+START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
+
+
+def traceback_findings(ctx: Context) -> list[Finding]:
+    """Exceptions a rank raised on its own (not a peer's failure echoed back, not a cause found by a rule)."""
+    found = []
+    for tb in ctx.tracebacks:
+        if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
+            continue
+        rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+        frame = tb.user_frame()
+        at = f" at {frame.file}:{frame.line} in {frame.function}" if frame else ""
+        where = f"node{tb.node}" + (f" rank {rank}" if rank is not None else "")
+        evidence = f"{where}: {tb.exc_type}: {tb.message}"[:400] + at
+        if tb.short_type in START_ERRORS:
+            missing = re.search(r"No module named '([^'.]+)", tb.message)
+            lacking = _nodes_lacking(ctx, missing.group(1)) if missing else set()
+            if missing and ctx.multi_node and lacking < {node.index for node in ctx.evidence.nodes}:
+                module, nodes = missing.group(1), ", ".join(f"node{index}" for index in sorted(lacking))
+                found.append(Finding(
+                    "package-missing-on-nodes", f"'{module}' is missing on {nodes} only: the nodes' Python "
+                    "environments differ", evidence, tb.node, rank,
+                    f"give every node the same packages: on a lab, `lab up --pip <the package with '{module}'> "
+                    f"--recreate` installs it on all of them, and `lab doctor` names a node whose versions differ; "
+                    f"on real hosts, install it on {nodes} as on the others"))
+                continue
+            fix = (f"install '{missing.group(1)}' on the nodes: `lab up --pip <the package with '{missing.group(1)}'> "
+                   "--recreate` on a lab (resolved on this host, no registry in the nodes), or remove the import"
+                   if missing else "fix the error at the quoted line; every node runs the same file")
+            found.append(Finding("import-error", f"the script fails at start on node{tb.node}: {tb.short_type}",
+                                 evidence, tb.node, rank, fix))
+        else:
+            fix = f"fix the {tb.short_type}" + (f" in {frame.file}:{frame.line}" if frame else "")
+            found.append(Finding("rank-crashed", f"rank {rank if rank is not None else '?'} crashed with "
+                                                 f"{tb.short_type}{at}", evidence, tb.node, rank,
+                                 fix + "; the other ranks' connection errors and timeouts follow from it"))
+    return found
+
+
+def _nodes_lacking(ctx: Context, module: str) -> set[int]:
+    """The nodes where some process could not import `module`."""
+    return {tb.node for tb in ctx.tracebacks if f"No module named '{module}" in tb.message}
+
+
+def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("a torch.distributed call before init_process_group (or after destroy_process_group)",
+            "call dist.init_process_group(...) first on every rank, and guard clean-up with "
+            "`if dist.is_initialized(): dist.destroy_process_group()`")
+
+
+def _script_not_found(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"the script {match['path']} is not on node{line.node}",
+            "copy it to every node (lab exec --copy FILE, or a path under the lab's shared folder /lab/shared)")
+
+
+def _bad_arguments(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"the script rejected its command-line arguments: {match['why']}",
+            "pass the arguments the script's usage line asks for (lab exec fills {rank}, {world_size}, ... per node)")
+
+
+PATTERNS = [
+    PatternRule("process-group-not-initialized", re.compile(
+        r"Default process group has not been initialized|Process group cannot be None"), _not_initialized),
+    PatternRule("script-not-found", re.compile(
+        r"can't open file '(?P<path>[^']+)': \[Errno 2\]"), _script_not_found),
+    PatternRule("bad-arguments", re.compile(r"^(?:usage: )?\S+\.py: error: (?P<why>.+)$"), _bad_arguments),
+]

@@ -1,0 +1,230 @@
+"""Causes that appear only across nodes: the ranks disagree about what they do (the world they expect, the
+rank they claim, when they arrive, how many collectives they run, with what tensors, on which model).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from lab.analysis.diagnosis.context import (
+    JOINED,
+    STORE_WAIT,
+    SYMPTOM,
+    Context,
+    PatternRule,
+    missing_rank,
+    near,
+    node_of_rank,
+    quote,
+)
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine, collective_in
+from lab.analysis.stacks import Frame
+
+
+def world_size_findings(ctx: Context) -> list[Finding]:
+    launched = ctx.evidence.expected_world_size
+    found = []
+    for line in ctx.lines:
+        if match := JOINED.search(line.text):
+            joined, size = int(match["joined"]), int(match["size"])
+            if size != launched:
+                found.append(Finding(
+                    "world-size-mismatch",
+                    f"the job expects a world size of {size} but the lab launched {launched} process(es)",
+                    quote(line), line.node, line.rank,
+                    f"pass world_size={launched} (or read WORLD_SIZE from the environment instead of hard-coding it); "
+                    "or launch as many processes as the job expects (--nproc-per-node / nodes)"))
+            elif joined < size:
+                found.append(Finding(
+                    "ranks-missing", f"only {joined} of {size} ranks reached the rendezvous", quote(line),
+                    line.node, line.rank,
+                    "look at the ranks that never joined (their node's log): they failed before init_process_group "
+                    "or could not reach MASTER_ADDR:MASTER_PORT"))
+        elif (wait := STORE_WAIT.search(line.text)) and missing_rank(wait["keys"]) >= launched:
+            found.append(Finding(
+                "world-size-mismatch", f"the job waits for rank {missing_rank(wait['keys'])}, but the lab launched "
+                                       f"{launched} process(es) (ranks 0..{launched - 1})", quote(line), line.node,
+                line.rank, f"pass world_size={launched} (or read WORLD_SIZE from the environment instead of "
+                           "hard-coding it); or launch as many processes as the job expects"))
+        elif wait:
+            found.append(Finding(
+                "ranks-missing", "a rank waited for others that never arrived", quote(line), line.node, line.rank,
+                "look at the ranks that never arrived: they crashed, hang before this point, or dialled another "
+                "address or port"))
+    return found
+
+
+def duplicate_rank_findings(ctx: Context) -> list[Finding]:
+    """Every launched process waited in gloo's rendezvous for a rank inside the world (gloo's keys end in the rank
+    awaited): none is missing, none crashed, yet that rank never came, so two processes claimed one rank (LOCAL_RANK
+    used as the rank, or the same node rank given on two nodes)."""
+    waiting: dict[tuple[int, int | None], tuple[LogLine, int]] = {}
+    for line in ctx.lines:
+        wait = STORE_WAIT.search(line.text)
+        awaited = missing_rank(wait["keys"]) if wait else -1
+        if 0 <= awaited < ctx.evidence.expected_world_size:
+            waiting.setdefault((line.node, line.rank), (line, awaited))
+    if len(waiting) < max(2, ctx.evidence.expected_world_size):
+        return []
+    line, awaited = next(iter(waiting.values()))
+    nodes = ", ".join(f"node{node}" for node in sorted({node for node, _ in waiting}))
+    torchrun = bool(ctx.reports) or any("torch/distributed/run.py" in other.text for other in ctx.lines)
+    return [Finding(
+        "duplicate-rank", f"all {len(waiting)} processes ({nodes}) reached the rendezvous, yet rank {awaited} never "
+                          "did: two of them claim the same rank", quote(line), line.node, line.rank,
+        "give every process its own global rank: under torchrun pass RANK (int(os.environ['RANK'])), not "
+        "LOCAL_RANK, which starts at 0 on every node" if torchrun else
+        "give every process its own global rank: node_rank * processes_per_node + local_rank, with a different "
+        "node rank on each node (lab exec fills {node_rank} and {rank} per node)")]
+
+
+def late_rank_findings(ctx: Context) -> list[Finding]:
+    """A rank gave up waiting at the rendezvous while another was alive but busy outside torch.distributed (its
+    stack, taken before the lab stopped it, says where): late, not lost."""
+    gave_up = next((line for line in ctx.lines if JOINED.search(line.text) or STORE_WAIT.search(line.text)), None)
+    if gave_up is None:
+        return []
+    for process in ctx.evidence.processes:
+        where = process.waiting() if process.role != "agent" else None
+        if where is None or where.in_distributed_call or where.user_frame is None:
+            continue
+        frame = where.user_frame
+        who = f"rank {process.rank}" if process.rank is not None else "a process"
+        return [Finding(
+            "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
+                         f"({frame.file}:{frame.line}) when node{gave_up.node} gave up waiting for it at the rendezvous",
+            f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); node{gave_up.node}: "
+            + gave_up.text.strip()[:200], process.node, process.rank,
+            "join the process group before slow start-up work (or do that work after init_process_group), or give "
+            "init_process_group a timeout longer than the slowest rank's start (timeout=datetime.timedelta(...); "
+            "torchrun: --rdzv-conf join_timeout=...)")]
+    return []
+
+
+def uneven_findings(ctx: Context) -> list[Finding]:
+    """A node whose ranks all finished (exit 0) while another's still waited in a collective (a peer gone, a
+    timeout, stopped): the ranks ran different numbers of collectives, none of them crashed."""
+    finished = [node.index for node in ctx.evidence.nodes if node.exit_code == 0]
+    if not finished or not ctx.multi_node:
+        return []
+    waiting = [tb for tb in ctx.tracebacks if tb.node not in finished and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
+    if not waiting:
+        return []
+    tb = waiting[0]
+    frame = tb.user_frame()
+    at = f" at {frame.file}:{frame.line}" if frame else ""
+    done = ", ".join(f"node{index}" for index in finished)
+    return [Finding("uneven-collectives",
+                    f"{done} finished (exit 0) while node{tb.node} still waited for it in a collective{at}: the ranks "
+                    "ran different numbers of collectives",
+                    f"{done}: exit 0; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
+                    + f": {tb.exc_type}: {tb.message}"[:300], tb.node, tb.rank,
+                    "give every rank the same number of steps: shard with DistributedSampler (drop_last=True, or "
+                    "padding), or wrap DDP's loop in torch.distributed.algorithms.Join([model]) for uneven inputs; "
+                    "never return or break early on one rank only")]
+
+
+def collective_findings(ctx: Context) -> list[Finding]:
+    """Ranks waiting in different collectives (or the same one at different places): an order bug.
+
+    From stack dumps when the lab took them (a hang), else from the collective each rank's traceback ended in.
+    """
+    where: dict[int, tuple[str, Frame | None, str]] = {}
+    for process in ctx.evidence.processes:
+        if process.rank is None or process.role == "agent":
+            continue
+        collective, caller = collective_in(process.frames)
+        where[process.rank] = (collective or "", caller, f"stack of pid {process.pid} on node{process.node}")
+    if not where:
+        for tb in ctx.tracebacks:
+            if tb.rank is not None and tb.collective() and tb.rank not in where:
+                where[tb.rank] = (tb.collective(), tb.user_frame(), quote(tb.line))
+    in_collective = {rank: spot for rank, spot in where.items() if spot[0]}
+    if not in_collective:
+        return []
+    places = {(name, caller.file, caller.line) if caller else (name, "", 0) for name, caller, _ in where.values()}
+    if len(places) < 2:
+        return []
+    summary = "; ".join(
+        f"rank {rank} in {name or 'no collective'}" + (f" ({caller.file.rsplit('/', 1)[-1]}:{caller.line})"
+                                                       if caller else "")
+        for rank, (name, caller, _) in sorted(where.items()))
+    first = min(in_collective)
+    odd_rank = _odd_one_out(where)
+    names = {name for name, _, _ in where.values()}
+    title = ("the ranks wait in different collectives" if len(names) > 1
+             else f"the ranks call {next(iter(names))} from different places (another order)")
+    return [Finding("collective-mismatch", title, summary, node_of_rank(ctx, odd_rank if odd_rank is not None
+                                                                           else first),
+                    odd_rank if odd_rank is not None else first,
+                    "make every rank call the same collectives in the same order; a collective inside "
+                    "`if rank == ...` or a loop whose length differs per rank is the usual culprit")]
+
+
+def _odd_one_out(where: dict[int, tuple[str, Frame | None, str]]) -> int | None:
+    """The rank whose place differs from all the others, when there is exactly one such rank."""
+    keys = {rank: (name, (caller.file, caller.line) if caller else None) for rank, (name, caller, _) in where.items()}
+    counts = Counter(keys.values())
+    lonely = [rank for rank, key in keys.items() if counts[key] == 1]
+    return lonely[0] if len(lonely) == 1 else None
+
+
+def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("the ranks passed tensors of different sizes to the same collective",
+            "make every rank pass the same shape and dtype to each collective (pad or drop the uneven last batch, "
+            "e.g. DistributedSampler(drop_last=True)); TORCH_DISTRIBUTED_DEBUG=DETAIL names the shapes")
+
+
+def _fingerprint_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's report: a different OpType is an order bug, the same one a shape bug."""
+    ops = re.findall(r"OpType=(\w+)", line.text)
+    if len(set(ops)) > 1:
+        return None
+    return _shape_mismatch(match, line, ctx)
+
+
+def _op_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    ops = re.findall(r"OpType=(\w+)", line.text)
+    if len(set(ops)) < 2:
+        return None
+    return (f"the ranks called different collectives at the same point ({' vs '.join(dict.fromkeys(ops))})",
+            "make every rank call the same collectives in the same order (no collective inside a branch on rank "
+            "or on data that differs per rank)")
+
+
+def _unused_parameters(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    named = near(ctx, line, r"Parameters which did not receive grad for rank (\d+): (.+)")
+    indices = near(ctx, line, r"Parameter indices which did not receive grad for rank (\d+): ([\d ]+)")
+    which = (f"{named[2].strip()}" if named else f"parameter indices {indices[2].strip()}" if indices
+             else "some parameters")
+    return (f"DDP got no gradient for {which} (rank {(named or indices)[1] if (named or indices) else '?'}): "
+            "the loss does not use them", "remove the parameters the forward pass never uses (or freeze them: "
+            "requires_grad=False); if they are used only on some steps, pass find_unused_parameters=True to "
+            "DistributedDataParallel" + ("" if named else "; TORCH_DISTRIBUTED_DEBUG=INFO names them"))
+
+
+def _model_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    shape = re.search(r"\[(\d+)\]: params\[(\d+)\] in this process with sizes (\[[^\]]*\]) appears not to match "
+                      r"sizes of the same param in process (\d+)", line.text)
+    detail = (f": rank {shape[1]}'s params[{shape[2]}] is {shape[3]}, not the shape rank {shape[4]} has" if shape
+              else "")
+    return (f"the ranks built different models, so DDP cannot keep them in step{detail}",
+            "build the same model on every rank: the same code, config and checkpoint on every node (a config "
+            "read per node, a rank-dependent layer size or a stale file on one node makes them differ)")
+
+
+PATTERNS = [
+    PatternRule("ddp-unused-parameters", re.compile(
+        r"Expected to have finished reduction in the prior iteration"), _unused_parameters),
+    PatternRule("ddp-parameter-mismatch", re.compile(
+        r"appears not to match sizes of the same param in process|DDP expects same model across all ranks"),
+        _model_mismatch),
+    PatternRule("collective-mismatch", re.compile(r"Detected mismatch between collectives on ranks"), _op_mismatch),
+    PatternRule("shape-mismatch", re.compile(r"Detected mismatch between collectives on ranks"), _fingerprint_mismatch),
+    PatternRule("shape-mismatch", re.compile(
+        r"op\.preamble\.length <= op\.nbytes|Received data size doesn't match expected size"
+        r"|[Mm]essage truncated|[Tt]ensors? must have (?:the )?same (?:size|shape|number of elements)"
+        r"|size mismatch in collective|Mismatch between collective"), _shape_mismatch),
+]

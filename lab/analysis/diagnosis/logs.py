@@ -1,0 +1,133 @@
+"""Reading the nodes' logs: lines per rank, Python tracebacks, torchrun's failure reports.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lab.analysis.diagnosis.evidence import Evidence
+from lab.analysis.stacks import Frame
+
+# torchrun and c10d put "[rank3]:" (global rank) or "[default0]:" (role + local rank) before a worker's lines.
+RANK_PREFIX = re.compile(r"^\[(?:rank(?P<rank>\d+)|(?P<role>[A-Za-z_]+?)(?P<local>\d+))\]:\s?")
+
+
+TRACEBACK_START = "Traceback (most recent call last):"
+
+
+TRACEBACK_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|NotMet))"
+                            r"(?::\s?(?P<message>.*))?$")
+
+
+# torchrun's failure report: "  rank      : 1 (local_rank: 1)" then "  exitcode  : -9 (pid: 123)".
+REPORT_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank")
+
+
+REPORT_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)")
+
+
+LIBRARY_FILE = re.compile(r"site-packages|dist-packages|/lib/python3[.\d]*/|^<frozen")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    node: int
+    rank: int | None
+    text: str  # without the rank prefix
+
+    def where(self) -> str:
+        return f"node{self.node}" + (f" rank {self.rank}" if self.rank is not None else "")
+
+
+@dataclass
+class Traceback:
+    node: int
+    rank: int | None
+    exc_type: str
+    message: str
+    line: LogLine  # the exception line
+    frames: list[Frame]
+
+    @property
+    def short_type(self) -> str:
+        return self.exc_type.rsplit(".", 1)[-1]
+
+    def user_frame(self) -> Frame | None:
+        """The innermost frame in the user's own code (not torch's or the standard library's)."""
+        own = [frame for frame in self.frames if not LIBRARY_FILE.search(frame.file)]
+        return own[-1] if own else (self.frames[-1] if self.frames else None)
+
+    def collective(self) -> str | None:
+        """The torch.distributed call the process was in, e.g. 'all_reduce'."""
+        for frame in reversed(self.frames):
+            if frame.file.endswith("distributed_c10d.py") and not frame.function.startswith("_"):
+                return frame.function
+        return None
+
+
+def read_lines(evidence: Evidence) -> list[LogLine]:
+    """Every node's lines, prefixes removed, each with the global rank when it can be told."""
+    lines = []
+    for node in evidence.nodes:
+        for raw in node.lines:
+            text, rank = raw, None
+            while match := RANK_PREFIX.match(text):
+                if match["rank"] is not None:
+                    rank = int(match["rank"])
+                elif rank is None:
+                    rank = node.index * evidence.nproc_per_node + int(match["local"])
+                text = text[match.end():]
+            if rank is None and evidence.nproc_per_node == 1:
+                rank = node.index
+            lines.append(LogLine(node.index, rank, text.rstrip()))
+    return lines
+
+
+def read_tracebacks(lines: list[LogLine]) -> list[Traceback]:
+    """Python tracebacks in the logs, followed per (node, rank) stream so interleaved ranks stay apart."""
+    open_frames: dict[tuple[int, int | None], list[Frame]] = {}
+    found = []
+    for line in lines:
+        key = (line.node, line.rank)
+        if line.text.strip() == TRACEBACK_START:
+            open_frames[key] = []
+            continue
+        if key not in open_frames:
+            continue
+        if frame := TRACEBACK_FRAME.match(line.text):
+            open_frames[key].append(Frame(frame["function"], frame["file"], int(frame["line"])))
+        elif exception := EXCEPTION_LINE.match(line.text):
+            found.append(Traceback(line.node, line.rank, exception["type"], (exception["message"] or "").strip(),
+                                   line, open_frames.pop(key)))
+    return [tb for tb in found if not tb.exc_type.endswith("ChildFailedError")]  # torchrun's own summary
+
+
+def failure_report_ranks(lines: list[LogLine]) -> dict[int, list[tuple[int, int]]]:
+    """node -> [(rank, exit code)] from torchrun's failure reports, root cause first."""
+    reports: dict[int, list[tuple[int, int]]] = {}
+    pending: dict[int, int] = {}
+    root_cause = set()
+    for line in lines:
+        if line.text.startswith("Root Cause"):
+            root_cause.add(line.node)
+        if match := REPORT_RANK.match(line.text):
+            pending[line.node] = int(match["rank"])
+        elif (match := REPORT_EXIT.match(line.text)) and line.node in pending:
+            entry = (pending.pop(line.node), int(match["code"]))
+            if line.node in root_cause:
+                reports.setdefault(line.node, []).insert(0, entry)
+                root_cause.discard(line.node)
+            else:
+                reports.setdefault(line.node, []).append(entry)
+    return reports
+
+
+def collective_in(frames: list[Frame]) -> tuple[str | None, Frame | None]:
+    collective = next((frame.function for frame in reversed(frames)
+                       if frame.file.endswith("distributed_c10d.py") and not frame.function.startswith("_")), None)
+    own = [frame for frame in frames if not LIBRARY_FILE.search(frame.file)]
+    return collective, own[-1] if own else None

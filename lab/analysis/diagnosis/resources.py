@@ -1,0 +1,81 @@
+"""The machine ran out: memory (the OOM killer, a SIGKILL), shared memory, GPUs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lab.analysis.diagnosis.context import Context, PatternRule, node_evidence, quote
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine
+
+KILLED = re.compile(r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exitcode: -9\b|\bKilled\b")
+
+
+def memory_findings(ctx: Context) -> list[Finding]:
+    """The kernel's OOM killer (the node's OOM count went up), or a SIGKILL that nothing else explains."""
+    faulted = {fault.node for fault in ctx.evidence.faults}
+    found = []
+    for node in ctx.evidence.nodes:
+        killed_line = next((line for line in ctx.lines if line.node == node.index and KILLED.search(line.text)), None)
+        rank = _killed_rank(ctx, node.index)
+        if node.oom_killed:
+            limit = f" (limit {node.memory_limit})" if node.memory_limit else ""
+            found.append(Finding(
+                "out-of-memory", f"a process on node{node.index} was killed for exceeding the node's memory{limit}",
+                quote(killed_line) if killed_line else f"node{node.index}: the kernel's OOM kill count went up",
+                node.index, rank,
+                "use less memory per process (smaller batch, fewer processes per node, free what you keep) or give "
+                "the nodes more: `lab up --memory 4g --recreate`"))
+        elif node.index not in faulted and (node.exit_code in (137, -9) or killed_line):
+            found.append(Finding(
+                "process-killed", f"a process on node{node.index} was killed with SIGKILL",
+                quote(killed_line) if killed_line else f"node{node.index} exited with {node.exit_code}",
+                node.index, rank,
+                "find who sent SIGKILL: the kernel's OOM killer outside the lab's accounting (dmesg), a job "
+                "scheduler, or a user; if memory, lower the per-process memory use"))
+    return found
+
+
+def _killed_rank(ctx: Context, node: int) -> int | None:
+    for rank, code in ctx.reports.get(node, []):
+        if code == -9:
+            return rank
+    return node if ctx.evidence.nproc_per_node == 1 else None
+
+
+def _shared_memory(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"shared memory (/dev/shm) ran out on node{line.node}: tensors handed between processes live there",
+            "share less at once: fewer or lighter DataLoader workers (num_workers), smaller batches, or "
+            "torch.multiprocessing.set_sharing_strategy('file_system'); or give the machines a bigger /dev/shm "
+            "(the lab's nodes have 512 MiB, Docker's default is 64 MiB: --shm-size; Kubernetes: a memory emptyDir); "
+            "`lab doctor` shows each node's /dev/shm")
+
+
+def _no_gpu(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    node = node_evidence(ctx.evidence, line.node)
+    gpus = node.gpus if node else 0
+    return (f"nccl/CUDA asked for on node{line.node}, which has {gpus or 'no'} GPU(s) usable by torch",
+            "use the gloo backend on CPU nodes (init_process_group('gloo'), tensors on the CPU), or run on a lab "
+            "with GPUs: `lab up --gpus all` on a GPU host (`lab doctor` shows what each node has)")
+
+
+def _duplicate_gpu(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    node = node_evidence(ctx.evidence, line.node)
+    gpus = node.gpus if node else 0
+    return (f"more nccl processes than GPUs on node{line.node}: two ranks landed on one GPU",
+            f"run at most one process per GPU (--nproc-per-node {gpus or 1} here), and give each its own device: "
+            "torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group; or use gloo")
+
+
+PATTERNS = [
+    PatternRule("shared-memory-exhausted", re.compile(
+        r"unable to (?:allocate shared memory|write to file </torch_|open shared memory)|insufficient shared memory"
+        r"|[Bb]us error.*(?:shared memory|shm)|/dev/shm.*No space left on device"), _shared_memory),
+    PatternRule("nccl-without-gpu", re.compile(
+        r"No CUDA GPUs are available|Found no NVIDIA driver|Torch not compiled with CUDA enabled"
+        r"|ProcessGroupNCCL is only supported with GPUs|Distributed package doesn't have NCCL built in"
+        r"|NCCL is not available|CUDA driver initialization failed|no CUDA-capable device is detected"), _no_gpu),
+    PatternRule("duplicate-gpu", re.compile(
+        r"Duplicate GPU detected|CUDA error: invalid device ordinal"), _duplicate_gpu),
+]
