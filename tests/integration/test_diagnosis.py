@@ -220,6 +220,16 @@ def test_ranks_stuck_in_different_collectives_hang_until_the_timeout(two_nodes):
                                                                        "rank 1 node1: barrier"]
 
 
+@pytest.mark.slow
+def test_a_world_size_argument_larger_than_the_launch_hangs_until_the_timeout(two_nodes):
+    """world_size=3 from the command line, init_process_group's default timeout: nothing fails before the lab's
+    --timeout; what each process passed is read from its stack."""
+    record = run_failing("exec", two_nodes, "world_size_argument.py", timeout=HANGS, env=(), args=("--world-size", "3"))
+    top = assert_diagnosed(record, "world-size-mismatch", 0, 0, "init_process_group(rank=0, world_size=3)", HANGS,
+                           timed_out=True)
+    assert "init_process_group(rank=1, world_size=3)" in top["evidence"] and "world_size=2" in top["fix"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Slow, on a lab of their own: name resolution kept on the nodes, a memory limit, node faults.
 

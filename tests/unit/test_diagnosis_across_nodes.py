@@ -3,6 +3,7 @@
 must not fire."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,43 @@ def test_a_rank_that_never_came_is_not_a_duplicate():
     evidence.nodes[1].lines = ["loading the index ..."]
     evidence.nodes[1].exit_code = None
     assert "duplicate-rank" not in [finding.cause for finding in diagnose(evidence)]
+
+
+@pytest.mark.parametrize("name, says", [("local_rank_as_rank_hang", "not LOCAL_RANK"),
+                                        ("repeated_node_rank_hang", "a different node rank on each node")])
+def test_a_hang_where_two_processes_passed_one_rank_is_named_from_their_stacks(name, says):
+    """The same mistakes with init_process_group's long default timeout: nothing is logged before the lab's
+    timeout; the locals of init_process_group in each stack say what each process passed."""
+    found = top(name, timed_out=True)
+    assert (found.cause, found.node, found.rank) == ("duplicate-rank", 0, 0)
+    assert found.title == "2 processes (node0, node1) passed rank 0 to init_process_group: they claim the same rank"
+    assert found.evidence.count("init_process_group(rank=0, world_size=2)") == 2
+    assert says in found.fix
+
+
+def test_a_world_size_argument_larger_than_the_launch_is_named_from_the_stacks():
+    found = top("world_size_argument", timed_out=True)
+    assert (found.cause, found.node, found.rank) == ("world-size-mismatch", 0, 0)
+    assert "passes world_size=3 to init_process_group, but the lab launched 2 process(es)" in found.title
+    assert ("node0 pid 31901: init_process_group(rank=0, world_size=3) at world_size_argument.py:14; node1 pid 31917: "
+            "init_process_group(rank=1, world_size=3)") in found.evidence
+    assert "WORLD_SIZE" in found.fix
+
+
+def test_ranks_of_their_own_and_the_world_launched_are_no_divergence():
+    """The same hang seen with a world of 3 launched (the job spawns its own third process, say): neither a world
+    size mismatch nor a duplicate rank; the ranks that did arrive claim 0 and 1."""
+    causes = [finding.cause for finding in diagnose(sample("world_size_argument", timed_out=True, world_size=3))]
+    assert "world-size-mismatch" not in causes and "duplicate-rank" not in causes and causes[0] == "timed-out"
+
+
+def test_processes_spawned_per_node_are_counted_before_calling_the_world_too_large():
+    """A launch of one command per node whose processes spawn more ranks each: as many in init_process_group as the
+    world they ask for is no mismatch, even though the lab launched fewer commands."""
+    evidence = sample("world_size_argument", timed_out=True)
+    extra = [replace(process, pid=process.pid + 1) for process in evidence.processes]
+    evidence.processes = evidence.processes + extra[:1]  # three processes asking for 3
+    assert "world-size-mismatch" not in [finding.cause for finding in diagnose(evidence)]
 
 
 def test_a_rank_alive_but_late_is_named_with_where_it_was():

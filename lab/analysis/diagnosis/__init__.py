@@ -12,18 +12,9 @@ from __future__ import annotations
 
 from lab.analysis.diagnosis import addresses, crashes, divergence, endings, resources
 from lab.analysis.diagnosis.context import Context, pattern_findings
-from lab.analysis.diagnosis.evidence import (
-    Evidence,
-    Fault,
-    NodeEvidence,
-    evidence_from_launch,
-)
+from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
-from lab.analysis.diagnosis.logs import (
-    failure_report_ranks,
-    read_lines,
-    read_tracebacks,
-)
+from lab.analysis.diagnosis.logs import failure_report_ranks, read_lines, read_tracebacks
 
 __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "diagnose", "evidence_from_launch", "failure_report_ranks",
            "findings_json", "format_findings", "read_lines", "PRIORITY"]

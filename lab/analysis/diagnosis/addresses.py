@@ -7,16 +7,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from lab.analysis.diagnosis.context import (
-    JOINED,
-    STORE_WAIT,
-    Context,
-    PatternRule,
-    env_values,
-    node_evidence,
-    quote,
-    rendezvous_host,
-)
+from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, Context, PatternRule, env_values, node_evidence, quote,
+                                            rendezvous_host)
 from lab.analysis.diagnosis.evidence import Evidence
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine

@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import re
 
-from lab.analysis.diagnosis.context import (
-    SYMPTOM,
-    Context,
-    PatternRule,
-    explained_by_rule,
-    report_root_rank,
-)
+from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine
 

@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
-from lab.analysis.diagnosis.context import (
-    JOINED,
-    STORE_WAIT,
-    SYMPTOM,
-    Context,
-    PatternRule,
-    missing_rank,
-    near,
-    node_of_rank,
-    quote,
-)
+from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, missing_rank, near,
+                                            node_of_rank, quote)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine, collective_in
-from lab.analysis.stacks import Frame
+from lab.analysis.stacks import Frame, ProcessStack
 
 
 def world_size_findings(ctx: Context) -> list[Finding]:
+    """The world the job asked for against the one the lab launched: from the store's messages, else (a hang
+    that outlived the lab's timeout) from what each process passed to init_process_group."""
     launched = ctx.evidence.expected_world_size
     found = []
     for line in ctx.lines:
@@ -53,7 +47,26 @@ def world_size_findings(ctx: Context) -> list[Finding]:
                 "ranks-missing", "a rank waited for others that never arrived", quote(line), line.node, line.rank,
                 "look at the ranks that never arrived: they crashed, hang before this point, or dialled another "
                 "address or port"))
-    return found
+    return found or _world_asked_in_stacks(ctx)
+
+
+def _world_asked_in_stacks(ctx: Context) -> list[Finding]:
+    """Processes that wait in init_process_group for more ranks than exist: their own world_size argument (one more
+    than launched, a hard-coded count) is larger than the processes the run has."""
+    calls = [call for call in init_calls(ctx) if call.world_size is not None]
+    asked = max((call.world_size for call in calls), default=0)
+    launched = ctx.evidence.expected_world_size
+    if not calls or asked <= len(calls) or asked == launched:
+        return []  # as many processes as asked (e.g. spawned per node), or ranks missing for another reason
+    first = next(call for call in calls if call.world_size == asked)
+    return [Finding(
+        "world-size-mismatch", f"the job passes world_size={asked} to init_process_group, but the lab launched "
+                               f"{launched} process(es): it waits for ranks that do not exist",
+        "; ".join(str(call) for call in calls), first.process.node, first.rank,
+        f"pass world_size={launched}, or better read it from the environment (int(os.environ['WORLD_SIZE']); "
+        "init_method='env://' reads it by itself) instead of a count of your own; or launch as many processes "
+        "as the job asks for")]
+
 
 
 def duplicate_rank_findings(ctx: Context) -> list[Finding]:
@@ -67,17 +80,77 @@ def duplicate_rank_findings(ctx: Context) -> list[Finding]:
         if 0 <= awaited < ctx.evidence.expected_world_size:
             waiting.setdefault((line.node, line.rank), (line, awaited))
     if len(waiting) < max(2, ctx.evidence.expected_world_size):
-        return []
+        return _claimed_twice(ctx)
     line, awaited = next(iter(waiting.values()))
     nodes = ", ".join(f"node{node}" for node in sorted({node for node, _ in waiting}))
-    torchrun = bool(ctx.reports) or any("torch/distributed/run.py" in other.text for other in ctx.lines)
     return [Finding(
         "duplicate-rank", f"all {len(waiting)} processes ({nodes}) reached the rendezvous, yet rank {awaited} never "
                           "did: two of them claim the same rank", quote(line), line.node, line.rank,
-        "give every process its own global rank: under torchrun pass RANK (int(os.environ['RANK'])), not "
-        "LOCAL_RANK, which starts at 0 on every node" if torchrun else
-        "give every process its own global rank: node_rank * processes_per_node + local_rank, with a different "
-        "node rank on each node (lab exec fills {node_rank} and {rank} per node)")]
+        _own_rank_fix(ctx))]
+
+
+def _claimed_twice(ctx: Context) -> list[Finding]:
+    """From the stacks of a hang: two processes passed the same rank to init_process_group."""
+    claims: dict[int, list[InitCall]] = {}
+    for call in init_calls(ctx):
+        if call.rank is not None:
+            claims.setdefault(call.rank, []).append(call)
+    for rank, calls in sorted(claims.items()):
+        if len(calls) > 1:
+            nodes = ", ".join(f"node{call.process.node}" for call in calls)
+            return [Finding("duplicate-rank", f"{len(calls)} processes ({nodes}) passed rank {rank} to "
+                                              "init_process_group: they claim the same rank",
+                            "; ".join(str(call) for call in calls), calls[0].process.node, rank, _own_rank_fix(ctx))]
+    return []
+
+
+def _own_rank_fix(ctx: Context) -> str:
+    torchrun = (bool(ctx.reports) or any("torch/distributed/run.py" in other.text for other in ctx.lines)
+                or any(process.role == "agent" or "TORCHELASTIC_RUN_ID" in process.env
+                       for process in ctx.evidence.processes))
+    if torchrun:
+        return ("give every process its own global rank: under torchrun pass RANK (int(os.environ['RANK'])), not "
+                "LOCAL_RANK, which starts at 0 on every node")
+    return ("give every process its own global rank: node_rank * processes_per_node + local_rank, with a different "
+            "node rank on each node (lab exec fills {node_rank} and {rank} per node)")
+
+
+@dataclass(frozen=True)
+class InitCall:
+    """What one process of a hung run passed to init_process_group, read from its stack's locals."""
+    process: ProcessStack
+    rank: int | None
+    world_size: int | None
+    caller: Frame | None  # the user's line that called it
+
+    def __str__(self) -> str:
+        at = f" at {self.caller.location}" if self.caller else ""
+        return (f"node{self.process.node} pid {self.process.pid}: init_process_group(rank={self.rank}, "
+                f"world_size={self.world_size}){at}")
+
+
+def init_calls(ctx: Context) -> list[InitCall]:
+    """Every process (not torchrun's agent) whose stack stands in init_process_group, with the rank and world size
+    it passed (its locals: the values after the environment's rendezvous filled them in)."""
+    calls = []
+    for process in ctx.evidence.processes:
+        if process.role == "agent":
+            continue
+        for thread in process.threads:
+            frame = next((frame for frame in reversed(thread.frames)
+                          if frame.function == "init_process_group" and frame.in_torch), None)
+            if frame:
+                where = process.waiting()
+                calls.append(InitCall(process, _number(frame.value("rank")), _number(frame.value("world_size")),
+                                      where.user_frame if where else None))
+                break
+    return calls
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text and text.lstrip("-").isdigit() and int(text) >= 0 else None
+
+
 
 
 def late_rank_findings(ctx: Context) -> list[Finding]:
