@@ -8,8 +8,11 @@ counted before anything is copied: a copy larger than the limit is refused in on
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import shutil
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +40,21 @@ class CopyPlan:
     @property
     def size(self) -> int:
         return sum(size for _, size in self.files)
+
+    def stamp(self) -> str:
+        """What the copy holds, as names, sizes and modification times: equal stamps need no second copy."""
+        digest = hashlib.sha256()
+        for relative, size in self.files:
+            digest.update(f"{relative}\0{size}\0{(self.root / relative).stat().st_mtime_ns}\n".encode())
+        return digest.hexdigest()
+
+    def archive(self) -> bytes:
+        """The files as one tar (for hosts that share no folder with this machine)."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for relative, _ in self.files:
+                archive.add(self.root / relative, arcname=relative)
+        return buffer.getvalue()
 
     def biggest(self) -> list[tuple[str, int]]:
         """The largest top-level entries of the copy, each with the bytes under it."""

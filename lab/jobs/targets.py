@@ -17,6 +17,7 @@ from lab.errors import SpecError
 from lab.jobs.exercises import Exercise, exercises_root
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter
 from lab.jobs.runner import RunOptions, run_exercise
+from lab.jobs.staging import DEFAULT_COPY_LIMIT, checked_copy
 from lab.jobs.transports import DockerTransport, LocalTransport, Transport
 from lab.model.requirements import requirement_names
 from lab.model.spec import format_bytes
@@ -52,6 +53,16 @@ class Target:
         if self.inventory is not None:
             for node in real_hosts.provision(self.inventory, nproc_per_node).nodes:
                 reporter.event(node.summary())
+            if self.workspace:
+                self._sync_workspace(reporter)
+
+    def _sync_workspace(self, reporter: Reporter) -> None:
+        """Real hosts get the workspace copied to the same path, only when its files changed since their copy."""
+        plan = checked_copy(Path(self.workspace), paths.state_dir().resolve(), DEFAULT_COPY_LIMIT)
+        copied = self.transport.sync_folder(plan, self.workspace)
+        reporter.event(f"workspace {self.workspace}: " + (
+            f"copied to {', '.join(copied)} ({len(plan.files)} files, {format_bytes(plan.size)})" if copied
+            else "unchanged since the last copy on every host"))
 
     def share(self, relative: str) -> None:
         """Make a folder staged under the transport's host_shared_dir visible under shared_dir on every node."""
@@ -79,7 +90,7 @@ def inventory_hosts(path: Path) -> Target:
     """The hosts of an ansible INI inventory, over ssh; an unreadable inventory is a one-line error."""
     inventory = real_hosts.parse_inventory(path)
     return Target(real_hosts.transport(inventory), tuple(name for name, _ in inventory.hosts), inventory.label,
-                  inventory=inventory)
+                  inventory=inventory, workspace=inventory.workspace)
 
 
 def resolve(on: str | None, name: str, inventory: Path | None = None, nodes: int | None = None) -> Target:

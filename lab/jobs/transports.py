@@ -6,6 +6,7 @@ plain host processes (used for native comparisons in bench/ and for quick iterat
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shlex
@@ -23,6 +24,7 @@ from lab.nodes.faults import faults_between
 from lab.nodes.processes import (JobProcess, StacksUnavailable, container_processes, dump_with_py_spy, host_processes,
                                  host_stacks, parse_remote, remote_script, scan_processes)
 from lab.errors import EngineError, LabStateError, RunError
+from lab.jobs.staging import CopyPlan
 from lab.locks import HeldLock, holder, try_lock
 from lab.lines import pipe_lines
 from lab.model.spec import EXERCISES_MOUNT, SHARED_MOUNT
@@ -414,6 +416,32 @@ class SshTransport:
             if result is None or result.returncode != 0:
                 raise RunError(f"cannot copy {relative} to {host.name} ({host.address}:{host.port}): {reason}",
                                f"check that {self.shared_dir} (lab_shared_dir) is writable there")
+
+    def sync_folder(self, plan: CopyPlan, destination: str) -> list[str]:
+        """Copy the files of `plan` to `destination` on every host whose last copy differs (its stamp is kept in the
+        host's shared_dir, per host: that folder may be shared); the names of the hosts it copied to. Files are added
+        or replaced, none removed."""
+        folder = f"{self.shared_dir}/workspaces/{hashlib.sha256(destination.encode()).hexdigest()[:16]}"
+        stamp, archive, copied = plan.stamp(), None, []
+        for index, host in enumerate(self.hosts):
+            marker = f"{folder}/{host.name}"
+            try:
+                if self._run(index, f"cat {shlex.quote(marker)} 2>/dev/null").stdout.decode().strip() == stamp:
+                    continue
+                archive = archive if archive is not None else plan.archive()
+                command = (f"mkdir -p {shlex.quote(destination)} && tar -C {shlex.quote(destination)} -xf - && "
+                           f"mkdir -p {shlex.quote(str(PurePosixPath(marker).parent))} && "
+                           f"printf %s {stamp} > {shlex.quote(marker)}")
+                result = subprocess.run(host.ssh_argv() + [command], input=archive, capture_output=True, timeout=300)
+                reason = (result.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            except subprocess.TimeoutExpired:
+                result, reason = None, "timed out"
+            if result is None or result.returncode != 0:
+                raise RunError(f"cannot copy the workspace {destination} to {host.name} ({host.address}:{host.port}): "
+                               f"{reason}", f"check that {destination} can be written there (or is the same shared "
+                               "folder), or leave lab_workspace out of the inventory")
+            copied.append(host.name)
+        return copied
 
     def kill(self, index: int, run_id: str, mode: str = "all") -> int:
         command = shlex.join([self.python, "-c", KILL_SCRIPT, run_id, str(index), mode])

@@ -15,6 +15,9 @@ first is node0 (rank 0, the rendezvous). Variables, on the host line or in `[nod
                                it need not be shared: results are copied back over ssh after each step
   (lab_exercises_dir and lab_shared_dir are read from node0 and must be the same path on every host)
   master_addr                  how the nodes reach node0 (default: node0's ansible_host)
+  lab_workspace                a project folder on this machine (absolute): copied to the same path on every host
+                               before a run when its files changed (as `lab up --workspace` mounts it on a lab),
+                               leaving out what copies leave out (lab/jobs/staging.py); the runs' working directory
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class Inventory:
     @property
     def python(self) -> str:
         return self.var(0, "lab_python") or self.var(0, "ansible_python_interpreter") or DEFAULT_PYTHON
+
+    @property
+    def workspace(self) -> str | None:
+        return self.var(0, "lab_workspace")
 
     @property
     def master_addr(self) -> str:
@@ -144,6 +151,10 @@ def parse_inventory(path: Path) -> Inventory:
         merged.update(host_vars[name])
         hosts.append((name, merged))
     inventory = Inventory(path, tuple(hosts))
+    workspace = inventory.workspace
+    if workspace is not None and not (workspace.startswith("/") and Path(workspace).is_dir()):
+        raise SpecError(f"{path}: lab_workspace={workspace} is not a folder on this machine (an absolute path)",
+                        "give the project's folder as it is here; every host gets a copy at that same path")
     for name, values in hosts:
         _port(inventory, name, values)
         key = values.get("ansible_ssh_private_key_file")

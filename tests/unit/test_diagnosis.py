@@ -508,3 +508,26 @@ def test_a_failed_retry_is_the_cause_when_rank_0_waited_for_that_rank():
            "torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/1\n")
     findings = diagnose(lab_run(log, nproc=2, master_port=30169))
     assert causes(findings) == ["master-unreachable", "ranks-missing"] and "30169" in findings[0].fix
+
+
+MODULE_SPEC = ("/opt/lab-venv/bin/python: Error while finding module specification for 'mypkg.train' "
+               "(ModuleNotFoundError: No module named 'mypkg')")
+
+
+def test_python_dash_m_of_a_project_missing_on_one_node_is_a_difference_between_nodes():
+    """`python -m` prints one line, no traceback: node1 has no copy of the project, node0 ran it."""
+    found = diagnose(lab_run("training...", MODULE_SPEC, exit_codes={0: None, 1: 1}, timed_out=True))[0]
+    assert (found.cause, found.node) == ("package-missing-on-nodes", 1)
+    assert "'mypkg' cannot be found on node1 only" in found.title and "--workspace" in found.fix
+
+
+@pytest.mark.parametrize("line", [MODULE_SPEC, "/usr/bin/python3: No module named mypkg"])
+def test_python_dash_m_that_finds_nothing_anywhere_says_where_the_project_should_be(line):
+    found = diagnose(lab_run(line, line, exit_codes={0: 1, 1: 1}))[0]
+    assert found.cause == "import-error" and "python -m cannot find 'mypkg' on node0, node1" in found.title
+    assert "lab_workspace" in found.fix
+
+
+def test_a_module_named_in_a_message_of_the_job_is_not_python_dash_m():
+    found = diagnose(lab_run("warning: No module named yaml, using json", "", exit_codes={0: 1, 1: 0}))
+    assert [finding.cause for finding in found] == ["nonzero-exit"]

@@ -42,8 +42,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
              + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx))
-    found += (crashes.traceback_findings(ctx) + divergence.uneven_findings(ctx) + addresses.unreachable_findings(ctx)
-              + endings.peer_lost_findings(ctx))
+    found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + divergence.uneven_findings(ctx)
+              + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
     return _rank(found, ctx)
 

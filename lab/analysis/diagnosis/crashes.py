@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, report_root_rank
+from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine
 
@@ -50,8 +50,37 @@ def traceback_findings(ctx: Context) -> list[Finding]:
 
 
 def _nodes_lacking(ctx: Context, module: str) -> set[int]:
-    """The nodes where some process could not import `module`."""
-    return {tb.node for tb in ctx.tracebacks if f"No module named '{module}" in tb.message}
+    """The nodes where some process could not import `module` (in a traceback, or `python -m`'s one line)."""
+    return ({tb.node for tb in ctx.tracebacks if f"No module named '{module}" in tb.message}
+            | {line.node for line in ctx.lines if (found := RUN_MODULE_MISSING.search(line.text))
+               and (found["missing"] or found["bare"]).split(".")[0] == module})
+
+
+# `python -m NAME` when NAME cannot be found: one line, no traceback.
+RUN_MODULE_MISSING = re.compile(
+    r"python[\d.]*: (?:Error while finding module specification for '(?P<asked>[^']+)' \(ModuleNotFoundError: "
+    r"No module named '(?P<missing>[^']+)'\)|No module named (?P<bare>[\w.]+)$)")
+
+
+def run_module_findings(ctx: Context) -> list[Finding]:
+    """`python -m pkg.module` whose package is not importable where it ran: the project is not on that node's path."""
+    for line in ctx.lines:
+        if found := RUN_MODULE_MISSING.search(line.text):
+            module = (found["missing"] or found["bare"]).split(".")[0]
+            lacking = _nodes_lacking(ctx, module)
+            nodes = ", ".join(f"node{index}" for index in sorted(lacking))
+            rank = line.rank if line.rank is not None else report_root_rank(ctx, line.node)
+            elsewhere = ctx.multi_node and lacking < {node.index for node in ctx.evidence.nodes}
+            fix = (f"put the project on every node and run from it: `lab up --workspace DIR` mounts it on a lab's "
+                   f"nodes (lab_workspace=DIR in an inventory copies it to real hosts); or install '{module}' on "
+                   "them (`lab up --pip ...`)")
+            if elsewhere:
+                return [Finding("package-missing-on-nodes", f"'{module}' cannot be found on {nodes} only: the nodes' "
+                                "Python paths differ", quote(line), line.node, rank,
+                                fix + f"; on real hosts, check {nodes}'s copy of the project")]
+            return [Finding("import-error", f"python -m cannot find '{module}' on {nodes}", quote(line), line.node,
+                            rank, fix)]
+    return []
 
 
 def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
