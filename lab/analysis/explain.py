@@ -61,7 +61,8 @@ def explain_launch(result: LaunchResult, facts: JobFacts, faults: list[tuple[int
         hostnames=dict(enumerate(facts.hostnames)), interfaces=interfaces,
         gpus={index: len(gpus) for index, gpus in enumerate(facts.node_gpus or ())},
         memory_limit=facts.memory_limit, faults=faults, env=dict(facts.env), command=list(facts.command),
-        stopped=result.stopped, processes=[stack for stack in result.stacks if stack.pid is not None])
+        stopped=result.stopped, processes=[stack for stack in result.stacks if stack.pid is not None],
+        traces=result.traces)
     return [{**finding.to_dict(), **({"step": step} if step else {})} for finding in diagnose(evidence)]
 
 

@@ -227,8 +227,9 @@ class LaunchContext:
             object.__setattr__(self, "pg_timeout", process_group_timeout(self.nnodes, self.nproc_per_node))
 
 
-# exercises/linebuffered/sitecustomize.py makes every Python process of a job write whole lines, one write() each.
-LINE_BUFFERED_DIR = "linebuffered"
+# exercises/jobhooks/sitecustomize.py makes every Python process of a job write whole lines, one write() each, and
+# write out torch's Flight Recorder where the lab asks (LAB_FLIGHT_DIR, lab/jobs/flight.py).
+JOB_HOOKS_DIR = "jobhooks"
 # torchrun --tee tags every worker line with this (torch reads it from the environment; there is no flag); the
 # console shows it as "nodeI rR". torch's own excepthook and C++ logs use the same "[rankR]:" form.
 RANK_PREFIX_TEMPLATE = "[rank${rank}]:"
@@ -239,7 +240,7 @@ def readable_output_env(exercises_dir: str, env: dict[str, str]) -> dict[str, st
 
     The sitecustomize folder goes first on PYTHONPATH, with `env`'s own PYTHONPATH (the step's, the user's) after it.
     """
-    pythonpath = ":".join(part for part in (f"{exercises_dir}/{LINE_BUFFERED_DIR}", env.get("PYTHONPATH")) if part)
+    pythonpath = ":".join(part for part in (f"{exercises_dir}/{JOB_HOOKS_DIR}", env.get("PYTHONPATH")) if part)
     return {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE, **env, "PYTHONPATH": pythonpath}
 
 

@@ -2,8 +2,9 @@
 
 Every run goes through `launch()`: exercise steps (runner.py) and the user's own commands (adhoc.py).
 A run whose answer is known stops early: when every process of some node has failed while others wait,
-they would wait until the timeout for a peer that is gone. Before a hung run is stopped, the stacks of
-every process are captured (stacks.py), so the record says where each rank waited.
+they would wait until the timeout for a peer that is gone. Before a hung run is stopped, every process writes its
+Flight Recorder (flight.py) and its stack is captured (stacks.py), so the record says where each rank waited and
+which collectives it had run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from lab.analysis.flight import FLIGHT_FOLDER, RankTrace, load_traces
 from lab.analysis.stacks import ProcessStack, capture_stacks
+from lab.jobs.flight import recording_for
 from lab.jobs.transports import Transport, pump
 
 POLL_SECONDS = 0.2
@@ -43,6 +46,7 @@ class LaunchResult:
     node_exits: dict[int, float] = field(default_factory=dict)  # node -> wall clock when its command ended
     stopped_at: float | None = None  # wall clock when the lab stopped the run (timeout or early stop)
     hand_faults: list[tuple[float, int, str]] = field(default_factory=list)  # `lab fault` while it ran: (when, node, action)
+    traces: list[RankTrace] = field(default_factory=list)  # each process's Flight Recorder, as it ended or was stopped
 
 
 OOM_READERS = 16  # nodes whose OOM counters are read at once (each read is one exec in the node)
@@ -87,11 +91,15 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     killed_by_lab: set[int] = set()  # nodes still running when the lab stopped the run: their status is the lab's kill
     gave_up: set[int] = set()  # nodes whose torchrun reported its workers failed, whether or not it has exited
 
+    flight = recording_for(transport, process_run_id) if stacks_dir is not None else None
+
     def stop_all(reason: str) -> None:
-        """Capture where every process waits, then kill every process of the run on every node."""
+        """Capture where every process waits and its last collectives, then kill every process of the run."""
         nonlocal stopped_at
         stopped_at = time.monotonic()
         killed_by_lab.update(index for index in commands if index not in exit_codes)
+        if flight is not None:
+            flight.dump_live()
         if stacks_dir is not None:
             stacks.extend(capture_stacks(transport, process_run_id, stacks_dir, list(commands)))
             for stack in stacks:
@@ -104,6 +112,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
 
     try:
         for index, (argv, env) in commands.items():
+            env = flight.env(env) if flight is not None else env
             process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
             pump(process, lambda text, i=index: events.put(("line", i, text)),
                  lambda code, i=index: events.put(("exit", i, code)))
@@ -146,6 +155,9 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
         for index in commands:
             transport.kill(index, process_run_id, "all")
         raise
+    finally:
+        if flight is not None:
+            flight.keep(stacks_dir / FLIGHT_FOLDER)
     if any(code != 0 for code in exit_codes.values()):  # cut off or killed: was it the engine, or the lab taken down?
         transport.check_alive()
     exit_codes.update({index: None for index in killed_by_lab})
@@ -156,7 +168,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     return LaunchResult(exit_codes, {i: "\n".join(lines) for i, lines in logs.items()}, timed_out,
                         time.monotonic() - started, oom_killed, stopped, stacks, started_at, node_exits,
                         wall(stopped_at) if stopped_at is not None else None,
-                        transport.faults_set_by_hand(started_at, time.time()))
+                        transport.faults_set_by_hand(started_at, time.time()),
+                        load_traces(stacks_dir / FLIGHT_FOLDER) if stacks_dir is not None else [])
 
 
 def failed_nodes(exit_codes: dict[int, int | None], expendable: frozenset[int] = frozenset()) -> list[int]:

@@ -140,6 +140,7 @@ class Transport(Protocol):
     exercises_dir: str
     shared_dir: str  # the shared folder as nodes see it
     host_shared_dir: Path  # the same folder as this host sees it
+    shares_folder: bool  # whether host_shared_dir *is* the nodes' folder (a mount, this host), not a copy pushed over
     master_addr: str
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> NodeProcess: ...
@@ -159,6 +160,7 @@ class DockerTransport:
     python = "/opt/lab-venv/bin/python"
     exercises_dir = EXERCISES_MOUNT
     shared_dir = SHARED_MOUNT
+    shares_folder = True
     master_addr = "node0"
 
     def __init__(self, driver, lab_name: str, host_shared_dir: Path, python: str | None = None):
@@ -278,6 +280,7 @@ class LocalTransport:
     """Every 'node' is a process group on this host; MASTER_ADDR is loopback."""
 
     master_addr = "127.0.0.1"
+    shares_folder = True
 
     def __init__(self, host_shared_dir: Path, exercises_dir: Path):
         self.python = sys.executable
@@ -367,6 +370,8 @@ class SshTransport:
     results folder (LAB_RESULTS_DIR) is copied back over ssh (tar) into `host_shared_dir`, where the
     runner reads it. Fault steps that wait for a trigger file in the work folder need a shared folder.
     """
+
+    shares_folder = False
 
     def __init__(self, hosts: list[SshHost], host_shared_dir: Path, python: str, exercises_dir: str, shared_dir: str,
                  master_addr: str):

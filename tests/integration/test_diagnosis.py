@@ -109,6 +109,7 @@ def test_a_rank_with_less_data_finishes_while_the_other_waits(two_nodes):
     record = run_failing("exec", two_nodes, "uneven_batches.py")
     top = assert_diagnosed(record, "uneven-collectives", 0, 0, "node1: exit 0", ENDS_BY_ITSELF)
     assert "Join" in top["fix"] and "died" not in top["fix"]
+    assert "collectives (Flight Recorder): rank 0 reached #" in top["evidence"], top  # written as each process ended
 
 
 @pytest.mark.slow
@@ -213,8 +214,11 @@ def test_ranks_stuck_in_different_collectives_hang_until_the_timeout(two_nodes):
     """Rank 0 skips a barrier the other calls: with a long process-group timeout the job hangs; the lab stops it
     at --timeout with the stack of every rank, which shows where each one waits."""
     record = run_failing("exec", two_nodes, "collective_mismatch.py", timeout=HANGS, env=("PG_TIMEOUT=300",))
-    top = assert_diagnosed(record, "collective-mismatch", 0, 0, "rank 0 in all_reduce", HANGS, timed_out=True)
-    assert "rank 1 in barrier" in top["evidence"], top
+    top = assert_diagnosed(record, "collective-mismatch", 0, 0, "rank 0 (node0) waits in #1 all_reduce float[1]", HANGS,
+                           timed_out=True)
+    assert "rank 1 (node1) waits in #1 barrier (collective_mismatch.py:17)" in top["evidence"], top
+    live = sorted(path.name.split("-pid")[0] for path in (Path(record["path"]) / "stacks" / "flight").glob("live-*"))
+    assert live == ["live-node0", "live-node1"]  # each rank wrote its Flight Recorder before the lab stopped it
     workers = assert_stacks_of_every_rank(record, {0: 0, 1: 1})
     assert [worker["summary"].split(" (")[0] for worker in workers] == ["rank 0 node0: all_reduce",
                                                                        "rank 1 node1: barrier"]

@@ -153,7 +153,7 @@ def test_a_job_keeps_the_users_pythonpath_and_sitecustomize(tmp_path):
              "sys.stderr.line_buffering, getattr(sys, 'users_site_ran', False), mylib.VALUE)")
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["True", "False", "True", "True", "42"], result.stderr
-    assert env["PYTHONPATH"].split(":") == [f"{exercises_root()}/linebuffered", str(tmp_path)]
+    assert env["PYTHONPATH"].split(":") == [f"{exercises_root()}/jobhooks", str(tmp_path)]
 
 
 def test_ctrl_c_while_a_finished_command_prints_its_result_is_ignored_then_armed_again():

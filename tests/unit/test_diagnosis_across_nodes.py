@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
+from lab.analysis.flight import load_traces
 from lab.analysis.stacks import load_stacks
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
@@ -23,7 +24,7 @@ def sample(name: str, **changes) -> Evidence:
                           interfaces=["lo", "eth0"]) for index in (0, 1)]
     processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []  # taken before the lab stopped it
     return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"],
-                    processes=processes, **changes)
+                    processes=processes, traces=load_traces(folder / "flight"), **changes)
 
 
 def top(name: str, **changes):
@@ -36,6 +37,13 @@ def test_a_rank_that_finished_early_is_named_not_a_dead_peer():
     assert found.title.startswith("node1 finished (exit 0) while node0 still waited for it in a collective at ")
     assert "uneven_batches.py:19" in found.title and "Join" in found.fix and "DistributedSampler" in found.fix
     assert "died" not in found.fix
+
+
+def test_uneven_collectives_say_how_many_collectives_each_rank_ran():
+    """The Flight Recorder each process wrote as it ended: rank 1 left after 8 all_reduces, rank 0 entered a 9th."""
+    found = top("uneven_batches")
+    assert ("collectives (Flight Recorder): rank 0 reached #9 all_reduce float[9], rank 1 reached #8 all_reduce "
+            "float[9]") in found.evidence
 
 
 def test_uneven_collectives_need_a_node_that_finished():
@@ -157,3 +165,52 @@ def test_without_its_stack_a_missing_rank_is_not_called_late():
     evidence = sample("late_rank", stopped="node0 failed")
     evidence.processes = []
     assert "late-rank" not in [finding.cause for finding in diagnose(evidence)]
+
+
+def test_ranks_hung_in_different_collectives_are_named_from_their_flight_recorders():
+    found = top("collective_mismatch_hang", timed_out=True)
+    assert (found.cause, found.node, found.rank) == ("collective-mismatch", 0, 0)
+    assert found.title == "the ranks wait in different collectives at #1 (all_reduce vs barrier)"
+    assert found.evidence == ("rank 0 (node0) waits in #1 all_reduce float[1] (collective_mismatch.py:19); "
+                              "rank 1 (node1) waits in #1 barrier (collective_mismatch.py:17)")
+
+
+def _waiting(evidence: Evidence, rank: int, **changes) -> Evidence:
+    """The evidence with rank `rank`'s live collective changed (its sequence number, sizes, ...)."""
+    evidence.traces = [replace(trace, waiting_in=replace(trace.waiting_in, **changes)) if trace.rank == rank
+                       else trace for trace in evidence.traces]
+    return evidence
+
+
+def test_ranks_hung_at_different_sequence_numbers_are_out_of_step():
+    evidence = _waiting(sample("collective_mismatch_hang", timed_out=True), 1, seq=3, operation="all_reduce",
+                        sizes=((1,),), dtypes=("Float",))
+    found = diagnose(evidence)[0]
+    assert (found.cause, found.rank) == ("collective-mismatch", 0)
+    assert found.title == "the ranks are out of step: rank 0 is 2 collective(s) behind the others"
+
+
+def test_ranks_hung_in_one_collective_with_other_sizes_are_a_shape_mismatch():
+    evidence = _waiting(sample("collective_mismatch_hang", timed_out=True), 1, operation="all_reduce",
+                        sizes=((8,),), dtypes=("Float",))
+    found = diagnose(evidence)[0]
+    assert (found.cause, found.rank) == ("shape-mismatch", 0)
+    assert "(#1 all_reduce float[1] vs #1 all_reduce float[8])" in found.title
+
+
+def test_of_three_ranks_the_one_in_another_collective_is_named():
+    evidence = sample("collective_mismatch_hang", timed_out=True)
+    rank0 = next(trace for trace in evidence.traces if trace.rank == 0)
+    evidence.traces = evidence.traces + [replace(rank0, rank=2, node=2, pid=rank0.pid + 1)]  # rank 2 is with rank 0
+    found = diagnose(evidence)[0]
+    assert (found.cause, found.rank) == ("collective-mismatch", 1)
+    assert found.title == "the ranks wait in different collectives at #1 (barrier vs all_reduce)"
+
+
+def test_ranks_hung_in_the_same_collective_are_no_mismatch_of_the_recorder():
+    """All ranks in the same call: they wait for one that is not there; the recorder does not name an order bug."""
+    evidence = _waiting(sample("collective_mismatch_hang", timed_out=True), 1, operation="all_reduce",
+                        sizes=((1,),), dtypes=("Float",))
+    found = diagnose(evidence)
+    assert not any(finding.title.startswith(("the ranks wait in different collectives at #", "the ranks are out of "
+                                             "step", "the ranks passed different tensors")) for finding in found)

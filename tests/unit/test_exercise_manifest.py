@@ -25,7 +25,7 @@ def test_per_node_command(tmp_path):
     assert argv == ["/py", "/ex/exercise01_join/prog.py", "--x", "1"]
     assert env["NODE_RANK"] == "1" and env["NNODES"] == "2" and env["NPROC_PER_NODE"] == "3"
     assert env["MASTER_ADDR"] == "node0" and env["LAB_RESULTS_DIR"] == "/r"
-    assert env["PYTHONPATH"] == "/ex/linebuffered:/ex"  # line-buffered output first, then the exercises' labkit
+    assert env["PYTHONPATH"] == "/ex/jobhooks:/ex"  # line-buffered output first, then the exercises' labkit
 
 
 def test_torchrun_c10d_and_static(tmp_path):

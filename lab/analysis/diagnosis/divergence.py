@@ -178,32 +178,99 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
 
 def uneven_findings(ctx: Context) -> list[Finding]:
     """A node whose ranks all finished (exit 0) while another's still waited in a collective (a peer gone, a
-    timeout, stopped): the ranks ran different numbers of collectives, none of them crashed."""
+    timeout, stopped, or still there when the lab stopped the run): the ranks ran different numbers of collectives,
+    none of them crashed. The Flight Recorder, where the run has it, says how many each one ran."""
     finished = [node.index for node in ctx.evidence.nodes if node.exit_code == 0]
     if not finished or not ctx.multi_node:
         return []
-    waiting = [tb for tb in ctx.tracebacks if tb.node not in finished and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
-    if not waiting:
-        return []
-    tb = waiting[0]
-    frame = tb.user_frame()
-    at = f" at {frame.file}:{frame.line}" if frame else ""
     done = ", ".join(f"node{index}" for index in finished)
+    waiting = [tb for tb in ctx.tracebacks if tb.node not in finished and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
+    if waiting:
+        tb = waiting[0]
+        frame = tb.user_frame()
+        node, rank, at = tb.node, tb.rank, f" at {frame.file}:{frame.line}" if frame else ""
+        said = (f"{done}: exit 0; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
+                + f": {tb.exc_type}: {tb.message.split('. ')[0]}"[:300])
+    else:
+        stuck = next((process for process in ctx.evidence.processes if process.node not in finished
+                      and process.role != "agent" and (where := process.waiting()) and where.in_distributed_call),
+                     None)
+        if stuck is None or not (ctx.evidence.timed_out or ctx.evidence.stopped):
+            return []
+        where = stuck.waiting()
+        node, rank = stuck.node, stuck.rank
+        at = f" at {where.user_frame.file}:{where.user_frame.line}" if where.user_frame else ""
+        said = f"{done}: exit 0; node{stuck.node}" + (f" rank {stuck.rank}" if stuck.rank is not None else "") + \
+            f": still in {where.call} when the lab stopped the run (its stack)"
     return [Finding("uneven-collectives",
-                    f"{done} finished (exit 0) while node{tb.node} still waited for it in a collective{at}: the ranks "
-                    "ran different numbers of collectives",
-                    f"{done}: exit 0; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
-                    + f": {tb.exc_type}: {tb.message}"[:300], tb.node, tb.rank,
+                    f"{done} finished (exit 0) while node{node} still waited for it in a collective{at}: the ranks "
+                    "ran different numbers of collectives", said + _collectives_reached(ctx), node, rank,
                     "give every rank the same number of steps: shard with DistributedSampler (drop_last=True, or "
                     "padding), or wrap DDP's loop in torch.distributed.algorithms.Join([model]) for uneven inputs; "
                     "never return or break early on one rank only")]
 
 
+def _collectives_reached(ctx: Context) -> str:
+    """'; collectives (Flight Recorder): rank 0 reached #9 all_reduce float[9], rank 1 #8 ...' or ''."""
+    ranked = [trace for trace in ctx.evidence.traces if trace.rank is not None and trace.last is not None]
+    if len(ranked) < 2:
+        return ""
+    return "; collectives (Flight Recorder): " + ", ".join(
+        f"rank {trace.rank} {'waits in' if trace.waiting_in else 'reached'} {trace.waiting_in or trace.last}"
+        for trace in ranked)
+
+
+def _called_at(ctx: Context, rank: int) -> str:
+    """' (train.py:19)': the user's line a rank's stack stood at, when the lab took its stack."""
+    for process in ctx.evidence.processes:
+        if process.rank == rank and process.role != "agent" and (where := process.waiting()) and where.user_frame:
+            return f" ({where.user_frame.location})"
+    return ""
+
+
+def flight_findings(ctx: Context) -> list[Finding]:
+    """A hung run whose ranks the lab asked for their Flight Recorder: the collective each one waits in. At the same
+    sequence number, another operation is an order bug and other sizes a shape bug; at different numbers, the ranks
+    are out of step (one skipped or added a collective)."""
+    waiting = [trace for trace in ctx.evidence.traces if trace.live and trace.waiting_in and trace.rank is not None]
+    if len(waiting) < 2:
+        return []
+    summary = "; ".join(f"rank {trace.rank} (node{trace.node}) waits in {trace.waiting_in}{_called_at(ctx, trace.rank)}"
+                        for trace in waiting)
+    calls = Counter((trace.waiting_in.seq, trace.waiting_in.operation, trace.waiting_in.sizes, trace.waiting_in.dtypes)
+                    for trace in waiting)
+    if len(calls) < 2:
+        return []  # all in the same call: waiting for a rank that is not there (other rules say which)
+    lonely = [trace for trace in waiting if calls[(trace.waiting_in.seq, trace.waiting_in.operation,
+                                                   trace.waiting_in.sizes, trace.waiting_in.dtypes)] == 1]
+    # the rank that differs from all the others; with two ranks (or no majority) the lowest one
+    odd = lonely[0] if len(lonely) == 1 and len(waiting) > 2 else waiting[0]
+    first = next(trace for trace in waiting if trace is not odd)
+    fix = ("make every rank call the same collectives in the same order; a collective inside `if rank == ...` or a loop "
+           "whose length differs per rank is the usual culprit")
+    if odd.waiting_in.seq != first.waiting_in.seq:
+        behind = min(waiting, key=lambda trace: trace.waiting_in.seq)
+        ahead = max(trace.waiting_in.seq for trace in waiting) - behind.waiting_in.seq
+        return [Finding("collective-mismatch", f"the ranks are out of step: rank {behind.rank} is {ahead} collective(s) "
+                                               "behind the others", summary, behind.node, behind.rank, fix)]
+    if odd.waiting_in.operation != first.waiting_in.operation:
+        return [Finding("collective-mismatch", f"the ranks wait in different collectives at #{odd.waiting_in.seq} "
+                                               f"({odd.waiting_in.operation} vs {first.waiting_in.operation})",
+                        summary, odd.node, odd.rank, fix)]
+    return [Finding("shape-mismatch", f"the ranks passed different tensors to collective #{odd.waiting_in.seq} "
+                                      f"({odd.waiting_in} vs {first.waiting_in})", summary, odd.node, odd.rank,
+                    "make every rank pass the same shape and dtype to each collective (pad or drop the uneven last "
+                    "batch, e.g. DistributedSampler(drop_last=True))")]
+
+
 def collective_findings(ctx: Context) -> list[Finding]:
     """Ranks waiting in different collectives (or the same one at different places): an order bug.
 
-    From stack dumps when the lab took them (a hang), else from the collective each rank's traceback ended in.
+    From the Flight Recorder of a hang (flight_findings), else stack dumps when the lab took them, else from the
+    collective each rank's traceback ended in.
     """
+    if from_recorder := flight_findings(ctx):
+        return from_recorder
     where: dict[int, tuple[str, Frame | None, str]] = {}
     for process in ctx.evidence.processes:
         if process.rank is None or process.role == "agent":

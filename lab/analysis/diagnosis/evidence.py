@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
+from lab.analysis.flight import RankTrace
 from lab.analysis.stacks import ProcessStack
 
 
@@ -43,6 +44,7 @@ class Evidence:
     timed_out: bool = False
     stopped: str = ""  # why the run was stopped early ('interrupted', ...), '' if it was not
     processes: list[ProcessStack] = field(default_factory=list)
+    traces: list[RankTrace] = field(default_factory=list)  # each process's Flight Recorder (lab/analysis/flight.py)
 
     @property
     def expected_world_size(self) -> int:
@@ -68,7 +70,7 @@ def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: 
                          gpus: dict[int, int] | None = None, memory_limit: str | None = None,
                          faults: Iterable[tuple[int, str]] = (), env: dict[str, str] | None = None,
                          command: list[str] | None = None, stopped: str = "",
-                         processes: list[ProcessStack] | None = None) -> Evidence:
+                         processes: list[ProcessStack] | None = None, traces: list[RankTrace] | None = None) -> Evidence:
     """Evidence from a launch result plus what the runner knows of the lab.
 
     `hostnames`/`interfaces`/`gpus` are per node index (missing: 'node<i>', unknown, 0);
@@ -83,4 +85,4 @@ def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: 
     return Evidence(nodes=nodes, nnodes=nnodes, nproc_per_node=nproc_per_node, backend=backend,
                     master_addr=master_addr, master_port=master_port, env=dict(env or {}), command=list(command or []),
                     faults=[Fault(int(node), action) for node, action in faults], timed_out=result.timed_out,
-                    stopped=stopped, processes=list(processes or []))
+                    stopped=stopped, processes=list(processes or []), traces=list(traces or []))

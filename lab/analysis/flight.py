@@ -1,0 +1,97 @@
+"""Reading the Flight Recorder dumps a run's processes wrote (lab/jobs/flight.py): per process, the collectives it
+reached on the default process group, the last one with its operation and sizes, and, in a dump taken while the run
+hung, the one it was still waiting in.
+
+On gloo every recorded collective reads 'scheduled' and a failed one is retired like a finished one: what can be
+trusted is the sequence number reached (pg_status's last enqueued collective) and, in a live dump, the entry not yet
+retired (the one it waits in).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+FLIGHT_FOLDER = "flight"  # in a record's stacks/ folder (a step's, for exercises of several steps)
+DEFAULT_GROUP = "0"  # pg_id of the default process group in the recorder
+DTYPES = {"Float": "float", "Double": "double", "Half": "half", "BFloat16": "bfloat16", "Long": "int64",
+          "Int": "int32", "Byte": "uint8", "Char": "int8", "Bool": "bool"}
+
+
+@dataclass(frozen=True)
+class Collective:
+    seq: int
+    operation: str  # 'all_reduce', 'broadcast', ... (the backend prefix taken off)
+    sizes: tuple[tuple[int, ...], ...]  # each input tensor's shape
+    dtypes: tuple[str, ...]
+
+    def __str__(self) -> str:
+        tensors = ", ".join(f"{DTYPES.get(dtype, dtype.lower())}[{'x'.join(map(str, shape)) or 'scalar'}]"
+                            for dtype, shape in zip(self.dtypes, self.sizes))
+        return f"#{self.seq} {self.operation}" + (f" {tensors}" if tensors else "")
+
+    def same_call(self, other: Collective) -> bool:
+        return (self.operation, self.sizes, self.dtypes) == (other.operation, other.sizes, other.dtypes)
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    """One process's recorder: who it is and how far it got in the default group's collectives."""
+
+    node: int | None
+    pid: int
+    rank: int | None
+    world_size: int | None
+    live: bool  # written while the run hung (the lab asked), not when the process ended
+    reached: int  # the sequence number of the last collective it entered (0: none)
+    last: Collective | None
+    waiting_in: Collective | None  # live dumps only: the collective it had entered and not finished
+
+    @property
+    def key(self) -> tuple[int | None, int]:
+        return self.node, self.pid
+
+
+def read_trace(data: dict) -> RankTrace | None:
+    """A RankTrace from one dump (the hook's JSON); None when it holds nothing of the default group."""
+    trace = data.get("trace") or {}
+    entries = [entry for entry in trace.get("entries", []) if str(entry.get("pg_id", DEFAULT_GROUP)) == DEFAULT_GROUP
+               and not entry.get("is_p2p")]
+    if not entries:
+        return None
+    status = (trace.get("pg_status") or {}).get(DEFAULT_GROUP, {})
+    collectives = [_collective(entry) for entry in entries]
+    live = data.get("reason") == "live"
+    pending = [collective for collective, entry in zip(collectives, entries) if not entry.get("retired")]
+    return RankTrace(_int(data.get("node")), int(data.get("pid") or 0), _int(data.get("rank")),
+                     _int(data.get("world_size")), live,
+                     max(_int(status.get("last_enqueued_collective")) or 0, collectives[-1].seq),
+                     collectives[-1], pending[0] if live and pending else None)
+
+
+def load_traces(folder: Path) -> list[RankTrace]:
+    """Every process's trace in a record's `flight/` folder: its live dump where the lab asked, else its last words."""
+    traces: dict[tuple[int | None, int], RankTrace] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            trace = read_trace(json.loads(path.read_text()))
+        except (ValueError, OSError, TypeError, KeyError):
+            continue  # a dump cut short by a kill
+        if trace and (trace.key not in traces or trace.live):
+            traces[trace.key] = trace
+    return sorted(traces.values(), key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))
+
+
+def _collective(entry: dict) -> Collective:
+    name = str(entry.get("profiling_name") or "?")
+    return Collective(int(entry.get("collective_seq_id") or 0), name.split(":", 1)[-1],
+                      tuple(tuple(int(size) for size in shape) for shape in entry.get("input_sizes") or []),
+                      tuple(str(dtype) for dtype in entry.get("input_dtypes") or []))
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,66 @@
+"""torch's Flight Recorder for every run: the collectives each process ran, written out by the processes themselves.
+
+The Flight Recorder is on by default in torch (gloo and NCCL) but only dumps on request. The `sitecustomize` the lab
+gives every job's processes (exercises/jobhooks/, first on PYTHONPATH, so it reaches torchrun's workers and spawned
+children too) writes each process's recorder as JSON into LAB_FLIGHT_DIR when it exits, and when the lab asks a hung
+run before stopping it. The dumps land in the lab's shared folder and move into the run record (`stacks/flight/`),
+where lab/analysis/flight.py reads them. Targets whose nodes share no folder with this machine (an inventory's
+hosts) record none.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.jobs.transports import Transport
+
+LIVE_WAIT_SECONDS = 3.0  # how long a hung run's processes get to write what they hold
+QUIET_SECONDS = 0.6  # the hook looks for a request every 0.25 s: no new dump for this long means all have answered
+POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class FlightRecording:
+    """Where one launch's processes write their recorders, as the nodes and as this machine see it."""
+
+    node_dir: str
+    host_dir: Path
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """`env` with the folder the job's processes write their recorders to."""
+        return {**env, "LAB_FLIGHT_DIR": self.node_dir}
+
+    def dump_live(self) -> None:
+        """Ask every live process of the run to write its recorder, and give them a moment: until no new dump has
+        come for QUIET_SECONDS after the first, or LIVE_WAIT_SECONDS (no process of the run uses torch.distributed)."""
+        self.host_dir.mkdir(parents=True, exist_ok=True)
+        (self.host_dir / "dump-request").write_text(str(time.time()))
+        start = time.monotonic()
+        seen, last_new = 0, None
+        while time.monotonic() - start < LIVE_WAIT_SECONDS:
+            count = len(list(self.host_dir.glob("live-*.json")))
+            if count > seen:
+                seen, last_new = count, time.monotonic()
+            elif last_new is not None and time.monotonic() - last_new >= QUIET_SECONDS:
+                return
+            time.sleep(POLL_SECONDS)
+
+    def keep(self, destination: Path) -> None:
+        """Move the dumps into the run record (nothing when no process used torch.distributed)."""
+        dumps = sorted(self.host_dir.glob("*.json")) if self.host_dir.is_dir() else []
+        if dumps:
+            destination.mkdir(parents=True, exist_ok=True)
+            for dump in dumps:
+                shutil.move(dump, destination / dump.name)
+        shutil.rmtree(self.host_dir, ignore_errors=True)
+
+
+def recording_for(transport: Transport, process_run_id: str) -> FlightRecording | None:
+    """Where one launch's processes write their recorders; None where the nodes share no folder with this machine."""
+    if not transport.shares_folder:
+        return None
+    relative = f"flight/{process_run_id}"
+    return FlightRecording(f"{transport.shared_dir}/{relative}", transport.host_shared_dir / relative)
