@@ -1,0 +1,78 @@
+"""The jobs' sitecustomize writes torch's Flight Recorder (exercises/jobhooks/): real gloo processes on this host,
+as a run's processes start on a node (PYTHONPATH, LAB_FLIGHT_DIR, LAB_NODE), read back by lab/analysis/flight.py."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lab.analysis.flight import load_traces
+from lab.jobs.exercises import JOB_HOOKS_DIR, exercises_root
+from lab.jobs.flight import FlightRecording
+
+JOB = """import os, sys, time, datetime, torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=int(sys.argv[2]), world_size=2,
+                        timeout=datetime.timedelta(seconds=60))
+for step in range(int(sys.argv[3])):
+    dist.all_reduce(torch.ones(4))
+print("done", flush=True)
+time.sleep(float(sys.argv[4]))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start(tmp_path: Path, rank: int, port: int, collectives: int, linger: float = 0) -> subprocess.Popen:
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
+           "LAB_NODE": str(rank)}
+    return subprocess.Popen([sys.executable, str(script), str(port), str(rank), str(collectives), str(linger)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_each_process_writes_its_collectives_when_it_ends(tmp_path):
+    port = free_port()
+    processes = [start(tmp_path, rank, port, 3) for rank in (0, 1)]
+    assert [process.wait(timeout=120) for process in processes] == [0, 0], [p.stdout.read() for p in processes]
+    traces = load_traces(tmp_path / "flight")
+    assert [(trace.rank, trace.node, trace.world_size, trace.reached, trace.live) for trace in traces] == [
+        (0, 0, 2, 3, False), (1, 1, 2, 3, False)]
+    assert str(traces[0].last) == "#3 all_reduce float[4]" and traces[0].waiting_in is None
+
+
+def test_a_hung_process_writes_what_it_waits_in_when_the_lab_asks(tmp_path):
+    """Rank 0 enters a third all_reduce that rank 1, alive and asleep after two, never joins: asked, both write."""
+    port = free_port()
+    processes = [start(tmp_path, 0, port, 3), start(tmp_path, 1, port, 2, linger=60)]
+    try:
+        deadline = time.monotonic() + 60
+        while "done" not in (line := processes[1].stdout.readline()) and time.monotonic() < deadline:
+            assert line, "rank 1 ended early"
+        time.sleep(1)  # rank 0 is in its third all_reduce by now
+        recording = FlightRecording(str(tmp_path / "flight"), tmp_path / "flight")
+        recording.dump_live()
+        traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
+        assert traces[0].live and str(traces[0].waiting_in) == "#3 all_reduce float[4]"
+        assert traces[1].live and traces[1].waiting_in is None and traces[1].reached == 2
+        recording.keep(tmp_path / "record" / "flight")
+        assert sorted(path.name.split("-")[0] for path in (tmp_path / "record" / "flight").iterdir()) == ["live", "live"]
+        assert not (tmp_path / "flight").exists()
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+
+
+def test_a_process_that_never_uses_torch_distributed_writes_nothing(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight")}
+    result = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.stdout == "False\n" and result.stderr == ""  # the hook imported no torch either
+    assert not (tmp_path / "flight").exists()
