@@ -1,5 +1,6 @@
-"""One run as one self-contained HTML page (`report.html` in its record): the verdict, why it failed, the checks,
-the steps, the timeline, the loss curves, the stacks of a hung run and every node's log.
+"""One run as one self-contained HTML page (`report.html` in its record): the verdict, why it failed, a row per rank
+(how it ended, the collective it reached), the checks, the steps, the timeline, the loss curves, the stacks of a hung
+run and every node's log.
 
 Self-contained: the CSS is inline, the pictures are base64 data URIs and nothing is fetched, so the file can be
 mailed, attached to an issue or opened offline. Everything the run wrote is escaped.
@@ -12,6 +13,7 @@ from datetime import datetime
 from html import escape
 from pathlib import Path
 
+from lab.analysis.ranks import failed_steps, rank_lines
 from lab.analysis.record import RunRecord
 from lab.analysis.timeline import draw_timeline, exit_text, timeline_path
 
@@ -31,6 +33,7 @@ h1 { font-size: 20px; margin-bottom: 4px; } h2 { font-size: 16px; margin-top: 28
 .finding .title { font-weight: 600; } .finding .label { color: #666; display: inline-block; width: 72px; }
 table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: 4px 8px; vertical-align: top; }
 tr:nth-child(even) { background: #f6f6f6; }
+tr.behind td { background: #fff1d6; }
 .pass { color: #1e7a1e; font-weight: 600; } .fail { color: #c62828; font-weight: 600; }
 img { max-width: 100%; border: 1px solid #e4e4e4; }
 pre { background: #f7f7f7; padding: 8px; overflow-x: auto; font-size: 12px; white-space: pre-wrap; }
@@ -51,7 +54,7 @@ def write_report(record: RunRecord) -> Path:
 
 
 def render(record: RunRecord) -> str:
-    sections = [_header(record), _verdict(record), _findings(record), _checks(record), _steps(record),
+    sections = [_header(record), _verdict(record), _findings(record), _ranks(record), _checks(record), _steps(record),
                 _picture("Timeline", timeline_path(record), "who ran when: one row per node and per rank"),
                 _picture("Loss", record.path / "loss.png", "training loss per rank"),
                 _stacks(record), _logs(record)]
@@ -96,6 +99,28 @@ def _findings(record: RunRecord) -> str:
     more = (f"<details><summary>{len(blocks) - 1} more finding(s)</summary>{''.join(blocks[1:])}</details>"
             if len(blocks) > 1 else "")
     return f"<h2>Why</h2>\n<div id=\"top-finding\">{blocks[0]}</div>\n{more}"
+
+
+BEHIND = ' class="behind"'
+
+
+def _ranks(record: RunRecord) -> str:
+    """A row per rank of each step that did not end well: the rank behind the others stands out."""
+    tables = []
+    for step in failed_steps(record):
+        lines = rank_lines(record, step)
+        if not lines:
+            continue
+        rows = "".join(
+            f"<tr{BEHIND if line.behind else ''}><td>{line.rank}</td><td>node{line.node}</td>"
+            f"<td>{escape(line.ended)}</td><td>{escape(line.waiting or '')}</td>"
+            f"<td>{escape(('in ' if line.still_in else '') + (line.collective or ''))}</td>"
+            f"<td>{line.behind or ''}</td><td><code>{escape(line.last_output or '')}</code></td></tr>" for line in lines)
+        caption = f" (step {escape(step.name)})" if len(record.steps) > 1 else ""
+        tables.append(f"<h2>Ranks{caption}</h2>\n<table class=\"ranks\"><tr><th>rank</th><th>node</th><th>ended</th>"
+                      "<th>waits in</th><th>last collective (Flight Recorder)</th><th>behind</th><th>last output</th>"
+                      f"</tr>{rows}</table>")
+    return "\n".join(tables)
 
 
 def _checks(record: RunRecord) -> str:

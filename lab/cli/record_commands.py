@@ -90,7 +90,9 @@ def _print_timeline(record) -> None:
 def explain_command(run, as_json):
     """Say why RUN failed (id, id prefix, exercise name, or 'latest'): every finding, most likely cause first.
 
-    Each finding names the cause, quotes its evidence with the node and rank, and gives the fix.
+    Each finding names the cause, quotes its evidence with the node and rank, and gives the fix. Then one
+    line per rank: how it ended (or where it waited when the lab stopped the run), the last collective it
+    reached (torch's Flight Recorder) and the last thing it printed, so a rank ahead or behind stands out.
     The ranks' stacks of a hung run are in the record's stacks/ folder (summary.txt).
 
     \b
@@ -100,6 +102,7 @@ def explain_command(run, as_json):
       lab explain --json          findings as JSON: cause, title, evidence, node, rank, fix
     """
     from lab.analysis.diagnosis import Finding, format_findings
+    from lab.analysis.ranks import format_ranks
     from lab.analysis.record import load
 
     record = load(run)
@@ -115,6 +118,9 @@ def explain_command(run, as_json):
         return
     console.print(format_findings([Finding.from_dict(finding) for finding in record.diagnosis], verbose=True),
                   markup=False, highlight=False)
+    ranks = format_ranks(record)
+    if ranks:
+        console.print(ranks, markup=False, highlight=False)
     summary = record.stacks_dir / "summary.txt"
     if summary.is_file():
         console.print(f"stacks of every process: {summary}", markup=False)

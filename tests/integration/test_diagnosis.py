@@ -219,6 +219,8 @@ def test_ranks_stuck_in_different_collectives_hang_until_the_timeout(two_nodes):
     assert "rank 1 (node1) waits in #1 barrier (collective_mismatch.py:17)" in top["evidence"], top
     live = sorted(path.name.split("-pid")[0] for path in (Path(record["path"]) / "stacks" / "flight").glob("live-*"))
     assert live == ["live-node0", "live-node1"]  # each rank wrote its Flight Recorder before the lab stopped it
+    explained = lab("explain", record["run_id"]).stdout
+    assert "rank 1 node1; stopped by the lab; waits in barrier (collective_mismatch.py:17); in #1 barrier" in explained
     workers = assert_stacks_of_every_rank(record, {0: 0, 1: 1})
     assert [worker["summary"].split(" (")[0] for worker in workers] == ["rank 0 node0: all_reduce",
                                                                        "rank 1 node1: barrier"]
@@ -228,8 +230,9 @@ def test_ranks_stuck_in_different_collectives_hang_until_the_timeout(two_nodes):
 def test_a_world_size_argument_larger_than_the_launch_hangs_until_the_timeout(two_nodes):
     """world_size=3 from the command line, init_process_group's default timeout: nothing fails before the lab's
     --timeout; what each process passed is read from its stack."""
-    record = run_failing("exec", two_nodes, "world_size_argument.py", timeout=HANGS, env=(), args=("--world-size", "3"))
-    top = assert_diagnosed(record, "world-size-mismatch", 0, 0, "init_process_group(rank=0, world_size=3)", HANGS,
+    hangs = 25  # init_process_group waits from the start: no need to let the job get going first
+    record = run_failing("exec", two_nodes, "world_size_argument.py", timeout=hangs, env=(), args=("--world-size", "3"))
+    top = assert_diagnosed(record, "world-size-mismatch", 0, 0, "init_process_group(rank=0, world_size=3)", hangs,
                            timed_out=True)
     assert "init_process_group(rank=1, world_size=3)" in top["evidence"] and "world_size=2" in top["fix"]
 

@@ -1,0 +1,141 @@
+"""One line per rank of a step that did not pass: how it ended (or where it waited when the lab stopped the run), the
+collectives it reached (torch's Flight Recorder, lab/analysis/flight.py) and the last thing it printed, so the rank
+that is ahead or behind stands out. Read from the record alone (`lab explain`, `lab report`), when someone looks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from lab.analysis.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, TRACEBACK_START
+from lab.analysis.flight import FLIGHT_FOLDER, load_traces
+from lab.analysis.record import RunRecord, StepRecord
+from lab.analysis.stacks import ProcessStack, load_stacks
+from lab.analysis.timeline import exit_text
+
+OUTPUT_SHOWN = 70  # characters of a rank's last line of output
+# What torch, gloo and torchrun print about a run rather than the job's own words.
+NOT_THE_JOBS_OWN = re.compile(r"^\[[WEIF]\d{4} |^frame #\d+|^Exception raised from|^\s+File \"|^\s|torch\.distributed\."
+                              r"elastic|^WARNING:|^W\d{4} |^E\d{4} |^I\d{4} |^\*{5}|^<omitting python frames>")
+
+
+@dataclass(frozen=True)
+class RankLine:
+    rank: int
+    node: int | None
+    ended: str  # 'exit 0', 'exit 1', 'SIGKILL', 'stopped by the lab'
+    waiting: str | None = None  # where its stack stood when the lab stopped the run: 'all_reduce (train.py:19)'
+    reached: int | None = None  # the last collective it entered (Flight Recorder sequence number)
+    collective: str | None = None  # that collective: '#9 all_reduce float[9]'
+    still_in: bool = False  # it was still waiting in that collective when asked
+    behind: int = 0  # collectives fewer than the furthest rank
+    last_output: str | None = None
+
+    def text(self) -> str:
+        parts = [f"rank {self.rank}" + (f" node{self.node}" if self.node is not None else ""), self.ended]
+        if self.waiting:
+            parts.append(f"waits in {self.waiting}")
+        if self.collective:
+            parts.append(f"{'in' if self.still_in else 'last collective'} {self.collective}"
+                         + (f" ({self.behind} behind)" if self.behind else ""))
+        if self.last_output:
+            parts.append(f"last output: {self.last_output}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def step_stacks_dir(record: RunRecord, step: StepRecord):
+    """Where a step's stacks and Flight Recorder went (a folder per step for exercises of several steps)."""
+    return record.stacks_dir if len(record.steps) == 1 else record.stacks_dir / step.name
+
+
+def rank_lines(record: RunRecord, step: StepRecord) -> list[RankLine]:
+    """A line per process of `step` that has a rank, lowest rank first (two processes claiming one rank get a line
+    each); [] when there is only one."""
+    folder = step_stacks_dir(record, step)
+    nproc = step.nproc_per_node or 1
+    nodes = []
+    for node in sorted(step.exit_codes):
+        log = record.path / "logs" / f"node{node}-{step.name}.log"
+        nodes.append(NodeEvidence(node, f"node{node}", step.exit_codes[node],
+                                  lines=log.read_text(errors="replace").splitlines() if log.is_file() else []))
+    lines = read_lines(Evidence(nodes, nnodes=len(nodes), nproc_per_node=nproc))
+    reported = {(rank, node): code for node, exits in failure_report_ranks(lines).items() for rank, code in exits}
+    traces = {(trace.rank, trace.node): trace for trace in load_traces(folder / FLIGHT_FOLDER) if trace.rank is not None}
+    stacks = {(stack.rank, stack.node): stack for stack in load_stacks(folder)
+              if stack.rank is not None and stack.role != "agent" and stack.pid is not None}
+    known = set(traces) | set(stacks) | set(reported)
+    placed = {node for _, node in known}
+    if nproc == 1:
+        known |= {(node, node) for node in step.exit_codes if node not in placed}
+    else:
+        known |= {(line.rank, line.node) for line in lines if line.rank is not None and line.node not in placed}
+    furthest = max((trace.reached for trace in traces.values()), default=0)
+    found = []
+    for rank, node in sorted(known, key=lambda key: (key[0], key[1] if key[1] is not None else -1)):
+        trace, stack = traces.get((rank, node)), stacks.get((rank, node))
+        said = [line.text for line in lines if line.node == node and (line.rank == rank or nproc == 1)]
+        found.append(RankLine(
+            rank, node, _ended(rank, node, step, reported, nproc), _waiting(stack),
+            trace.reached if trace else None, str(trace.waiting_in or trace.last) if trace and trace.last else None,
+            bool(trace and trace.waiting_in), furthest - trace.reached if trace else 0, _last_output(said)))
+    return found if len(found) > 1 else []
+
+
+def _ended(rank: int, node: int | None, step: StepRecord, reported: dict, nproc: int) -> str:
+    if (rank, node) in reported:
+        return exit_text(reported[(rank, node)])
+    code = step.exit_codes.get(node, "?") if node is not None else "?"
+    if code == "?":
+        return "exit unknown"
+    if nproc == 1 or code in (0, None):
+        return "exit 0" if code == 0 else exit_text(code)
+    return f"its node exited {code}"
+
+
+def _waiting(stack: ProcessStack | None) -> str | None:
+    where = stack.waiting() if stack else None
+    if where is None:
+        return None
+    call = where.call or "its own code"
+    return call + (f" ({where.user_frame.location})" if where.user_frame else "")
+
+
+def _last_output(texts: list[str]) -> str | None:
+    """The last line the rank printed itself, before any traceback, without torch's and torchrun's own lines."""
+    own, in_traceback = [], False
+    for text in texts:
+        if text.strip() == TRACEBACK_START:
+            in_traceback = True
+        elif in_traceback and EXCEPTION_LINE.match(text):
+            in_traceback = False
+        elif not in_traceback and text.strip() and not NOT_THE_JOBS_OWN.search(text) \
+                and not EXCEPTION_LINE.match(text):
+            own.append(text.strip())
+    if not own:
+        return None
+    last = own[-1]
+    return last if len(last) <= OUTPUT_SHOWN else last[:OUTPUT_SHOWN] + "..."
+
+
+def failed_steps(record: RunRecord) -> list[StepRecord]:
+    """The steps that did not end well by themselves: timed out, or some node not at exit 0 (for an exercise step
+    expected to fail, only when it timed out)."""
+    return [step for step in record.steps if step.timed_out
+            or (step.expect != "fail" and any(code != 0 for code in step.exit_codes.values()))]
+
+
+def format_ranks(record: RunRecord) -> str:
+    """'ranks:' then a line per rank, for each step that did not end well ('' when none has several ranks)."""
+    blocks = []
+    steps = failed_steps(record)
+    for step in steps:
+        lines = rank_lines(record, step)
+        if lines:
+            heading = "ranks" + (f" (step {step.name})" if len(record.steps) > 1 else "") + ":"
+            blocks.append("\n".join([heading] + [f"  {line.text()}" for line in lines]))
+    return "\n".join(blocks)
