@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lab.analysis.diagnosis import Finding, diagnose, evidence_from_launch
 from lab.errors import LabError
 from lab.jobs.checks import Check
 
@@ -54,6 +53,8 @@ def node_interfaces(transport, nodes) -> dict[int, list[str]]:
 def explain_launch(result: LaunchResult, facts: JobFacts, faults: list[tuple[int, str]] = (),
                    step: str | None = None, interfaces: dict[int, list[str]] | None = None) -> list[dict]:
     """Findings about one launch, as the record keeps them (with the step's name for multi-step exercises)."""
+    from lab.analysis.diagnosis import diagnose, evidence_from_launch  # its rules load only for a run that failed
+
     nnodes = len(facts.hostnames)
     evidence = evidence_from_launch(
         result, nnodes=nnodes, nproc_per_node=facts.nproc_per_node, backend=facts.backend,
@@ -68,6 +69,8 @@ def explain_launch(result: LaunchResult, facts: JobFacts, faults: list[tuple[int
 
 def failed_checks_finding(checks: list[Check]) -> dict | None:
     """When every process ended well but the results are wrong, the first failed check is the finding."""
+    from lab.analysis.diagnosis import Finding
+
     failed = [check for check in checks if not check.passed]
     if not failed:
         return None

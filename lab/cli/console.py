@@ -243,10 +243,10 @@ def print_checks(record) -> None:
 
 def print_diagnosis(record, verbose: bool = False) -> None:
     """The top finding of a run that did not pass (every finding with `verbose`), after its checks."""
-    from lab.analysis.diagnosis import Finding, format_findings
-
     if record.passed or not record.diagnosis:
         return
+    from lab.analysis.diagnosis import Finding, format_findings  # its rules load only for a run that failed
+
     findings = [Finding.from_dict(finding) for finding in record.diagnosis]
     console.print("[bold]why:[/]")
     console.print(format_findings(findings, verbose), markup=False, highlight=False)

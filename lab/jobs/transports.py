@@ -188,6 +188,8 @@ class DockerTransport:
     def pick_port(self, wanted: int | None = None) -> int:
         def probe(port: int) -> int:
             try:
+                if port > 0 and (listening := self.driver.listening_ports_seen_from_host(self.lab_name, 0)) is not None:
+                    return -1 if port in listening else port  # read from this machine: no process in the node
                 code, output = self.driver.exec_output(self.lab_name, 0, [self.python, "-c", PORT_PROBE, str(port)])
             except EngineError:
                 self.check_alive()  # the lab was taken down under the run: say that instead
@@ -197,8 +199,12 @@ class DockerTransport:
         return choose_port(probe, wanted, "node0", self.ports)
 
     def oom_kills(self, index: int) -> int | None:
-        """OOM kills so far in the node's memory cgroup (v1 or v2); None when unknown."""
+        """OOM kills so far in the node's memory cgroup (v1 or v2), read from this machine where it can, else from
+        inside the node; None when unknown."""
         try:
+            seen = self.driver.oom_kills_seen_from_host(self.lab_name, index)
+            if seen is not None:
+                return seen
             _, output = self.driver.exec_output(self.lab_name, index, ["cat", "/sys/fs/cgroup/memory.events",
                                                                       "/sys/fs/cgroup/memory/memory.oom_control"])
         except EngineError:

@@ -11,9 +11,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import parse_wheel_filename
-
 from lab.errors import SpecError
 
 INCLUDE_OPTIONS = ("-r", "--requirement", "-c", "--constraint")
@@ -63,6 +60,8 @@ def read_requirements(path: str | Path, _depth: int = 0) -> list[str]:
 
 def normalise_requirement(text: str, folder: Path, where: str) -> str:
     """One requirement: a local file or folder made absolute, else checked as a PEP 508 requirement."""
+    from packaging.requirements import InvalidRequirement, Requirement  # packaging loads only for labs with packages
+
     text = text.strip()
     if looks_local(text):
         local = Path(_absolute(text, folder))
@@ -97,6 +96,11 @@ def requirement_lines(files: tuple[str, ...], specs: tuple[str, ...]) -> tuple[s
 
 def requirement_names(lines: tuple[str, ...] | list[str]) -> list[str]:
     """The project names the lines ask for: by name, or by a local wheel's file name (options name none)."""
+    if not lines:
+        return []
+    from packaging.requirements import Requirement
+    from packaging.utils import parse_wheel_filename
+
     names = []
     for line in lines:
         if line.startswith("-"):
@@ -111,6 +115,8 @@ def requirement_names(lines: tuple[str, ...] | list[str]) -> list[str]:
 
 def pinned_torch(lines: tuple[str, ...] | list[str]) -> str | None:
     """The version a line pins torch to with '==' (the torch the cluster runs), else None."""
+    from packaging.requirements import Requirement
+
     for line in lines:
         if line.startswith("-") or looks_local(line):
             continue

@@ -223,6 +223,60 @@ class ExecProcess:
             return None
 
 
+def cgroup_oom_kills(pid: int, container_id: str, proc: Path = Path("/proc"),
+                     cgroups: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """OOM kills in the memory cgroup of process `pid` (cgroup v2 memory.events, v1 memory.oom_control), read on
+    this machine; None unless `pid` is visibly a process of container `container_id` and the file can be read."""
+    try:
+        memberships = (proc / str(pid) / "cgroup").read_text().splitlines() if pid > 0 else []
+    except OSError:
+        return None
+    for line in memberships:
+        _, controllers, path = line.split(":", 2)
+        if not container_id or container_id not in path:
+            continue  # another process than the container's (an engine in a VM numbers its own PIDs)
+        if controllers == "":
+            candidate = cgroups / path.lstrip("/") / "memory.events"
+        elif "memory" in controllers.split(","):
+            candidate = cgroups / "memory" / path.lstrip("/") / "memory.oom_control"
+        else:
+            continue
+        try:
+            text = candidate.read_text()
+        except OSError:
+            continue
+        for entry in text.splitlines():
+            key, _, value = entry.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return None
+
+
+def _is_process_of(pid: int, container_id: str, proc: Path = Path("/proc")) -> bool:
+    """Whether `pid`, as this machine numbers processes, is in container `container_id` (by its cgroups)."""
+    try:
+        return bool(container_id) and pid > 0 and container_id in (proc / str(pid) / "cgroup").read_text()
+    except OSError:
+        return False
+
+
+def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int] | None:
+    """Ports in LISTEN state (0A) in the network namespace of `pid`, from /proc/PID/net/tcp and tcp6."""
+    ports: set[int] = set()
+    try:
+        for table in ("tcp", "tcp6"):
+            path = proc / str(pid) / "net" / table
+            if not path.exists():
+                continue
+            for row in path.read_text().splitlines()[1:]:
+                fields = row.split()
+                if len(fields) > 3 and fields[3] == "0A":
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    except (OSError, ValueError):
+        return None
+    return ports
+
+
 class DockerDriver:
     def __init__(self, client: docker.DockerClient | None = None):
         self.client = client or connect()
@@ -419,6 +473,23 @@ class DockerDriver:
         """Start argv in node `index`; read its output with lines(), its exit code with wait()."""
         with engine_errors(f"start a process on node{index}"):
             return ExecProcess(self.client.api, container_name(Node(name, index)), argv, env, cwd)
+
+    def _main_process(self, name: str, index: int) -> tuple[int, str]:
+        """(the node's main process as this machine numbers it, the container's id): one inspect."""
+        with engine_errors(f"inspect node{index}"):
+            state = self.client.api.inspect_container(container_name(Node(name, index)))
+        return int(state.get("State", {}).get("Pid") or 0), str(state.get("Id", ""))
+
+    def oom_kills_seen_from_host(self, name: str, index: int) -> int | None:
+        """The node's OOM kill count read from its memory cgroup's file on this machine: no exec in the node (one
+        inspect instead). None where that cannot be done here (an engine in a VM or elsewhere, another layout)."""
+        return cgroup_oom_kills(*self._main_process(name, index))
+
+    def listening_ports_seen_from_host(self, name: str, index: int) -> set[int] | None:
+        """The TCP ports something listens on in the node, read from its network namespace's /proc tables on this
+        machine (no exec); None where that cannot be done here."""
+        pid, container_id = self._main_process(name, index)
+        return listening_ports(pid) if _is_process_of(pid, container_id) else None
 
     def exec_output(self, name: str, index: int, argv: list[str], user: str = "") -> tuple[int | None, str]:
         """Run argv in node `index` to the end: (exit code, stdout and stderr together)."""

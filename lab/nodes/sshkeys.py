@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from lab.errors import LabStateError
 
 
@@ -18,6 +15,9 @@ def key_paths(folder: Path) -> tuple[Path, Path]:
 
 def ensure_key(folder: Path, comment: str, fresh: bool = False) -> tuple[Path, Path]:
     """Create the key pair in `folder` if missing (always, when `fresh`); return (private, public) paths."""
+    from cryptography.hazmat.primitives import serialization  # only for making or checking a key: not for every run
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     folder.mkdir(parents=True, exist_ok=True)
     private, public = key_paths(folder)
     if fresh or not private.exists() or not public.exists():
@@ -34,6 +34,8 @@ def ensure_key(folder: Path, comment: str, fresh: bool = False) -> tuple[Path, P
 
 def checked_key(folder: Path) -> tuple[Path, Path]:
     """The lab's existing key pair, made 0600; a missing or unparsable key is the user's state to repair."""
+    from cryptography.hazmat.primitives import serialization
+
     private, public = key_paths(folder)
     hint = "`lab up --recreate` makes a new key (the running nodes accept only the old one)"
     if not private.is_file():

@@ -90,15 +90,21 @@ def test_corrupted_ssh_key(unharmed):
 
 
 def test_port_clash_on_master(client, unharmed):
+    """A port something holds on node0 (seen from this machine in the node's /proc tables, or from inside it) is
+    refused when asked for, and passed over when the lab chooses."""
     node0 = client.containers.get(f"lab-{unharmed}-node0")
-    holder = "import socket, time; s = socket.socket(); s.bind(('', 29555)); s.listen(); time.sleep(120)"
+    holder = ("import socket, time\nfor port in (29555, 29500):\n    s = socket.socket(); s.bind(('', port)); "
+              "s.listen(); globals()[f's{port}'] = s\ntime.sleep(120)")
     node0.exec_run(["python", "-c", holder], detach=True)
     try:
         for _ in range(50):
-            if b":732B" in node0.exec_run(["cat", "/proc/net/tcp"]).output:  # 29555 = 0x732B, listening
+            if b":7373" in node0.exec_run(["cat", "/proc/net/tcp"]).output:  # 29555 = 0x7373, listening
                 break
         assert_one_line_error(lab("run", "exercise01", "--name", unharmed, "--master-port", "29555"), 7,
                               "port 29555 is already in use on node0", "--master-port")
+        chosen = lab("exec", "--name", unharmed, "--", "sh", "-c", "echo CHOSEN=$MASTER_PORT")
+        ports = {line.split("| CHOSEN=")[1] for line in chosen.stdout.splitlines() if "| CHOSEN=" in line}
+        assert len(ports) == 1 and ports != {"29500"} and ports != {"29555"}, chosen.stdout
     finally:
         node0.exec_run(["pkill", "-f", "s.bind"])
 
