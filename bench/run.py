@@ -25,6 +25,7 @@ the best round of each is compared. Results go to bench/results/ (latest.json, a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -35,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import docker.errors
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
@@ -470,9 +473,34 @@ def bench_packages(name: str) -> dict:
     ensure_lab(name)
     plain = best_of(3, lambda: cli("up", "--nodes", "2", "--name", name)[0])
     rows += [["`lab up` again, same packages", again[0]], ["`lab up` again, no packages", plain[0]]]
+    installs = install_side_by_side(client)
+    rows += [[f"installing the layer with {tool} (its wheels at hand)", seconds] for tool, seconds in installs.items()]
     print(f"\n## packages: a layer of {' '.join(PACKAGES)} ({started_load} -> {load()})")
     print(table(["case", "`lab up` (s)"], rows))
-    return {"rows": rows, "cached_layer": rows[1][1], "unchanged_added": round(again[0] - plain[0], 3)}
+    return {"rows": rows, "cached_layer": rows[1][1], "unchanged_added": round(again[0] - plain[0], 3),
+            "install_pip_over_uv": round(installs["pip"] / installs["uv"], 2)}
+
+
+def install_side_by_side(client, rounds: int = 2) -> dict[str, float]:
+    """The same resolved layer installed by pip and by uv in turn (the layer removed before each), best of `rounds`:
+    the install alone, the wheels already in the wheelhouse."""
+    from lab.nodes.image import TARGET, node_image_tag, node_pins
+    from lab.nodes.packages import NODE_PYTHON, ensure_layer, resolve
+
+    pins = node_pins()
+    base = node_image_tag(pins)
+    resolution = resolve(PACKAGES, TARGET, pins["torch"], lambda text: None)
+    tag = resolution.layer_tag(base, NODE_PYTHON)
+    seconds: dict[str, list[float]] = {"pip": [], "uv": []}
+    for _ in range(rounds):
+        for tool in seconds:
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                client.images.remove(tag, force=True)
+            started = time.monotonic()
+            ensure_layer(client, base, NODE_PYTHON, resolution, PACKAGES, lambda text: None, installer=tool)
+            seconds[tool].append(time.monotonic() - started)
+    client.images.remove(tag, force=True)
+    return {tool: round(min(times), 1) for tool, times in seconds.items()}
 
 
 def verdicts(results: dict) -> list[list[str]]:
@@ -511,6 +539,8 @@ def verdicts(results: dict) -> list[list[str]]:
                      f"{layer} s", layer <= LAYER_TARGET])
         rows.append(["unchanged --pip added to `lab up` again", f"<= {UNCHANGED_TARGET} s", f"{added} s",
                      added <= UNCHANGED_TARGET])
+        faster = results["packages"]["install_pip_over_uv"]
+        rows.append(["the layer's installer (uv) against pip, same wheels", ">= 1 (pip/uv)", f"{faster}x", faster >= 1])
     if "memory" in results:
         worst = max(node["docker_stats_mib"] for node in results["memory"]["nodes"].values())
         rows.append(["idle node memory (docker stats)", "<= 30 MB", f"{worst} MiB", worst * 1.048576 <= 30])

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from lab import paths
+
 from .conftest import lab, lab_json, labelled
 
 pytestmark = pytest.mark.docker
@@ -37,6 +39,13 @@ def test_every_node_imports_the_packages_from_a_layer_on_the_node_image(client, 
     image = client.images.get(client.containers.get(f"lab-{name}-node0").attrs["Config"]["Image"])
     assert image.tags[0].startswith("lab-pkgs:")
     assert "six==1.16.0" in image.labels["io.lab.image.requirements"]
+    # installed by uv (mounted for the install, not left in the layer), .pyc written as pip would
+    install_log = (paths.logs_dir() / f"packages-layer-{image.tags[0].replace(':', '-')}.log").read_text()
+    assert "Installed 2 packages" in install_log and "uv failed" not in install_log, install_log
+    listing = lab("exec", "--name", name, "--", "sh", "-c", "test -e /tmp/lab-packages/uv || echo NO-UV-LEFT; "
+                  "ls $(python -c 'import six, os; print(os.path.dirname(six.__file__))')/__pycache__ | "
+                  "grep -c '^six\\.' | sed 's/^/PYC /'", check=True).stdout
+    assert listing.count("| NO-UV-LEFT") == 2 and listing.count("| PYC 1") == 2, listing
 
 
 def test_status_and_dry_run_show_the_requirements(packaged):
@@ -99,3 +108,24 @@ def test_a_package_missing_on_one_node_is_named_as_such(packaged, tmp_path):
     top = json.loads(result.stdout)["diagnosis"][0]
     assert (top["cause"], top["node"]) == ("package-missing-on-nodes", 1), top
     assert "'six' is missing on node1 only" in top["title"] and "lab up --pip" in top["fix"]
+
+
+def test_a_package_published_as_source_only_is_built_here_and_installed(client):
+    """docopt 0.6.2 exists on the index only as a source archive: its wheel is built on this host (pure Python, so
+    the nodes take it), lands in the wheelhouse, and the layer's Python imports it."""
+    from lab.nodes.image import TARGET, node_image_tag, node_pins, wheelhouse_dir
+    from lab.nodes.packages import BUILT_FOLDER, NODE_PYTHON, ensure_layer, resolve
+
+    said = []
+    pins = node_pins()
+    resolution = resolve(("docopt==0.6.2",), TARGET, pins["torch"], said.append)
+    assert resolution.wheels == ("docopt-0.6.2-py2.py3-none-any.whl",)
+    assert (wheelhouse_dir() / BUILT_FOLDER / resolution.wheels[0]).is_file()
+    assert any("no wheel on the index, building one here from its source archive" in text for text in said)
+    tag = ensure_layer(client, node_image_tag(pins), NODE_PYTHON, resolution, ("docopt==0.6.2",), said.append)
+    try:
+        out = client.containers.run(tag, [NODE_PYTHON, "-c", "import docopt; print(docopt.__version__)"], remove=True,
+                                    entrypoint=[], network_mode="none")
+        assert out.decode().strip() == "0.6.2"
+    finally:
+        client.images.remove(tag, force=True)
