@@ -99,11 +99,12 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
     started = time.monotonic()
     driver = driver or DockerDriver()
     base = node_base(spec, driver) if spec.image != "host" else None  # looked at once (a user's image is probed)
+    resolution_notes: list[str] = []
     if spec.requirements:
         current = driver.existing_spec(spec.name)
         if current is not None and current.requirements != spec.requirements and not recreate:
             raise _different_spec(current)  # before pip downloads anything for a lab that stays as it is
-        resolve_requirements(spec, progress, base)  # the layer's tag names the resolved set
+        resolution_notes += resolve_requirements(spec, progress, base).notes  # the layer's tag names the resolved set
     plan = build_plan(spec, host_facts(spec, driver, base))
     spec = plan.spec  # the lab records what `--gpus auto` found
     current = driver.existing_spec(spec.name)
@@ -148,7 +149,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
             driver.remove_lab(spec.name)
         raise
     return UpResult(spec, True, image, driver.node_states(spec.name), time.monotonic() - started,
-                    notices=plan.notices, provision=provisioned)
+                    notices=plan.notices + resolution_notes, provision=provisioned)
 
 
 def _different_spec(current: LabSpec) -> LabStateError:

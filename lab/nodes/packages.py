@@ -58,6 +58,7 @@ class Resolution:
     """What a set of requirements came to for one target: every wheel file, by name, in the wheelhouse."""
 
     wheels: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # what a person should know of the choice (an old version picked for its wheel)
 
     def pins(self) -> list[str]:
         """'name==version' of every wheel, for an install that takes exactly these."""
@@ -91,11 +92,12 @@ def cached_resolution(requirements: tuple[str, ...], target: Target, torch: str)
     """The resolution these exact inputs came to before, if its wheels are all still in the wheelhouse."""
     record = _resolutions_dir() / f"{resolution_key(requirements, target, torch)}.json"
     try:
-        wheels = tuple(json.loads(record.read_text())["wheels"])
+        saved = json.loads(record.read_text())
+        wheels, notes = tuple(saved["wheels"]), tuple(saved.get("notes", ()))
     except (OSError, ValueError, KeyError):
         return None
     house = wheelhouse_dir()
-    return Resolution(wheels) if all((house / wheel).is_file() for wheel in wheels) else None
+    return Resolution(wheels, notes) if all((house / wheel).is_file() for wheel in wheels) else None
 
 
 def resolve(requirements: tuple[str, ...], target: Target, torch: str, progress: Progress) -> Resolution:
@@ -139,11 +141,48 @@ def resolve(requirements: tuple[str, ...], target: Target, torch: str, progress:
         if status != 0:
             raise resolution_error(_failure_text(log_path), torch, target, log_path) or \
                 logged_failure(f"pip could not resolve the requirements for {target.describe()}", tail, log_path, house)
-    resolution = Resolution(tuple(sorted(set(wheels))))
+    chosen = tuple(sorted(set(wheels)))
+    resolution = Resolution(chosen, tuple(older_than_published(requirements, chosen)))
     _resolutions_dir().mkdir(parents=True, exist_ok=True)
     (_resolutions_dir() / f"{key}.json").write_text(json.dumps({"requirements": list(requirements), "torch": torch,
-                                                               "wheels": list(resolution.wheels)}, indent=1))
+                                                               "wheels": list(resolution.wheels),
+                                                               "notes": list(resolution.notes)}, indent=1))
     return resolution
+
+
+def older_than_published(requirements: tuple[str, ...], wheels: tuple[str, ...]) -> list[str]:
+    """A requirement left open ('deepspeed', not 'deepspeed==0.19.8') that pip met with an older version than the
+    index's newest: the newer ones have no wheel for the nodes (pip then goes back to the newest that has one,
+    DeepSpeed 0.3.1 of 2020). Said, not changed: pinning the newest has it built here."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    chosen = {name: version for name, version, *_ in map(parse_wheel_filename, wheels)}
+    notes = []
+    for line in requirements:
+        if line.startswith("-") or looks_local(line):
+            continue
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        if name == "torch" or name not in chosen or any(spec.operator in ("==", "===") for spec in requirement.specifier):
+            continue
+        try:
+            newest = Version(_newest_on_index(name) or "0")
+        except InvalidVersion:
+            continue
+        if newest > chosen[name] and requirement.specifier.contains(newest, prereleases=True):
+            notes.append(f"{requirement.name} {chosen[name]} was chosen: its newest, {newest}, has no wheel for the "
+                         f"nodes; ask for {requirement.name}=={newest} to have it built here from its source")
+    return notes
+
+
+def _newest_on_index(name: str) -> str | None:
+    """The newest release the index has of `name`, wheels or sources: pip's 'NAME (VERSION)'."""
+    result = subprocess.run([sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    found = re.search(rf"^{re.escape(name)} \((?P<version>[^)]+)\)", result.stdout, re.IGNORECASE | re.MULTILINE)
+    return found["version"] if result.returncode == 0 and found else None
 
 
 def _source_only(tail: list[str]) -> str | None:
