@@ -49,7 +49,8 @@ def pdsh_image(client, tmp_path_factory):
     subprocess.run(["apt-get", "download", *wanted], cwd=folder / "debs", check=True, capture_output=True)
     (folder / "Dockerfile").write_text(f"FROM {node_image.tags[0]}\nCOPY debs /tmp/debs\n"
                                        "RUN dpkg -i /tmp/debs/*.deb && rm -rf /tmp/debs && pdsh -V\n")
-    image, _ = client.images.build(path=str(folder), tag="lab-test-deepspeed:pdsh", network_mode="none", rm=True)
+    image, _ = client.images.build(path=str(folder), tag="lab-test-deepspeed:pdsh", network_mode="none", rm=True,
+                                     forcerm=True)
     yield image.tags[0]
     remove_with_descendants(client, image.id)
 
