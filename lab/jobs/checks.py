@@ -8,6 +8,7 @@ build one by hand with wrong values and expect failing checks.
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -161,6 +162,17 @@ def distinct_hosts(results: dict[int, dict], group_key: str, ngroups: int) -> Ch
 def expect_below(name: str, actual, bound) -> Check:
     passed = isinstance(actual, (int, float)) and isinstance(bound, (int, float)) and actual < bound
     return Check(name, passed, "" if passed else f"expected below {bound!r}, got {actual!r}")
+
+
+def trained_together(results: dict[int, dict], world: int, samples: int, batch: int) -> list[Check]:
+    """A data-parallel training run: every rank had its own shard of `samples` in batches of `batch` (its
+    'batches'), the replicas ended equal ('params_hash') and rank 0's loss fell ('first_loss', 'final_loss')."""
+    rank0 = results.get(0, {})
+    return [every_rank(f"every rank got its shard: ceil({samples} / {world} / {batch}) batches", results, "batches",
+                       math.ceil(samples / world / batch)),
+            same_value("parameters identical on all ranks after training", results, "params_hash"),
+            expect_below("loss at the end is below the loss at the start", rank0.get("final_loss"),
+                         rank0.get("first_loss"))]
 
 
 def all_different(name: str, results: dict[int, dict], key: str) -> Check:
