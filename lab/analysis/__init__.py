@@ -1,2 +1,3 @@
-"""Understanding a run after it ran: its record, the stacks taken from it, the diagnosis, `lab explain`'s account,
-the timeline, the graph and the HTML report. lab/jobs/ runs jobs and writes the record; this package reads it."""
+"""Understanding a run after it ran: its record, the stacks and Flight Recorder dumps taken from it, the diagnosis,
+`lab explain`'s account and its line per rank, the timeline, the graph and the HTML report. lab/jobs/ runs jobs and
+writes the record; this package reads it."""
