@@ -31,6 +31,9 @@ def _line_buffered() -> None:
             stream.reconfigure(line_buffering=True, write_through=False)
 
 
+KEPT_ENTRIES = 64
+
+
 def _record_collectives(folder: str) -> None:
     identity = {"node": os.environ.get("LAB_NODE"), "pid": os.getpid(), "rank": None, "world_size": None}
     request = os.path.join(folder, "dump-request")
@@ -58,6 +61,7 @@ def _record_collectives(folder: str) -> None:
             return
         if not trace.get("entries"):
             return
+        trace["entries"] = trace["entries"][-KEPT_ENTRIES:]  # the last ones say where it is; the recorder holds 2000
         path = os.path.join(folder, f"{reason}-node{identity['node']}-pid{identity['pid']}.json")
         try:
             os.makedirs(folder, exist_ok=True)

@@ -19,6 +19,7 @@ from lab.jobs.transports import Transport
 
 LIVE_WAIT_SECONDS = 3.0  # how long a hung run's processes get to write what they hold
 QUIET_SECONDS = 0.6  # the hook looks for a request every 0.25 s: no new dump for this long means all have answered
+FIRST_DUMP_SECONDS = 1.0  # no dump at all by then: nothing of the run records collectives
 POLL_SECONDS = 0.1
 
 
@@ -35,7 +36,8 @@ class FlightRecording:
 
     def dump_live(self) -> None:
         """Ask every live process of the run to write its recorder, and give them a moment: until no new dump has
-        come for QUIET_SECONDS after the first, or LIVE_WAIT_SECONDS (no process of the run uses torch.distributed)."""
+        come for QUIET_SECONDS after the first, FIRST_DUMP_SECONDS when none comes (no process of the run uses
+        torch.distributed), LIVE_WAIT_SECONDS at most."""
         self.host_dir.mkdir(parents=True, exist_ok=True)
         (self.host_dir / "dump-request").write_text(str(time.time()))
         start = time.monotonic()
@@ -44,13 +46,14 @@ class FlightRecording:
             count = len(list(self.host_dir.glob("live-*.json")))
             if count > seen:
                 seen, last_new = count, time.monotonic()
-            elif last_new is not None and time.monotonic() - last_new >= QUIET_SECONDS:
+            elif time.monotonic() - (last_new or start) >= (QUIET_SECONDS if last_new else FIRST_DUMP_SECONDS):
                 return
             time.sleep(POLL_SECONDS)
 
-    def keep(self, destination: Path) -> None:
-        """Move the dumps into the run record (nothing when no process used torch.distributed)."""
-        dumps = sorted(self.host_dir.glob("*.json")) if self.host_dir.is_dir() else []
+    def keep(self, destination: Path | None) -> None:
+        """Move the dumps into the run record (`destination`; None: the run passed, nothing to understand), and
+        clear the shared folder."""
+        dumps = sorted(self.host_dir.glob("*.json")) if self.host_dir.is_dir() and destination else []
         if dumps:
             destination.mkdir(parents=True, exist_ok=True)
             for dump in dumps:

@@ -156,8 +156,10 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
             transport.kill(index, process_run_id, "all")
         raise
     finally:
-        if flight is not None:
-            flight.keep(stacks_dir / FLIGHT_FOLDER)
+        if flight is not None:  # a run that ended well by itself keeps no recorders
+            ended_well = (stopped_at is None and len(exit_codes) == len(commands)
+                          and all(code == 0 for code in exit_codes.values()))
+            flight.keep(None if ended_well else stacks_dir / FLIGHT_FOLDER)
     if any(code != 0 for code in exit_codes.values()):  # cut off or killed: was it the engine, or the lab taken down?
         transport.check_alive()
     exit_codes.update({index: None for index in killed_by_lab})

@@ -76,3 +76,23 @@ def test_a_process_that_never_uses_torch_distributed_writes_nothing(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.stdout == "False\n" and result.stderr == ""  # the hook imported no torch either
     assert not (tmp_path / "flight").exists()
+
+
+def test_a_run_that_passed_keeps_no_recorders_and_one_that_did_not_keeps_them(tmp_path):
+    shared = tmp_path / "shared" / "flight" / "run1"
+    recording = FlightRecording("/lab/shared/flight/run1", shared)
+    shared.mkdir(parents=True)
+    (shared / "exit-node0-pid7.json").write_text("{}")
+    recording.keep(None)
+    assert not shared.exists()
+    shared.mkdir(parents=True)
+    (shared / "exit-node0-pid7.json").write_text("{}")
+    recording.keep(tmp_path / "record" / "flight")
+    assert [path.name for path in (tmp_path / "record" / "flight").iterdir()] == ["exit-node0-pid7.json"]
+    assert recording.env({"A": "1"}) == {"A": "1", "LAB_FLIGHT_DIR": "/lab/shared/flight/run1"}
+
+
+def test_asking_a_run_that_records_nothing_costs_about_a_second(tmp_path):
+    started = time.monotonic()
+    FlightRecording(str(tmp_path), tmp_path).dump_live()
+    assert time.monotonic() - started < 2.5  # not the full wait: no process answered at all
