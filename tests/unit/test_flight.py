@@ -91,8 +91,3 @@ def test_a_run_that_passed_keeps_no_recorders_and_one_that_did_not_keeps_them(tm
     assert [path.name for path in (tmp_path / "record" / "flight").iterdir()] == ["exit-node0-pid7.json"]
     assert recording.env({"A": "1"}) == {"A": "1", "LAB_FLIGHT_DIR": "/lab/shared/flight/run1"}
 
-
-def test_asking_a_run_that_records_nothing_costs_about_a_second(tmp_path):
-    started = time.monotonic()
-    FlightRecording(str(tmp_path), tmp_path).dump_live()
-    assert time.monotonic() - started < 2.5  # not the full wait: no process answered at all
