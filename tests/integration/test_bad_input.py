@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -98,8 +99,10 @@ def test_port_clash_on_master(client, unharmed):
     node0.exec_run(["python", "-c", holder], detach=True)
     try:
         for _ in range(50):
-            if b":7373" in node0.exec_run(["cat", "/proc/net/tcp"]).output:  # 29555 = 0x7373, listening
+            tables = node0.exec_run(["cat", "/proc/net/tcp"]).output
+            if b":7373" in tables and b":733C" in tables:  # 29555 = 0x7373 and 29500 = 0x733C, both listening
                 break
+            time.sleep(0.1)
         assert_one_line_error(lab("run", "exercise01", "--name", unharmed, "--master-port", "29555"), 7,
                               "port 29555 is already in use on node0", "--master-port")
         chosen = lab("exec", "--name", unharmed, "--", "sh", "-c", "echo CHOSEN=$MASTER_PORT")
