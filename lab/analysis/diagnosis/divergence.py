@@ -89,6 +89,10 @@ def duplicate_rank_findings(ctx: Context) -> list[Finding]:
         _own_rank_fix(ctx))]
 
 
+# gloo's and NCCL's words for a collective that waited past the process group's timeout.
+COLLECTIVE_TIMEOUT = re.compile(r"[Tt]imed out waiting|[Tt]imeout|timed out", re.IGNORECASE)
+
+
 def _claimed_twice(ctx: Context) -> list[Finding]:
     """From the stacks of a hang: two processes passed the same rank to init_process_group."""
     claims: dict[int, list[InitCall]] = {}
@@ -154,10 +158,12 @@ def _number(text: str | None) -> int | None:
 
 
 def late_rank_findings(ctx: Context) -> list[Finding]:
-    """A rank gave up waiting at the rendezvous while another was alive but busy outside torch.distributed (its
-    stack, taken before the lab stopped it, says where): late, not lost."""
+    """A rank gave up waiting, at the rendezvous or in a collective, while another was alive but busy outside
+    torch.distributed (its stack, taken before the lab stopped it, says where): late, not lost."""
     gave_up = next((line for line in ctx.lines if JOINED.search(line.text) or STORE_WAIT.search(line.text)), None)
-    if gave_up is None:
+    timed_out = next((tb for tb in ctx.tracebacks if tb.collective() and tb.collective() != "init_process_group"
+                      and COLLECTIVE_TIMEOUT.search(tb.message)), None)
+    if gave_up is None and timed_out is None:
         return []
     for process in ctx.evidence.processes:
         where = process.waiting() if process.role != "agent" else None
@@ -165,14 +171,27 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
             continue
         frame = where.user_frame
         who = f"rank {process.rank}" if process.rank is not None else "a process"
+        if gave_up is not None:
+            return [Finding(
+                "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
+                             f"({frame.file}:{frame.line}) when node{gave_up.node} gave up waiting for it at the "
+                             "rendezvous",
+                f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
+                f"node{gave_up.node}: " + gave_up.text.strip()[:200], process.node, process.rank,
+                "join the process group before slow start-up work (or do that work after init_process_group), or "
+                "give init_process_group a timeout longer than the slowest rank's start "
+                "(timeout=datetime.timedelta(...); torchrun: --rdzv-conf join_timeout=...)")]
+        waiter = f"rank {timed_out.rank}" if timed_out.rank is not None else f"node{timed_out.node}"
         return [Finding(
             "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
-                         f"({frame.file}:{frame.line}) when node{gave_up.node} gave up waiting for it at the rendezvous",
-            f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); node{gave_up.node}: "
-            + gave_up.text.strip()[:200], process.node, process.rank,
-            "join the process group before slow start-up work (or do that work after init_process_group), or give "
-            "init_process_group a timeout longer than the slowest rank's start (timeout=datetime.timedelta(...); "
-            "torchrun: --rdzv-conf join_timeout=...)")]
+                         f"({frame.file}:{frame.line}) when {waiter} gave up waiting for it in "
+                         f"{timed_out.collective()}",
+            f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
+            f"{timed_out.line.where()}: {timed_out.exc_type}: {timed_out.message.split('. ')[0]}"[:400],
+            process.node, process.rank,
+            "give every rank the same work between collectives, or make the slow part (loading, a checkpoint, an "
+            "evaluation on one rank) shorter than the process group's timeout: a longer timeout= for "
+            "init_process_group, prefetching data, or every rank waiting at a barrier for the slow one")]
     return []
 
 
