@@ -134,6 +134,15 @@ def test_a_rank_alive_but_late_to_the_rendezvous(two_nodes):
 
 
 @pytest.mark.slow
+def test_a_rank_late_to_a_collective_in_the_middle_of_training(two_nodes):
+    """Rank 1 reloads a shard for 6 x PG_TIMEOUT at step 3; rank 0 gives up in all_reduce: its stack says where
+    rank 1 was."""
+    record = run_failing("exec", two_nodes, "slow_rank_mid_training.py")
+    top = assert_diagnosed(record, "late-rank", 1, 1, "in reload_shard at", ENDS_BY_ITSELF)
+    assert "gave up waiting for it in all_reduce" in top["title"] and "timeout" in top["fix"]
+
+
+@pytest.mark.slow
 def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
     record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
     top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",
