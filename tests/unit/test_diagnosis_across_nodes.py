@@ -161,6 +161,21 @@ def test_a_rank_alive_but_late_is_named_with_where_it_was():
     assert "timeout" in found.fix and "run it again" not in found.fix
 
 
+def test_a_rank_late_to_a_collective_is_named_with_where_it_was():
+    found = top("slow_rank_mid_training", stopped="node0 failed")
+    assert (found.cause, found.node, found.rank) == ("late-rank", 1, 1)
+    assert found.title.startswith("rank 1 on node1 was alive but late: still in reload_shard (")
+    assert found.title.endswith("when rank 0 gave up waiting for it in all_reduce")
+    assert "Timed out waiting 5000ms for recv operation" in found.evidence and "prefetching" in found.fix
+
+
+def test_a_collective_timeout_without_the_late_ranks_stack_is_not_called_late():
+    evidence = sample("slow_rank_mid_training", stopped="node0 failed")
+    evidence.processes = []
+    causes = [finding.cause for finding in diagnose(evidence)]
+    assert "late-rank" not in causes and causes[0] == "collective-timeout"
+
+
 def test_without_its_stack_a_missing_rank_is_not_called_late():
     evidence = sample("late_rank", stopped="node0 failed")
     evidence.processes = []
