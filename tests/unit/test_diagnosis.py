@@ -429,6 +429,48 @@ def test_a_module_missing_on_every_node_is_not_called_a_difference():
     assert causes(alone)[0] == "import-error"
 
 
+# node1 runs another version of transformers (a name the script imports is not in it) and another numpy.
+OTHER_VERSION_ON_NODE1 = """\
+[rank1]:Traceback (most recent call last):
+[rank1]:  File "/lab/shared/runs/r1/work/train.py", line 3, in <module>
+[rank1]:    from transformers import Qwen3Config
+[rank1]:ImportError: cannot import name 'Qwen3Config' from 'transformers' (/opt/lab-venv/lib/python3.11/site-packages/transformers/__init__.py)
+"""
+ATTRIBUTE_AT_TOP = """\
+Traceback (most recent call last):
+  File "/lab/shared/runs/r1/work/train.py", line 4, in <module>
+    DTYPE = numpy.float128x
+AttributeError: module 'numpy' has no attribute 'float128x'
+"""
+ATTRIBUTE_IN_A_FUNCTION = """\
+Traceback (most recent call last):
+  File "/lab/shared/runs/r1/work/train.py", line 20, in <module>
+    main()
+  File "/lab/shared/runs/r1/work/train.py", line 12, in main
+    if rank == 1: numpy.float128x
+AttributeError: module 'numpy' has no attribute 'float128x'
+"""
+
+
+def test_a_name_missing_from_a_package_on_some_nodes_only_is_a_version_difference():
+    top = diagnose(lab_run("step 1 done", OTHER_VERSION_ON_NODE1, exit_codes=[None, 1], stopped="node1 failed"))[0]
+    assert (top.cause, top.node, top.rank) == ("package-version-differs", 1, 1)
+    assert top.title == "'transformers' differs between the nodes: on node1 it has no 'Qwen3Config', which the other " \
+                        "nodes got past"
+    assert "lab doctor --package transformers" in top.fix
+    top = diagnose(lab_run("step 1 done", ATTRIBUTE_AT_TOP, exit_codes=[None, 1], stopped="node1 failed"))[0]
+    assert top.cause == "package-version-differs" and "'numpy'" in top.title and "'float128x'" in top.title
+
+
+def test_a_name_missing_everywhere_or_on_one_rank_path_is_no_version_difference():
+    everywhere = diagnose(lab_run(OTHER_VERSION_ON_NODE1, OTHER_VERSION_ON_NODE1))
+    assert causes(everywhere)[0] == "import-error" and "package-version-differs" not in causes(everywhere)
+    one_path = diagnose(lab_run("step 1 done", ATTRIBUTE_IN_A_FUNCTION, exit_codes=[None, 1], stopped="node1 failed"))
+    assert causes(one_path)[0] == "rank-crashed"  # a branch only rank 1 takes: the same numpy everywhere may lack it
+    alone = diagnose(lab_run(OTHER_VERSION_ON_NODE1))
+    assert causes(alone)[0] == "import-error"
+
+
 def test_import_error_rank_from_torchrun_report_when_lines_have_no_prefix():
     log = IMPORT_ERROR + "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n" \
                          "  exitcode  : 1 (pid: 26955)\n"

@@ -23,10 +23,11 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "diagnose", "evidence
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "package-missing-on-nodes", "import-error", "script-not-found", "bad-arguments", "process-group-not-initialized",
-    "duplicate-rank", "late-rank", "world-size-mismatch", "ddp-parameter-mismatch", "ddp-unused-parameters",
-    "shape-mismatch", "collective-mismatch", "rank-crashed", "uneven-collectives", "process-killed",
-    "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit",
+    "package-missing-on-nodes", "package-version-differs", "import-error", "script-not-found", "bad-arguments",
+    "process-group-not-initialized", "duplicate-rank", "late-rank", "world-size-mismatch", "ddp-parameter-mismatch",
+    "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "rank-crashed", "uneven-collectives",
+    "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
+    "nonzero-exit",
 ]
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}

@@ -24,6 +24,15 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         at = f" at {frame.file}:{frame.line} in {frame.function}" if frame else ""
         where = f"node{tb.node}" + (f" rank {rank}" if rank is not None else "")
         evidence = f"{where}: {tb.exc_type}: {tb.message}"[:400] + at
+        if differs := _version_difference(ctx, tb):
+            module, name, nodes = differs
+            found.append(Finding(
+                "package-version-differs", f"'{module}' differs between the nodes: on {nodes} it has no '{name}', "
+                "which the other nodes got past", evidence, tb.node, rank,
+                f"give every node the same version of '{module}' (or the same copy of your code): on a lab, pin it "
+                f"(`lab up --pip {module}==VERSION --recreate`); `lab doctor --package {module}` names the node "
+                "whose version differs; on real hosts, install on every host what the others have"))
+            continue
         if tb.short_type in START_ERRORS:
             missing = re.search(r"No module named '([^'.]+)", tb.message)
             lacking = _nodes_lacking(ctx, missing.group(1)) if missing else set()
@@ -47,6 +56,27 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                                                  f"{tb.short_type}{at}", evidence, tb.node, rank,
                                  fix + "; the other ranks' connection errors and timeouts follow from it"))
     return found
+
+
+# What a module of another version says: a name it does not have (an import, or an attribute of the module).
+NOT_IN_MODULE = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<module>[^'.]+)[^']*'"
+                           r"|module '(?P<module2>[^'.]+)[^']*' has no attribute '(?P<name2>[^']+)'")
+
+
+def _version_difference(ctx: Context, tb) -> tuple[str, str, str] | None:
+    """(module, missing name, 'node1, ...') when a name is missing from a module on some nodes only, at an import
+    or at the script's top level (code every rank runs alike, so the others got past it); None otherwise."""
+    found = NOT_IN_MODULE.search(tb.message) if tb.short_type in ("ImportError", "AttributeError") else None
+    if found is None or not ctx.multi_node:
+        return None
+    frame = tb.user_frame()
+    if tb.short_type == "AttributeError" and (frame is None or frame.function != "<module>"):
+        return None  # inside a function the ranks may take different paths: not evidence of different versions
+    module, name = found["module"] or found["module2"], found["name"] or found["name2"]
+    failing = {other.node for other in ctx.tracebacks if f"'{module}" in other.message and f"'{name}'" in other.message}
+    if failing >= {node.index for node in ctx.evidence.nodes}:
+        return None  # no node has it: a plain error, not a difference
+    return module, name, ", ".join(f"node{index}" for index in sorted(failing))
 
 
 def _nodes_lacking(ctx: Context, module: str) -> set[int]:
