@@ -94,7 +94,9 @@ def test_port_clash_on_master(client, unharmed):
     """A port something holds on node0 (seen from this machine in the node's /proc tables, or from inside it) is
     refused when asked for, and passed over when the lab chooses."""
     node0 = client.containers.get(f"lab-{unharmed}-node0")
-    holder = ("import socket, time\nfor port in (29555, 29500):\n    s = socket.socket(); s.bind(('', port)); "
+    # SO_REUSEADDR: earlier runs on this lab leave 29500 in TIME_WAIT, which a plain bind refuses
+    holder = ("import socket, time\nfor port in (29555, 29500):\n    s = socket.socket(); "
+              "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('', port)); "
               "s.listen(); globals()[f's{port}'] = s\ntime.sleep(120)")
     node0.exec_run(["python", "-c", holder], detach=True)
     try:
@@ -103,6 +105,8 @@ def test_port_clash_on_master(client, unharmed):
             if b":7373" in tables and b":733C" in tables:  # 29555 = 0x7373 and 29500 = 0x733C, both listening
                 break
             time.sleep(0.1)
+        else:
+            pytest.fail(f"the port holder never listened on node0: {tables.decode()}")
         assert_one_line_error(lab("run", "exercise01", "--name", unharmed, "--master-port", "29555"), 7,
                               "port 29555 is already in use on node0", "--master-port")
         chosen = lab("exec", "--name", unharmed, "--", "sh", "-c", "echo CHOSEN=$MASTER_PORT")
