@@ -35,6 +35,8 @@ KEPT_ENTRIES = 64
 
 
 def _record_collectives(folder: str) -> None:
+    # The rank as torch.distributed says it while the group lives (a job that ends with destroy_process_group
+    # before this thread looked falls back on torchrun's RANK).
     identity = {"node": os.environ.get("LAB_NODE"), "pid": os.getpid(), "rank": None, "world_size": None}
     request = os.path.join(folder, "dump-request")
 
@@ -54,6 +56,8 @@ def _record_collectives(folder: str) -> None:
         if distributed() is None:
             return
         learn_rank()
+        if identity["rank"] is None and os.environ.get("RANK", "").isdigit():
+            identity["rank"], identity["world_size"] = int(os.environ["RANK"]), os.environ.get("WORLD_SIZE")
         try:
             from torch._C._distributed_c10d import _dump_fr_trace_json
             trace = json.loads(_dump_fr_trace_json(True, False))  # collectives, not only the active ones

@@ -19,6 +19,7 @@ for step in range(int(sys.argv[3])):
     dist.all_reduce(torch.ones(4))
 print("done", flush=True)
 time.sleep(float(sys.argv[4]))
+dist.destroy_process_group()  # without it gloo's threads may abort the exit (SIGABRT), the recorder or not
 """
 
 
@@ -28,23 +29,32 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(tmp_path: Path, rank: int, port: int, collectives: int, linger: float = 0) -> subprocess.Popen:
+def start(tmp_path: Path, rank: int, port: int, collectives: int, linger: float = 0,
+          env_rank: bool = False) -> subprocess.Popen:
     script = tmp_path / "job.py"
     script.write_text(JOB)
     env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
-           "LAB_NODE": str(rank)}
+           "LAB_NODE": str(rank), **({"RANK": str(rank), "WORLD_SIZE": "2"} if env_rank else {})}
     return subprocess.Popen([sys.executable, str(script), str(port), str(rank), str(collectives), str(linger)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_each_process_writes_its_collectives_when_it_ends(tmp_path):
     port = free_port()
-    processes = [start(tmp_path, rank, port, 3) for rank in (0, 1)]
+    processes = [start(tmp_path, rank, port, 3, linger=1) for rank in (0, 1)]  # the hook looks every 0.25 s
     assert [process.wait(timeout=120) for process in processes] == [0, 0], [p.stdout.read() for p in processes]
     traces = load_traces(tmp_path / "flight")
     assert [(trace.rank, trace.node, trace.world_size, trace.reached, trace.live) for trace in traces] == [
         (0, 0, 2, 3, False), (1, 1, 2, 3, False)]
     assert str(traces[0].last) == "#3 all_reduce float[4]" and traces[0].waiting_in is None
+
+
+def test_a_job_too_quick_for_the_hook_to_see_its_rank_takes_torchruns_rank(tmp_path):
+    """Joined, reduced and destroyed the group before the hook's first look: the rank comes from RANK."""
+    port = free_port()
+    processes = [start(tmp_path, rank, port, 2, env_rank=True) for rank in (0, 1)]
+    assert [process.wait(timeout=120) for process in processes] == [0, 0], [p.stdout.read() for p in processes]
+    assert sorted(trace.rank for trace in load_traces(tmp_path / "flight")) == [0, 1]
 
 
 def test_a_hung_process_writes_what_it_waits_in_when_the_lab_asks(tmp_path):
