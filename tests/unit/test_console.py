@@ -157,11 +157,16 @@ def test_a_job_keeps_the_users_pythonpath_and_sitecustomize(tmp_path):
 
 
 def test_ctrl_c_while_a_finished_command_prints_its_result_is_ignored_then_armed_again():
-    with done_already():
-        os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt at the next bytecode
-        printed = "lab 'demo' up in 2.4 s"
-    assert printed and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    with pytest.raises(KeyboardInterrupt):
-        os.kill(os.getpid(), signal.SIGINT)
-        for _ in range(1000):
-            pass
+    # Armed as in an interactive shell: a suite started in the background begins with SIGINT ignored.
+    started_with = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with done_already():
+            os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt at the next bytecode
+            printed = "lab 'demo' up in 2.4 s"
+        assert printed and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                pass
+    finally:
+        signal.signal(signal.SIGINT, started_with)
