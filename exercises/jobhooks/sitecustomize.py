@@ -69,8 +69,12 @@ def _record_collectives(folder: str) -> None:
         path = os.path.join(folder, f"{reason}-node{identity['node']}-pid{identity['pid']}.json")
         try:
             os.makedirs(folder, exist_ok=True)
+            # At exit: whether an exception ended the process (the interpreter keeps it in sys.last_value), so the
+            # lab tells a rank that finished its work from one that failed.
+            failed = getattr(sys, "last_value", None) if reason == "exit" else None
             with open(path + ".tmp", "w") as out:
-                json.dump({**identity, "reason": reason, "time": time.time(), "trace": trace}, out)
+                json.dump({**identity, "reason": reason, "time": time.time(),
+                           "exception": type(failed).__name__ if failed is not None else None, "trace": trace}, out)
             os.replace(path + ".tmp", path)
         except OSError:
             pass

@@ -47,6 +47,12 @@ class RankTrace:
     reached: int  # the sequence number of the last collective it entered (0: none)
     last: Collective | None
     waiting_in: Collective | None  # live dumps only: the collective it had entered and not finished
+    exception: str | None = None  # the exception that ended the process (its last words), if one did
+
+    @property
+    def ended_without_error(self) -> bool:
+        """Its last words were written as it ended, and no exception ended it (a kill writes none)."""
+        return not self.live and self.exception is None
 
     @property
     def key(self) -> tuple[int | None, int]:
@@ -67,7 +73,8 @@ def read_trace(data: dict) -> RankTrace | None:
     return RankTrace(_int(data.get("node")), int(data.get("pid") or 0), _int(data.get("rank")),
                      _int(data.get("world_size")), live,
                      max(_int(status.get("last_enqueued_collective")) or 0, collectives[-1].seq),
-                     collectives[-1], pending[0] if live and pending else None)
+                     collectives[-1], pending[0] if live and pending else None,
+                     str(data["exception"]) if data.get("exception") else None)
 
 
 def load_traces(folder: Path) -> list[RankTrace]:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, TRACEBACK_START
-from lab.analysis.flight import FLIGHT_FOLDER, load_traces
+from lab.analysis.flight import FLIGHT_FOLDER, RankTrace, load_traces
 from lab.analysis.record import RunRecord, StepRecord
 from lab.analysis.stacks import ProcessStack, load_stacks
 from lab.analysis.timeline import exit_text
@@ -25,7 +25,7 @@ NOT_THE_JOBS_OWN = re.compile(r"^\[[WEIF]\d{4} |^frame #\d+|^Exception raised fr
 class RankLine:
     rank: int
     node: int | None
-    ended: str  # 'exit 0', 'exit 1', 'SIGKILL', 'stopped by the lab'
+    ended: str  # 'exit 0', 'exit 1', 'SIGKILL', 'stopped by the lab', 'ended without an error'
     waiting: str | None = None  # where its stack stood when the lab stopped the run: 'all_reduce (train.py:19)'
     reached: int | None = None  # the last collective it entered (Flight Recorder sequence number)
     collective: str | None = None  # that collective: '#9 all_reduce float[9]'
@@ -80,18 +80,20 @@ def rank_lines(record: RunRecord, step: StepRecord) -> list[RankLine]:
         trace, stack = traces.get((rank, node)), stacks.get((rank, node))
         said = [line.text for line in lines if line.node == node and (line.rank == rank or nproc == 1)]
         found.append(RankLine(
-            rank, node, _ended(rank, node, step, reported, nproc), _waiting(stack),
+            rank, node, _ended(rank, node, step, reported, nproc, trace), _waiting(stack),
             trace.reached if trace else None, str(trace.waiting_in or trace.last) if trace and trace.last else None,
             bool(trace and trace.waiting_in), furthest - trace.reached if trace else 0, _last_output(said)))
     return found if len(found) > 1 else []
 
 
-def _ended(rank: int, node: int | None, step: StepRecord, reported: dict, nproc: int) -> str:
+def _ended(rank: int, node: int | None, step: StepRecord, reported: dict, nproc: int, trace: RankTrace | None) -> str:
     if (rank, node) in reported:
         return exit_text(reported[(rank, node)])
     code = step.exit_codes.get(node, "?") if node is not None else "?"
     if code == "?":
         return "exit unknown"
+    if code is None and trace is not None and trace.ended_without_error:
+        return "ended without an error"  # its node (torchrun's agent) was still waiting for the others' when stopped
     if nproc == 1 or code in (0, None):
         return "exit 0" if code == 0 else exit_text(code)
     return f"its node exited {code}"

@@ -25,13 +25,13 @@ SLACK = 15  # the stop itself: stacks, kills, streams closing
 FAST_FAIL = ("PG_TIMEOUT=5",)  # every wait in the scripts, in seconds
 
 
-def job_args(how: str, lab_name: str, script: str, timeout: int, env=FAST_FAIL, args=()) -> list[str]:
+def job_args(how: str, lab_name: str, script: str, timeout: int, env=FAST_FAIL, args=(), nproc: int = 1) -> list[str]:
     """The `lab` command line a user would type to run tests/failures/SCRIPT on the lab, asking for the record."""
     common = ["--name", lab_name, "--timeout", str(timeout), "--json",
               *[option for pair in env for option in ("--env", pair)]]
     if how == "exec":
         return ["exec", *common, "--copy", str(FAILURES / script), "--", "python", script, *args]
-    return ["torchrun", "--nproc-per-node", "1", *common, str(FAILURES / script), *args]
+    return ["torchrun", "--nproc-per-node", str(nproc), *common, str(FAILURES / script), *args]
 
 
 def run_failing(how: str, lab_name: str, script: str, timeout: int = ENDS_BY_ITSELF, **kwargs) -> dict:
@@ -110,6 +110,17 @@ def test_a_rank_with_less_data_finishes_while_the_other_waits(two_nodes):
     top = assert_diagnosed(record, "uneven-collectives", 0, 0, "node1: exit 0", ENDS_BY_ITSELF)
     assert "Join" in top["fix"] and "died" not in top["fix"]
     assert "collectives (Flight Recorder): rank 0 reached #" in top["evidence"], top  # written as each process ended
+
+
+@pytest.mark.slow
+def test_the_ranks_of_a_node_that_finished_early_under_torchrun(two_nodes):
+    """2 processes per node: node0's ranks leave a batch early, node0's torchrun waits for node1's and no node exits 0."""
+    record = run_failing("torchrun", two_nodes, "uneven_shards_per_node.py", nproc=2)
+    top = record["diagnosis"][0]
+    assert (top["cause"], top["node"]) == ("uneven-collectives", 1) and top["rank"] in (2, 3), top
+    assert top["title"].startswith("rank 0 and rank 1 (node0) finished without an error"), top
+    assert "rank 0 reached #" in top["evidence"] and lab_json("explain", record["run_id"]) == record["diagnosis"]
+    assert "ended without an error" in lab("explain", record["run_id"]).stdout
 
 
 @pytest.mark.slow

@@ -52,6 +52,32 @@ def test_uneven_collectives_need_a_node_that_finished():
     assert "uneven-collectives" not in causes and causes[0] == "peer-lost"
 
 
+def test_ranks_that_left_while_their_node_waited_for_the_others_are_named():
+    """Under torchrun with 2 processes per node, node0's ranks finished a batch early; node0's torchrun (holding the
+    rendezvous) then waited for node1's until the lab stopped it, so no node exited 0: each rank's recorder, written
+    as it ended without an exception, says who left."""
+    found = top("uneven_shards_per_node", nproc_per_node=2)
+    assert (found.cause, found.node) == ("uneven-collectives", 1) and found.rank in (2, 3)
+    assert found.title.startswith("rank 0 and rank 1 (node0) finished without an error while node1 rank ")
+    assert "uneven_shards_per_node.py:24" in found.title and "Join" in found.fix
+    assert "rank 0 reached #8 all_reduce float[9]" in found.evidence and "rank 2 reached #9" in found.evidence
+
+
+def _traces_changed(name: str, **changes) -> list:
+    return [replace(trace, **changes) if trace.node == 0 else trace
+            for trace in load_traces(SAMPLES / name / "flight")]
+
+
+@pytest.mark.parametrize("changes", [{"exception": "KeyError"}, {"reached": 9}],
+                         ids=["an exception ended them", "they went as far as the waiting ranks"])
+def test_ranks_that_did_not_leave_early_are_not_uneven(changes):
+    """The same run, but node0's ranks ended by an exception (a crash, not a normal end), or their recorders reached
+    the collective node1's ranks failed in: nothing says they ran fewer collectives."""
+    evidence = sample("uneven_shards_per_node", nproc_per_node=2)
+    evidence = replace(evidence, traces=_traces_changed("uneven_shards_per_node", **changes))
+    assert "uneven-collectives" not in [finding.cause for finding in diagnose(evidence)]
+
+
 def test_a_service_answering_on_the_rendezvous_port_is_named():
     found = top("rendezvous_on_a_service_port")
     assert (found.cause, found.node) == ("wrong-service-on-port", 1)

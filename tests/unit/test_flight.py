@@ -20,6 +20,8 @@ for step in range(int(sys.argv[3])):
 print("done", flush=True)
 time.sleep(float(sys.argv[4]))
 dist.destroy_process_group()  # without it gloo's threads may abort the exit (SIGABRT), the recorder or not
+if len(sys.argv) > 5:
+    raise RuntimeError(sys.argv[5])
 """
 
 
@@ -30,12 +32,13 @@ def free_port() -> int:
 
 
 def start(tmp_path: Path, rank: int, port: int, collectives: int, linger: float = 0,
-          env_rank: bool = False) -> subprocess.Popen:
+          env_rank: bool = False, fail: str | None = None) -> subprocess.Popen:
     script = tmp_path / "job.py"
     script.write_text(JOB)
     env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
            "LAB_NODE": str(rank), **({"RANK": str(rank), "WORLD_SIZE": "2"} if env_rank else {})}
-    return subprocess.Popen([sys.executable, str(script), str(port), str(rank), str(collectives), str(linger)], env=env,
+    return subprocess.Popen([sys.executable, str(script), str(port), str(rank), str(collectives), str(linger),
+                             *([fail] if fail else [])], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -47,6 +50,16 @@ def test_each_process_writes_its_collectives_when_it_ends(tmp_path):
     assert [(trace.rank, trace.node, trace.world_size, trace.reached, trace.live) for trace in traces] == [
         (0, 0, 2, 3, False), (1, 1, 2, 3, False)]
     assert str(traces[0].last) == "#3 all_reduce float[4]" and traces[0].waiting_in is None
+
+
+def test_a_process_ended_by_an_exception_says_so_in_its_last_words(tmp_path):
+    """What tells a rank that finished its work (and left early) from one that failed after the same collectives."""
+    port = free_port()
+    processes = [start(tmp_path, 0, port, 2, linger=1), start(tmp_path, 1, port, 2, linger=1, fail="bad label")]
+    assert [process.wait(timeout=120) for process in processes] == [0, 1], [p.stdout.read() for p in processes]
+    traces = load_traces(tmp_path / "flight")
+    assert [(trace.rank, trace.exception, trace.ended_without_error) for trace in traces] == [
+        (0, None, True), (1, "RuntimeError", False)]
 
 
 def test_a_job_too_quick_for_the_hook_to_see_its_rank_takes_torchruns_rank(tmp_path):

@@ -196,37 +196,81 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
 
 
 def uneven_findings(ctx: Context) -> list[Finding]:
-    """A node whose ranks all finished (exit 0) while another's still waited in a collective (a peer gone, a
-    timeout, stopped, or still there when the lab stopped the run): the ranks ran different numbers of collectives,
-    none of them crashed. The Flight Recorder, where the run has it, says how many each one ran."""
-    finished = [node.index for node in ctx.evidence.nodes if node.exit_code == 0]
-    if not finished or not ctx.multi_node:
+    """Ranks that finished normally while others still waited in a collective (a peer gone, a timeout, stopped, or
+    still there when the lab stopped the run): the ranks ran different numbers of collectives, none of them crashed.
+    The Flight Recorder, where the run has it, says how many each one ran."""
+    if not ctx.multi_node:
         return []
-    done = ", ".join(f"node{index}" for index in finished)
-    waiting = [tb for tb in ctx.tracebacks if tb.node not in finished and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
+    finished_nodes = [node.index for node in ctx.evidence.nodes if node.exit_code == 0]
+    finished_ranks = [] if finished_nodes else _ranks_that_finished(ctx)
+    if not finished_nodes and not finished_ranks:
+        return []
+    left = set(finished_ranks)
+
+    def still_there(node: int, rank: int | None) -> bool:
+        return node not in finished_nodes and (rank is None or rank not in left)
+
+    waiting = [tb for tb in ctx.tracebacks if still_there(tb.node, tb.rank)
+               and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
+    stuck = None if waiting else next(
+        (process for process in ctx.evidence.processes if still_there(process.node, process.rank)
+         and process.role != "agent" and (where := process.waiting()) and where.in_distributed_call), None)
+    if finished_ranks:
+        # what each rank's recorder says must agree: the waiting rank went further than every rank that left
+        behind = max(trace.reached for trace in ctx.evidence.traces if trace.rank in left)
+        further = {trace.rank for trace in ctx.evidence.traces if trace.rank is not None and trace.reached > behind}
+        waiting = [tb for tb in waiting if tb.rank in further]
+        stuck = stuck if stuck is not None and stuck.rank in further else None
+        done = " and ".join(f"rank {rank}" for rank in finished_ranks) + f" ({_nodes_of(ctx, finished_ranks)}) " \
+            "finished without an error"
+        said_done = done.replace(" finished without an error", ": ended without an error (their Flight Recorder, "
+                                                                "written as they ended)")
+    else:
+        done = ", ".join(f"node{index}" for index in finished_nodes) + " finished (exit 0)"
+        said_done = ", ".join(f"node{index}" for index in finished_nodes) + ": exit 0"
     if waiting:
         tb = waiting[0]
         frame = tb.user_frame()
         node, rank, at = tb.node, tb.rank, f" at {frame.file}:{frame.line}" if frame else ""
-        said = (f"{done}: exit 0; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
+        said = (f"{said_done}; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
                 + f": {tb.exc_type}: {tb.message.split('. ')[0]}"[:300])
-    else:
-        stuck = next((process for process in ctx.evidence.processes if process.node not in finished
-                      and process.role != "agent" and (where := process.waiting()) and where.in_distributed_call),
-                     None)
-        if stuck is None or not (ctx.evidence.timed_out or ctx.evidence.stopped):
-            return []
+    elif stuck is not None and (ctx.evidence.timed_out or ctx.evidence.stopped):
         where = stuck.waiting()
         node, rank = stuck.node, stuck.rank
         at = f" at {where.user_frame.file}:{where.user_frame.line}" if where.user_frame else ""
-        said = f"{done}: exit 0; node{stuck.node}" + (f" rank {stuck.rank}" if stuck.rank is not None else "") + \
+        said = f"{said_done}; node{stuck.node}" + (f" rank {stuck.rank}" if stuck.rank is not None else "") + \
             f": still in {where.call} when the lab stopped the run (its stack)"
+    else:
+        return []
+    who = f"node{node}" + (f" rank {rank}" if finished_ranks and rank is not None else "")
+    them = "them" if len(finished_ranks) > 1 else "it"
     return [Finding("uneven-collectives",
-                    f"{done} finished (exit 0) while node{node} still waited for it in a collective{at}: the ranks "
-                    "ran different numbers of collectives", said + _collectives_reached(ctx), node, rank,
+                    f"{done} while {who} still waited for {them} in a collective{at}: the ranks ran different "
+                    "numbers of collectives", said + _collectives_reached(ctx), node, rank,
                     "give every rank the same number of steps: shard with DistributedSampler (drop_last=True, or "
                     "padding), or wrap DDP's loop in torch.distributed.algorithms.Join([model]) for uneven inputs; "
-                    "never return or break early on one rank only")]
+                    "never return or break early on one rank only (decide early stopping together: all_reduce the "
+                    "flag)")]
+
+
+def _ranks_that_finished(ctx: Context) -> list[int]:
+    """Ranks of nodes whose own exit code does not tell (the lab stopped a node whose torchrun waited for the others,
+    or torchrun failed for its other ranks) that ended without an error: their recorder was written as they ended,
+    no exception ended them, no traceback of theirs is in the log and torchrun reported no failure of theirs."""
+    codes = {node.index: node.exit_code for node in ctx.evidence.nodes}
+    failed = {rank for exits in ctx.reports.values() for rank, code in exits if code != 0}
+    with_traceback = {tb.rank for tb in ctx.tracebacks if tb.rank is not None}
+    single = ctx.evidence.nproc_per_node == 1 and not ctx.reports
+    return sorted({trace.rank for trace in ctx.evidence.traces
+                   if trace.rank is not None and trace.ended_without_error and trace.rank not in failed
+                   and trace.rank not in with_traceback
+                   and not (single and codes.get(trace.node) not in (0, None))  # its own exit code says it failed
+                   and not any(tb.rank is None and tb.node == trace.node for tb in ctx.tracebacks)})
+
+
+def _nodes_of(ctx: Context, ranks: list[int]) -> str:
+    nodes = sorted({trace.node for trace in ctx.evidence.traces if trace.rank in ranks and trace.node is not None})
+    return ", ".join(f"node{node}" for node in nodes)
 
 
 def _collectives_reached(ctx: Context) -> str:
