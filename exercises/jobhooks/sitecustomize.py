@@ -13,6 +13,11 @@ default for gloo and NCCL: sequence number, operation, sizes, whether it complet
 asked. This writes them as JSON into LAB_FLIGHT_DIR when the process ends, and when the lab asks a hung run before
 stopping it: a thread waits for the request, as a Python signal handler would only run once the hung collective
 returned. torch is never imported here: a process that does not use torch.distributed writes nothing.
+
+Stack at SIGTERM (torchrun's workers, which have RANK): when one rank fails, torchrun ends the node's other ranks with
+SIGTERM at once, before the lab could take their stacks, yet where a rank was then (still in its own code, while the
+others timed out waiting for it) is the evidence of a late rank. faulthandler writes every thread's stack as the signal
+comes (in C, even from inside a long call) into a file opened at start, removed again when the process ends otherwise.
 """
 
 import atexit
@@ -20,6 +25,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -97,6 +103,32 @@ def _record_collectives(folder: str) -> None:
     atexit.register(dump, "exit")
 
 
+def _stack_when_terminated(folder: str) -> None:
+    import faulthandler
+
+    path = os.path.join(folder, f"term-node{os.environ.get('LAB_NODE')}-pid{os.getpid()}.txt")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        out = open(path, "w")
+        out.write(json.dumps({"node": os.environ.get("LAB_NODE"), "pid": os.getpid(), "rank": os.environ.get("RANK"),
+                              "local_rank": os.environ.get("LOCAL_RANK"), "argv": sys.argv,
+                              "main_thread": f"0x{threading.main_thread().ident:016x}"}) + "\n")
+        out.flush()
+        faulthandler.register(signal.SIGTERM, file=out, all_threads=True, chain=True)
+    except (OSError, ValueError, RuntimeError, AttributeError):
+        return
+
+    def ended_otherwise() -> None:
+        try:
+            faulthandler.unregister(signal.SIGTERM)
+            out.close()
+            os.remove(path)
+        except (OSError, ValueError):
+            pass
+
+    atexit.register(ended_otherwise)
+
+
 def _run_shadowed_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != here]
@@ -108,4 +140,6 @@ def _run_shadowed_sitecustomize() -> None:
 _line_buffered()
 if os.environ.get("LAB_FLIGHT_DIR"):
     _record_collectives(os.environ["LAB_FLIGHT_DIR"])
+    if os.environ.get("RANK"):
+        _stack_when_terminated(os.environ["LAB_FLIGHT_DIR"])
 _run_shadowed_sitecustomize()

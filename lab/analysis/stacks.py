@@ -116,6 +116,7 @@ class ProcessStack:
     ppid: int | None = None
     cmdline: list[str] = field(default_factory=list)
     error: str | None = None  # why there is no stack: not Python, py-spy missing, node not readable, ...
+    at_sigterm: bool = False  # written by the process itself as torchrun ended it (no locals), not taken by py-spy
 
     @property
     def frames(self) -> list[Frame]:
@@ -147,7 +148,7 @@ class ProcessStack:
             return f"{self.who}: stacks unavailable: {self.error}"
         if self.error:
             return f"{self.who}: no stack ({self.error})"
-        return f"{self.who}: {self.waiting()}"
+        return f"{self.who}: {self.waiting()}" + (" (its stack as torchrun ended it)" if self.at_sigterm else "")
 
     def text(self) -> str:
         """The readable file: the process, where it waits, then every thread (most recent call last)."""
@@ -173,7 +174,7 @@ class ProcessStack:
                                [Frame(**frame) for frame in thread["frames"]]) for thread in data.get("threads") or []]
         fields = {key: data.get(key) for key in ("node", "pid", "role", "rank", "local_rank", "ppid", "error")}
         return cls(**fields, env=dict(data.get("env") or {}), threads=threads, run_id=data.get("run_id") or "",
-                   cmdline=list(data.get("cmdline") or []))
+                   cmdline=list(data.get("cmdline") or []), at_sigterm=bool(data.get("at_sigterm")))
 
 
 def where_it_waits(frames: list[Frame], env: dict[str, str] | None = None, thread: str = MAIN_THREAD) -> WaitPoint:
@@ -367,6 +368,42 @@ def save_by_run(stacks: list[ProcessStack]) -> dict[str, Path]:
                      + unreadable, folder.name, folder / "stacks")
         saved.update({run_id: folder / "stacks" for run_id, found in folders.items() if found == folder})
     return saved
+
+
+# faulthandler's words: a thread's header, then its frames, most recent call first.
+FAULTHANDLER_THREAD = re.compile(r"^(?:Current thread|Thread) (?P<ident>0x[0-9a-f]+) \(most recent call first\):")
+FAULTHANDLER_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<function>\S+)')
+LIBRARY_PREFIX = re.compile(r"^.*/(?:site|dist)-packages/")
+
+
+def stacks_at_termination(folder: Path) -> list[ProcessStack]:
+    """The stacks torchrun's workers wrote as it ended them with SIGTERM (the jobs' sitecustomize, `term-*.txt`: a JSON
+    line saying who, then faulthandler's dump); files of processes that got no SIGTERM hold the first line only."""
+    found = []
+    for path in sorted(folder.glob("term-*.txt")) if folder.is_dir() else []:
+        try:
+            head, _, dump = path.read_text(errors="replace").partition("\n")
+            who = json.loads(head)
+        except (OSError, ValueError):
+            continue
+        threads, frames, ident = [], [], None
+        for text in dump.splitlines() + [""]:
+            if (header := FAULTHANDLER_THREAD.match(text)) or not text.strip():
+                if ident is not None and frames:
+                    name = MAIN_THREAD if ident == who.get("main_thread") else f"thread {ident}"
+                    threads.append(ThreadStack(name, int(ident, 16), name == MAIN_THREAD, frames[::-1]))
+                ident, frames = (header["ident"] if header else None), []
+            elif (frame := FAULTHANDLER_FRAME.match(text)) and ident is not None:
+                short = LIBRARY_PREFIX.sub("", frame["file"]) if LIBRARY_PREFIX.match(frame["file"]) else ""
+                frames.append(Frame(frame["function"], frame["file"], int(frame["line"]), short))
+        node, rank = _int(who.get("node")), _int(who.get("rank"))
+        if not threads or node is None:
+            continue
+        found.append(ProcessStack(node, _int(str(who.get("pid"))), "worker", rank, _int(who.get("local_rank")),
+                                  {key: str(who[key.lower()]) for key in ("RANK", "LOCAL_RANK") if who.get(key.lower())},
+                                  sorted(threads, key=lambda thread: thread.name != MAIN_THREAD),
+                                  cmdline=[str(arg) for arg in who.get("argv") or []], at_sigterm=True))
+    return found
 
 
 def load_stacks(dest_dir: Path) -> list[ProcessStack]:

@@ -53,7 +53,8 @@ class FlightRecording:
     def keep(self, destination: Path | None) -> None:
         """Move the dumps into the run record (`destination`; None: the run passed, nothing to understand), and
         clear the shared folder."""
-        dumps = sorted(self.host_dir.glob("*.json")) if self.host_dir.is_dir() and destination else []
+        dumps = sorted([*self.host_dir.glob("*.json"), *self.host_dir.glob("term-*.txt")]) \
+            if self.host_dir.is_dir() and destination else []
         if dumps:
             destination.mkdir(parents=True, exist_ok=True)
             for dump in dumps:

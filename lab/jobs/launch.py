@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from lab.analysis.flight import FLIGHT_FOLDER, RankTrace, load_traces
-from lab.analysis.stacks import ProcessStack, capture_stacks
+from lab.analysis.stacks import ProcessStack, capture_stacks, stacks_at_termination, write_stacks
 from lab.jobs.flight import recording_for
 from lab.jobs.transports import Transport, pump
 
@@ -160,6 +160,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
             ended_well = (stopped_at is None and len(exit_codes) == len(commands)
                           and all(code == 0 for code in exit_codes.values()))
             flight.keep(None if ended_well else stacks_dir / FLIGHT_FOLDER)
+            stacks = with_stacks_at_termination(stacks, stacks_dir, process_run_id)
     if any(code != 0 for code in exit_codes.values()):  # cut off or killed: was it the engine, or the lab taken down?
         transport.check_alive()
     exit_codes.update({index: None for index in killed_by_lab})
@@ -172,6 +173,17 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
                         wall(stopped_at) if stopped_at is not None else None,
                         transport.faults_set_by_hand(started_at, time.time()),
                         load_traces(stacks_dir / FLIGHT_FOLDER) if stacks_dir is not None else [])
+
+
+def with_stacks_at_termination(stacks: list[ProcessStack], stacks_dir: Path, run_id: str) -> list[ProcessStack]:
+    """The stacks the lab took, plus those of ranks that torchrun ended with SIGTERM before the lab could look (they
+    wrote their own as the signal came), written into the record beside them."""
+    taken = {(stack.node, stack.rank) for stack in stacks if stack.rank is not None and stack.pid is not None}
+    ended = [stack for stack in stacks_at_termination(stacks_dir / FLIGHT_FOLDER) if (stack.node, stack.rank) not in taken]
+    if not ended:
+        return stacks
+    write_stacks(stacks + ended, run_id, stacks_dir)
+    return stacks + ended
 
 
 def failed_nodes(exit_codes: dict[int, int | None], expendable: frozenset[int] = frozenset()) -> list[int]:

@@ -154,6 +154,18 @@ def test_a_rank_late_to_a_collective_in_the_middle_of_training(two_nodes):
 
 
 @pytest.mark.slow
+def test_a_late_rank_under_torchrun_that_its_agent_ended(two_nodes):
+    """2 processes per node: rank 1 shares node0 with rank 0, so when rank 0 gives up, node0's torchrun ends rank 1
+    with SIGTERM at once, before the lab looks; the stack rank 1 wrote as the signal came says where it was."""
+    record = run_failing("torchrun", two_nodes, "slow_rank_mid_training.py", nproc=2)
+    top = assert_diagnosed(record, "late-rank", 0, 1, "in reload_shard at", ENDS_BY_ITSELF)
+    assert "gave up waiting for it in all_reduce" in top["title"]
+    summary = (Path(record["path"]) / "stacks" / "summary.txt").read_text()
+    assert "rank 1 node0: not in a distributed call (slow_rank_mid_training.py:13) (its stack as torchrun ended it)" \
+        in summary, summary
+
+
+@pytest.mark.slow
 def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
     record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
     top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",

@@ -10,7 +10,7 @@ import pytest
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
 from lab.analysis.flight import load_traces
-from lab.analysis.stacks import load_stacks
+from lab.analysis.stacks import load_stacks, stacks_at_termination
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
 
@@ -76,6 +76,37 @@ def test_ranks_that_did_not_leave_early_are_not_uneven(changes):
     evidence = sample("uneven_shards_per_node", nproc_per_node=2)
     evidence = replace(evidence, traces=_traces_changed("uneven_shards_per_node", **changes))
     assert "uneven-collectives" not in [finding.cause for finding in diagnose(evidence)]
+
+
+def test_a_late_rank_under_torchrun_is_named_from_the_stack_it_wrote_as_torchrun_ended_it():
+    """2 processes per node: rank 0 gave up in all_reduce and node0's torchrun ended rank 1 (busy reloading its shard)
+    with SIGTERM at once, before the lab could look; rank 1's own dump says where it was."""
+    found = top("slow_rank_mid_training_torchrun", nproc_per_node=2)
+    assert (found.cause, found.node, found.rank) == ("late-rank", 0, 1)
+    assert "still in reload_shard (" in found.title and "slow_rank_mid_training.py:13" in found.title
+    assert "when rank 0 gave up waiting for it in all_reduce" in found.title
+
+
+def test_stacks_written_at_sigterm_are_read_back():
+    folder = SAMPLES / "slow_rank_mid_training_torchrun" / "flight"
+    [stack] = stacks_at_termination(folder)
+    assert (stack.node, stack.rank, stack.local_rank, stack.role, stack.at_sigterm) == (0, 1, 1, "worker", True)
+    where = stack.waiting()
+    assert not where.in_distributed_call and where.user_frame.function == "reload_shard"
+    assert [frame.function for frame in stack.threads[0].frames][-2:] == ["<module>", "reload_shard"]
+    assert "(its stack as torchrun ended it)" in stack.summary()
+
+
+def test_a_rank_that_failed_of_its_own_is_not_a_late_rank():
+    """The same run, but a rank also failed with an error of its own: that error is the cause; rank 1 was merely
+    stopped wherever it was."""
+    evidence = sample("slow_rank_mid_training_torchrun", nproc_per_node=2)
+    crash = ["[rank2]:Traceback (most recent call last):",
+             '[rank2]:  File "/lab/shared/train.py", line 11, in <module>',
+             "[rank2]:KeyError: 'bird'"]
+    nodes = [replace(node, lines=node.lines + crash) if node.index == 1 else node for node in evidence.nodes]
+    causes = [finding.cause for finding in diagnose(replace(evidence, nodes=nodes))]
+    assert "late-rank" not in causes and causes[0] == "rank-crashed", causes
 
 
 def test_a_service_answering_on_the_rendezvous_port_is_named():

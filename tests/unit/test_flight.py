@@ -2,6 +2,7 @@
 as a run's processes start on a node (PYTHONPATH, LAB_FLIGHT_DIR, LAB_NODE), read back by lab/analysis/flight.py."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 from lab.analysis.flight import load_traces
+from lab.analysis.stacks import stacks_at_termination
 from lab.jobs.exercises import JOB_HOOKS_DIR, exercises_root
 from lab.jobs.flight import FlightRecording
 
@@ -60,6 +62,32 @@ def test_a_process_ended_by_an_exception_says_so_in_its_last_words(tmp_path):
     traces = load_traces(tmp_path / "flight")
     assert [(trace.rank, trace.exception, trace.ended_without_error) for trace in traces] == [
         (0, None, True), (1, "RuntimeError", False)]
+
+
+BUSY = """import time
+def build_index():
+    print("busy", flush=True)
+    end = time.time() + 60
+    while time.time() < end:
+        sum(range(1000))
+build_index()
+"""
+
+
+def test_a_rank_ended_by_sigterm_writes_where_it_was_and_one_that_ends_otherwise_leaves_nothing(tmp_path):
+    """torchrun ends a node's other ranks with SIGTERM when one fails: each writes its stack as the signal comes."""
+    (tmp_path / "busy.py").write_text(BUSY)
+    env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
+           "LAB_NODE": "1", "RANK": "3", "LOCAL_RANK": "1"}
+    busy = subprocess.Popen([sys.executable, str(tmp_path / "busy.py")], env=env, stdout=subprocess.PIPE, text=True)
+    assert busy.stdout.readline().strip() == "busy"
+    busy.terminate()
+    assert busy.wait(timeout=30) == -signal.SIGTERM  # the signal still ends it as it would have
+    subprocess.run([sys.executable, "-c", "print(1)"], env=env, check=True, capture_output=True)
+    [stack] = stacks_at_termination(tmp_path / "flight")
+    assert (stack.node, stack.rank, stack.local_rank, stack.pid) == (1, 3, 1, busy.pid)
+    assert stack.waiting().user_frame.function == "build_index"
+    assert [path.name for path in (tmp_path / "flight").iterdir()] == [f"term-node1-pid{busy.pid}.txt"]
 
 
 def test_a_job_too_quick_for_the_hook_to_see_its_rank_takes_torchruns_rank(tmp_path):

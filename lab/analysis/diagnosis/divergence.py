@@ -165,6 +165,8 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
                       and COLLECTIVE_TIMEOUT.search(tb.message)), None)
     if gave_up is None and timed_out is None:
         return []
+    if any(not SYMPTOM.search(f"{tb.exc_type}: {tb.message}") for tb in ctx.tracebacks):
+        return []  # a rank failed of its own (its error is the cause); the others were stopped wherever they were
     for process in ctx.evidence.processes:
         where = process.waiting() if process.role != "agent" else None
         if where is None or where.in_distributed_call or where.user_frame is None:
