@@ -138,6 +138,13 @@ def test_the_same_node_rank_given_on_both_nodes(two_nodes):
 
 
 @pytest.mark.slow
+def test_ranks_a_script_spawned_from_0_on_every_node(two_nodes):
+    record = run_failing("exec", two_nodes, "spawn_without_node_offset.py")
+    top = assert_diagnosed(record, "duplicate-rank", 0, 0, "keys: /default_pg/0//cpu//0/2", ENDS_BY_ITSELF)
+    assert "node_rank * K + index" in top["fix"] and "all 4 processes" in top["title"]
+
+
+@pytest.mark.slow
 def test_a_rank_alive_but_late_to_the_rendezvous(two_nodes):
     record = run_failing("exec", two_nodes, "late_rank.py")
     top = assert_diagnosed(record, "late-rank", 1, 1, "in load_index at", ENDS_BY_ITSELF)

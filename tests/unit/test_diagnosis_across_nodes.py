@@ -109,6 +109,23 @@ def test_a_rank_that_failed_of_its_own_is_not_a_late_rank():
     assert "late-rank" not in causes and causes[0] == "rank-crashed", causes
 
 
+def test_processes_a_script_spawned_on_every_node_with_ranks_from_0_are_repeated_ranks():
+    """lab exec ran one process per node, each mp.spawn'ed 2 with rank = its index and world_size = 2 x NNODES (right):
+    every node had a rank 0 and 1, rank 2 never came. Not a world size to shrink."""
+    found = top("spawn_without_node_offset")
+    assert (found.cause, found.node) == ("duplicate-rank", 0)
+    assert found.title.startswith("all 4 processes (node0, node1) reached the rendezvous, yet rank 2 never did")
+    assert "node_rank * K + index" in found.fix and "world_size=2" not in found.fix
+
+
+def test_spawned_processes_asking_for_more_ranks_than_exist_are_a_world_size_mismatch():
+    """The same run, but waiting for rank 4: more than the 4 processes the nodes started."""
+    evidence = sample("spawn_without_node_offset")
+    nodes = [replace(node, lines=[line.replace("/0/2", "/0/4") for line in node.lines]) for node in evidence.nodes]
+    found = diagnose(replace(evidence, nodes=nodes))[0]
+    assert found.cause == "world-size-mismatch" and "the run started 4 process(es)" in found.title, found
+
+
 def test_a_service_answering_on_the_rendezvous_port_is_named():
     found = top("rendezvous_on_a_service_port")
     assert (found.cause, found.node) == ("wrong-service-on-port", 1)

@@ -15,10 +15,43 @@ from lab.analysis.diagnosis.logs import LogLine, collective_in
 from lab.analysis.stacks import Frame, ProcessStack
 
 
+# Signs that a node's launched process started processes of its own (torch.multiprocessing.spawn's messages, and
+# each process's own connection to the store timing out).
+SPAWNED_INDEX = re.compile(r"-- Process (?P<index>\d+) terminated with|\bprocess (?P<other>\d+) terminated with "
+                           r"(?:exit code|signal)")
+SPAWN_TERMINATING = re.compile(r"multiprocessing/spawn\.py:\d+\] Terminating process (?P<pid>\d+)")
+STORE_CLIENT_WAIT = re.compile(r"waitForInput: socket SocketImpl\(fd=\d+, addr=\[[^\]]*\]:(?P<port>\d+), remote=")
+
+
+def spawned_per_node(ctx: Context) -> int:
+    """How many processes joining the group one node ran, where its log shows more than the lab launched there (a
+    script that starts its own workers: mp.spawn, multiprocessing); 0 when nothing says so."""
+    most = 0
+    for node in {line.node for line in ctx.lines}:
+        indices, pids, ports = set(), set(), set()
+        for line in ctx.lines:
+            if line.node != node:
+                continue
+            if match := SPAWNED_INDEX.search(line.text):
+                indices.add(int(match["index"] or match["other"]))
+            elif match := SPAWN_TERMINATING.search(line.text):
+                pids.add(match["pid"])
+            elif match := STORE_CLIENT_WAIT.search(line.text):
+                ports.add(match["port"])
+        most = max(most, len(indices) + len(pids), max(indices, default=-1) + 1, len(ports))
+    return most
+
+
+def processes_started(ctx: Context) -> int:
+    """The processes the run had: those the lab launched, or more where the nodes' processes spawned their own."""
+    return max(ctx.evidence.expected_world_size, spawned_per_node(ctx) * ctx.evidence.nnodes)
+
+
 def world_size_findings(ctx: Context) -> list[Finding]:
     """The world the job asked for against the one the lab launched: from the store's messages, else (a hang
     that outlived the lab's timeout) from what each process passed to init_process_group."""
-    launched = ctx.evidence.expected_world_size
+    launched = processes_started(ctx)
+    had = "the lab launched" if launched == ctx.evidence.expected_world_size else "the run started"
     found = []
     for line in ctx.lines:
         if match := JOINED.search(line.text):
@@ -26,7 +59,7 @@ def world_size_findings(ctx: Context) -> list[Finding]:
             if size != launched:
                 found.append(Finding(
                     "world-size-mismatch",
-                    f"the job expects a world size of {size} but the lab launched {launched} process(es)",
+                    f"the job expects a world size of {size} but {had} {launched} process(es)",
                     quote(line), line.node, line.rank,
                     f"pass world_size={launched} (or read WORLD_SIZE from the environment instead of hard-coding it); "
                     "or launch as many processes as the job expects (--nproc-per-node / nodes)"))
@@ -38,7 +71,7 @@ def world_size_findings(ctx: Context) -> list[Finding]:
                     "or could not reach MASTER_ADDR:MASTER_PORT"))
         elif (wait := STORE_WAIT.search(line.text)) and missing_rank(wait["keys"]) >= launched:
             found.append(Finding(
-                "world-size-mismatch", f"the job waits for rank {missing_rank(wait['keys'])}, but the lab launched "
+                "world-size-mismatch", f"the job waits for rank {missing_rank(wait['keys'])}, but {had} "
                                        f"{launched} process(es) (ranks 0..{launched - 1})", quote(line), line.node,
                 line.rank, f"pass world_size={launched} (or read WORLD_SIZE from the environment instead of "
                            "hard-coding it); or launch as many processes as the job expects"))
@@ -74,17 +107,19 @@ def duplicate_rank_findings(ctx: Context) -> list[Finding]:
     awaited): none is missing, none crashed, yet that rank never came, so two processes claimed one rank (LOCAL_RANK
     used as the rank, or the same node rank given on two nodes)."""
     waiting: dict[tuple[int, int | None], tuple[LogLine, int]] = {}
+    started = processes_started(ctx)
     for line in ctx.lines:
         wait = STORE_WAIT.search(line.text)
         awaited = missing_rank(wait["keys"]) if wait else -1
-        if 0 <= awaited < ctx.evidence.expected_world_size:
+        if 0 <= awaited < started:
             waiting.setdefault((line.node, line.rank), (line, awaited))
     if len(waiting) < max(2, ctx.evidence.expected_world_size):
         return _claimed_twice(ctx)
     line, awaited = next(iter(waiting.values()))
     nodes = ", ".join(f"node{node}" for node in sorted({node for node, _ in waiting}))
+    count = started if started > ctx.evidence.expected_world_size else len(waiting)  # spawned: more than lines say
     return [Finding(
-        "duplicate-rank", f"all {len(waiting)} processes ({nodes}) reached the rendezvous, yet rank {awaited} never "
+        "duplicate-rank", f"all {count} processes ({nodes}) reached the rendezvous, yet rank {awaited} never "
                           "did: two of them claim the same rank", quote(line), line.node, line.rank,
         _own_rank_fix(ctx))]
 
@@ -109,6 +144,10 @@ def _claimed_twice(ctx: Context) -> list[Finding]:
 
 
 def _own_rank_fix(ctx: Context) -> str:
+    if ctx.evidence.nproc_per_node == 1 and spawned_per_node(ctx) > 1:
+        return ("each node's processes (started by the script: mp.spawn, multiprocessing) take ranks 0..K-1 on every "
+                "node: give each its global rank, node_rank * K + index (lab exec sets NODE_RANK and NNODES), with "
+                "world_size = NNODES * K")
     torchrun = (bool(ctx.reports) or any("torch/distributed/run.py" in other.text for other in ctx.lines)
                 or any(process.role == "agent" or "TORCHELASTIC_RUN_ID" in process.env
                        for process in ctx.evidence.processes))
