@@ -262,13 +262,12 @@ def uneven_findings(ctx: Context) -> list[Finding]:
         further = {trace.rank for trace in ctx.evidence.traces if trace.rank is not None and trace.reached > behind}
         waiting = [tb for tb in waiting if tb.rank in further]
         stuck = stuck if stuck is not None and stuck.rank in further else None
-        done = " and ".join(f"rank {rank}" for rank in finished_ranks) + f" ({_nodes_of(ctx, finished_ranks)}) " \
-            "finished without an error"
-        said_done = done.replace(" finished without an error", ": ended without an error (their Flight Recorder, "
-                                                                "written as they ended)")
+        who_left = " and ".join(f"rank {rank}" for rank in finished_ranks) + f" ({_nodes_of(ctx, finished_ranks)})"
+        done, said_done = (f"{who_left} finished without an error",
+                           f"{who_left}: ended without an error (their Flight Recorder, written as they ended)")
     else:
-        done = ", ".join(f"node{index}" for index in finished_nodes) + " finished (exit 0)"
-        said_done = ", ".join(f"node{index}" for index in finished_nodes) + ": exit 0"
+        who_left = ", ".join(f"node{index}" for index in finished_nodes)
+        done, said_done = f"{who_left} finished (exit 0)", f"{who_left}: exit 0"
     if waiting:
         tb = waiting[0]
         frame = tb.user_frame()
