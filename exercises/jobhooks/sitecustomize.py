@@ -9,10 +9,10 @@ calls, so two processes' text merges into one line; fully buffered Python cuts l
 back. Line buffering sends each line at once, in one write(), which a pipe never splits (up to PIPE_BUF = 4096 bytes).
 
 Flight Recorder (when LAB_FLIGHT_DIR is set, lab/jobs/flight.py): torch keeps every process's last collectives (on by
-default for gloo and NCCL: sequence number, operation, sizes, whether it completed) but writes them nowhere unless
-asked. This writes them as JSON into LAB_FLIGHT_DIR when the process ends, and when the lab asks a hung run before
-stopping it: a thread waits for the request, as a Python signal handler would only run once the hung collective
-returned. torch is never imported here: a process that does not use torch.distributed writes nothing.
+default for gloo and NCCL: sequence number, operation, sizes, when it was entered, whether it completed) but writes
+them nowhere unless asked. This writes them, with when the process started, as JSON into LAB_FLIGHT_DIR when the
+process ends, and when the lab asks a hung run before stopping it: a thread waits for the request, as a Python signal
+handler would only run once the hung collective returned. torch is never imported here: a process that does not use torch.distributed writes nothing.
 
 Stack at SIGTERM (torchrun's workers, which have RANK): when one rank fails, torchrun ends the node's other ranks with
 SIGTERM at once, before the lab could take their stacks, yet where a rank was then (still in its own code, while the
@@ -38,6 +38,7 @@ def _line_buffered() -> None:
 
 
 KEPT_ENTRIES = 64
+STARTED = time.time()  # when this process started: a process started after a collective cannot have been late to it
 
 
 def _record_collectives(folder: str) -> None:
@@ -79,7 +80,7 @@ def _record_collectives(folder: str) -> None:
             # lab tells a rank that finished its work from one that failed.
             failed = getattr(sys, "last_value", None) if reason == "exit" else None
             with open(path + ".tmp", "w") as out:
-                json.dump({**identity, "reason": reason, "time": time.time(),
+                json.dump({**identity, "reason": reason, "time": time.time(), "started": STARTED,
                            "exception": type(failed).__name__ if failed is not None else None, "trace": trace}, out)
             os.replace(path + ".tmp", path)
         except OSError:

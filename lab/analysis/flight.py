@@ -3,14 +3,15 @@ reached on the default process group, the last one with its operation and sizes,
 hung, the one it was still waiting in.
 
 On gloo every recorded collective reads 'scheduled' and a failed one is retired like a finished one: what can be
-trusted is the sequence number reached (pg_status's last enqueued collective) and, in a live dump, the entry not yet
-retired (the one it waits in).
+trusted is the sequence number reached (pg_status's last enqueued collective), when each collective was entered (one
+clock for all the lab's nodes: they share this machine's kernel) and, in a live dump, the entry not yet retired (the
+one it waits in).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 FLIGHT_FOLDER = "flight"  # in a record's stacks/ folder (a step's, for exercises of several steps)
@@ -25,6 +26,8 @@ class Collective:
     operation: str  # 'all_reduce', 'broadcast', ... (the backend prefix taken off)
     sizes: tuple[tuple[int, ...], ...]  # each input tensor's shape
     dtypes: tuple[str, ...]
+    entered_at: float | None = field(default=None, compare=False)  # seconds since the epoch
+    timeout_s: float | None = field(default=None, compare=False)  # the group's timeout for it
 
     def __str__(self) -> str:
         tensors = ", ".join(f"{DTYPES.get(dtype, dtype.lower())}[{'x'.join(map(str, shape)) or 'scalar'}]"
@@ -48,6 +51,11 @@ class RankTrace:
     last: Collective | None
     waiting_in: Collective | None  # live dumps only: the collective it had entered and not finished
     exception: str | None = None  # the exception that ended the process (its last words), if one did
+    history: tuple[Collective, ...] = ()  # the collectives it entered that the dumps kept, oldest first
+    started_at: float | None = None  # when the process started (dumps of older records lack it)
+
+    def entered(self, seq: int) -> Collective | None:
+        return next((collective for collective in self.history if collective.seq == seq), None)
 
     @property
     def ended_without_error(self) -> bool:
@@ -74,7 +82,8 @@ def read_trace(data: dict) -> RankTrace | None:
                      _int(data.get("world_size")), live,
                      max(_int(status.get("last_enqueued_collective")) or 0, collectives[-1].seq),
                      collectives[-1], pending[0] if live and pending else None,
-                     str(data["exception"]) if data.get("exception") else None)
+                     str(data["exception"]) if data.get("exception") else None, tuple(collectives),
+                     _float(data.get("started")))
 
 
 def load_traces(folder: Path) -> list[RankTrace]:
@@ -85,16 +94,31 @@ def load_traces(folder: Path) -> list[RankTrace]:
             trace = read_trace(json.loads(path.read_text()))
         except (ValueError, OSError, TypeError, KeyError):
             continue  # a dump cut short by a kill
-        if trace and (trace.key not in traces or trace.live):
-            traces[trace.key] = trace
+        if trace is None:
+            continue
+        kept = traces.get(trace.key)
+        if kept is not None and kept.live != trace.live:  # the collectives of both dumps, the live dump's state
+            live, ended = (kept, trace) if kept.live else (trace, kept)
+            seen = {collective.seq: collective for collective in live.history + ended.history}
+            trace = replace(live, history=tuple(seen[seq] for seq in sorted(seen)))
+        traces[trace.key] = trace
     return sorted(traces.values(), key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))
 
 
 def _collective(entry: dict) -> Collective:
     name = str(entry.get("profiling_name") or "?")
+    created, timeout = _float(entry.get("time_created_ns")), _float(entry.get("timeout_ms"))
     return Collective(int(entry.get("collective_seq_id") or 0), name.split(":", 1)[-1],
                       tuple(tuple(int(size) for size in shape) for shape in entry.get("input_sizes") or []),
-                      tuple(str(dtype) for dtype in entry.get("input_dtypes") or []))
+                      tuple(str(dtype) for dtype in entry.get("input_dtypes") or []),
+                      created / 1e9 if created else None, timeout / 1000 if timeout else None)
+
+
+def _float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _int(value) -> int | None:

@@ -5,20 +5,15 @@ that is ahead or behind stands out. Read from the record alone (`lab explain`, `
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
-from lab.analysis.diagnosis.logs import EXCEPTION_LINE, TRACEBACK_START
+from lab.analysis.diagnosis.logs import last_own_line
 from lab.analysis.flight import FLIGHT_FOLDER, RankTrace, load_traces
 from lab.analysis.record import RunRecord, StepRecord
 from lab.analysis.stacks import ProcessStack, load_stacks
 from lab.analysis.timeline import exit_text
 
-OUTPUT_SHOWN = 70  # characters of a rank's last line of output
-# What torch, gloo and torchrun print about a run rather than the job's own words.
-NOT_THE_JOBS_OWN = re.compile(r"^\[[WEIF]\d{4} |^frame #\d+|^Exception raised from|^\s+File \"|^\s|torch\.distributed\."
-                              r"elastic|^WARNING:|^W\d{4} |^E\d{4} |^I\d{4} |^\*{5}|^<omitting python frames>")
 
 
 @dataclass(frozen=True)
@@ -32,6 +27,7 @@ class RankLine:
     still_in: bool = False  # it was still waiting in that collective when asked
     behind: int = 0  # collectives fewer than the furthest rank
     last_output: str | None = None
+    late: str | None = None  # it entered that collective well after another rank did: '7.3 s after rank 0'
 
     def text(self) -> str:
         parts = [f"rank {self.rank}" + (f" node{self.node}" if self.node is not None else ""), self.ended]
@@ -39,7 +35,8 @@ class RankLine:
             parts.append(f"waits in {self.waiting}")
         if self.collective:
             parts.append(f"{'in' if self.still_in else 'last collective'} {self.collective}"
-                         + (f" ({self.behind} behind)" if self.behind else ""))
+                         + (f" ({self.behind} behind)" if self.behind else "")
+                         + (f", entered {self.late}" if self.late else ""))
         if self.last_output:
             parts.append(f"last output: {self.last_output}")
         return "; ".join(parts)
@@ -82,8 +79,25 @@ def rank_lines(record: RunRecord, step: StepRecord) -> list[RankLine]:
         found.append(RankLine(
             rank, node, _ended(rank, node, step, reported, nproc, trace), _waiting(stack),
             trace.reached if trace else None, str(trace.waiting_in or trace.last) if trace and trace.last else None,
-            bool(trace and trace.waiting_in), furthest - trace.reached if trace else 0, _last_output(said)))
+            bool(trace and trace.waiting_in), furthest - trace.reached if trace else 0, last_own_line(said),
+            _late(trace, traces.values())))
     return found if len(found) > 1 else []
+
+
+LATE_SHOWN = 1.0  # seconds after the first rank that entered the same collective (ranks in step enter within ms)
+
+
+def _late(trace: RankTrace | None, traces) -> str | None:
+    """How long after the first rank this one entered the collective its line shows, when that stands out."""
+    shown = trace and (trace.waiting_in or trace.last)
+    mine = trace.entered(shown.seq) if shown else None
+    if mine is None or mine.entered_at is None:
+        return None
+    others = [(call.entered_at, other.rank) for other in traces if other is not trace
+              for call in [other.entered(shown.seq)] if call is not None and call.entered_at is not None]
+    first, rank = min(others, default=(None, None))
+    return f"{mine.entered_at - first:.1f} s after rank {rank}" if first is not None and \
+        mine.entered_at - first >= LATE_SHOWN else None
 
 
 def _ended(rank: int, node: int | None, step: StepRecord, reported: dict, nproc: int, trace: RankTrace | None) -> str:
@@ -105,23 +119,6 @@ def _waiting(stack: ProcessStack | None) -> str | None:
         return None
     call = where.call or "its own code"
     return call + (f" ({where.user_frame.location})" if where.user_frame else "")
-
-
-def _last_output(texts: list[str]) -> str | None:
-    """The last line the rank printed itself, before any traceback, without torch's and torchrun's own lines."""
-    own, in_traceback = [], False
-    for text in texts:
-        if text.strip() == TRACEBACK_START:
-            in_traceback = True
-        elif in_traceback and EXCEPTION_LINE.match(text):
-            in_traceback = False
-        elif not in_traceback and text.strip() and not NOT_THE_JOBS_OWN.search(text) \
-                and not EXCEPTION_LINE.match(text):
-            own.append(text.strip())
-    if not own:
-        return None
-    last = own[-1]
-    return last if len(last) <= OUTPUT_SHOWN else last[:OUTPUT_SHOWN] + "..."
 
 
 def failed_steps(record: RunRecord) -> list[StepRecord]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from html import escape
 from pathlib import Path
 
-from lab.analysis.ranks import failed_steps, rank_lines
+from lab.analysis.ranks import RankLine, failed_steps, rank_lines
 from lab.analysis.record import RunRecord
 from lab.analysis.timeline import draw_timeline, exit_text, timeline_path
 
@@ -105,22 +105,26 @@ BEHIND = ' class="behind"'
 
 
 def _ranks(record: RunRecord) -> str:
-    """A row per rank of each step that did not end well: the rank behind the others stands out."""
+    """A row per rank of each step that did not end well: the rank behind (or late to) the others stands out."""
     tables = []
     for step in failed_steps(record):
         lines = rank_lines(record, step)
         if not lines:
             continue
         rows = "".join(
-            f"<tr{BEHIND if line.behind else ''}><td>{line.rank}</td><td>node{line.node}</td>"
+            f"<tr{BEHIND if line.behind or line.late else ''}><td>{line.rank}</td><td>node{line.node}</td>"
             f"<td>{escape(line.ended)}</td><td>{escape(line.waiting or '')}</td>"
-            f"<td>{escape(('in ' if line.still_in else '') + (line.collective or ''))}</td>"
+            f"<td>{escape(_collective_cell(line))}</td>"
             f"<td>{line.behind or ''}</td><td><code>{escape(line.last_output or '')}</code></td></tr>" for line in lines)
         caption = f" (step {escape(step.name)})" if len(record.steps) > 1 else ""
         tables.append(f"<h2>Ranks{caption}</h2>\n<table class=\"ranks\"><tr><th>rank</th><th>node</th><th>ended</th>"
                       "<th>waits in</th><th>last collective (Flight Recorder)</th><th>behind</th><th>last output</th>"
                       f"</tr>{rows}</table>")
     return "\n".join(tables)
+
+
+def _collective_cell(line: RankLine) -> str:
+    return ("in " if line.still_in else "") + (line.collective or "") + (f", entered {line.late}" if line.late else "")
 
 
 def _checks(record: RunRecord) -> str:

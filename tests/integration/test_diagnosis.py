@@ -173,6 +173,19 @@ def test_a_late_rank_under_torchrun_that_its_agent_ended(two_nodes):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how, script, node, rank, collective", [
+    ("torchrun", "late_past_the_timeout.py", 1, 1, "#1 all_gather"),
+    ("exec", "checkpoint_past_the_timeout.py", 0, 0, "#5 all_reduce"),
+])
+def test_a_rank_that_got_to_a_collective_after_the_others_gave_up(two_nodes, how, script, node, rank, collective):
+    """The late rank arrives 1.5 x PG_TIMEOUT after the other entered (before DDP's first collective; after rank 0's
+    checkpoint copy between epochs) and finds it gone: no stack of where it was, the Flight Recorders' times say it."""
+    record = run_failing(how, two_nodes, script)
+    top = assert_diagnosed(record, "late-rank", node, rank, f"entered {collective}", ENDS_BY_ITSELF)
+    assert "was alive but late: it reached " + collective in top["title"] and "timeout" in top["fix"]
+
+
+@pytest.mark.slow
 def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
     record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
     top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",

@@ -250,6 +250,47 @@ def test_a_collective_timeout_without_the_late_ranks_stack_is_not_called_late():
     assert "late-rank" not in causes and causes[0] == "collective-timeout"
 
 
+def test_a_rank_that_got_to_the_collective_after_the_timeout_is_named_from_the_flight_recorder():
+    """Rank 1 prepared its data for 1.5 x the timeout before DDP's first collective; rank 0 gave up waiting there and
+    rank 1 arrived afterwards (no stack: it was no longer busy when the run ended). When each entered says it."""
+    found = top("late_past_the_timeout_torchrun")
+    assert (found.cause, found.node, found.rank) == ("late-rank", 1, 1)
+    assert found.title.startswith("rank 1 on node1 was alive but late: it reached #1 all_gather int64[1] at ")
+    assert "late_past_the_timeout.py:27 7.3 s after rank 0 (node0), whose 5 s timeout for it had run out" in found.title
+    assert "rank 0 entered #1 all_gather int64[1] and waited 5 s; rank 1 entered it 7.3 s later" in found.evidence
+    assert "its last output: rank 1: prepared 64 rows" in found.evidence and "timeout" in found.fix
+
+
+def test_a_rank_late_after_work_between_collectives_says_how_long_it_spent_there():
+    found = top("checkpoint_past_the_timeout")
+    assert (found.cause, found.node, found.rank) == ("late-rank", 0, 0)
+    assert "reached #5 all_reduce float[16]" in found.title and "checkpoint_past_the_timeout.py:35" in found.title
+    assert "7.5 s after its collective #4 all_reduce float[16]" in found.evidence
+
+
+def _late_traces(change) -> list:
+    return [replace(trace, **change(trace)) if trace.rank == 1 else trace
+            for trace in load_traces(SAMPLES / "late_past_the_timeout_torchrun" / "flight")]
+
+
+@pytest.mark.parametrize("change", [
+    lambda trace: {"started_at": trace.history[0].entered_at},
+    lambda trace: {"history": tuple(replace(call, entered_at=call.entered_at - 3) for call in trace.history)},
+], ids=["a process started after the other entered (a restart)", "it arrived within the timeout"])
+def test_a_rank_is_not_late_to_a_collective_it_could_not_have_been_waited_for(change):
+    evidence = replace(sample("late_past_the_timeout_torchrun"), traces=_late_traces(change))
+    assert "late-rank" not in [finding.cause for finding in diagnose(evidence)]
+
+
+def test_a_rank_that_failed_of_its_own_after_arriving_late_is_a_crash():
+    evidence = sample("late_past_the_timeout_torchrun")
+    evidence.nodes[1].lines += ["[rank1]:Traceback (most recent call last):",
+                                '[rank1]:  File "/work/late_past_the_timeout.py", line 28, in <module>',
+                                "[rank1]:ValueError: expected 64 rows, got 63"]
+    causes = [finding.cause for finding in diagnose(evidence)]
+    assert "late-rank" not in causes and causes[0] == "rank-crashed", causes
+
+
 def test_without_its_stack_a_missing_rank_is_not_called_late():
     evidence = sample("late_rank", stopped="node0 failed")
     evidence.processes = []

@@ -1,6 +1,7 @@
 """The jobs' sitecustomize writes torch's Flight Recorder (exercises/jobhooks/): real gloo processes on this host,
 as a run's processes start on a node (PYTHONPATH, LAB_FLIGHT_DIR, LAB_NODE), read back by lab/analysis/flight.py."""
 
+import json
 import os
 import signal
 import socket
@@ -45,6 +46,7 @@ def start(tmp_path: Path, rank: int, port: int, collectives: int, linger: float 
 
 
 def test_each_process_writes_its_collectives_when_it_ends(tmp_path):
+    before = time.time()
     port = free_port()
     processes = [start(tmp_path, rank, port, 3, linger=1) for rank in (0, 1)]  # the hook looks every 0.25 s
     assert [process.wait(timeout=120) for process in processes] == [0, 0], [p.stdout.read() for p in processes]
@@ -52,6 +54,10 @@ def test_each_process_writes_its_collectives_when_it_ends(tmp_path):
     assert [(trace.rank, trace.node, trace.world_size, trace.reached, trace.live) for trace in traces] == [
         (0, 0, 2, 3, False), (1, 1, 2, 3, False)]
     assert str(traces[0].last) == "#3 all_reduce float[4]" and traces[0].waiting_in is None
+    # when the process started and when it entered each collective, on this machine's clock, with the timeout
+    history = traces[0].history
+    assert [call.seq for call in history] == [1, 2, 3] and {call.timeout_s for call in history} == {60}
+    assert before < traces[0].started_at < history[0].entered_at <= history[1].entered_at <= history[2].entered_at
 
 
 def test_a_process_ended_by_an_exception_says_so_in_its_last_words(tmp_path):
@@ -142,3 +148,20 @@ def test_a_run_that_passed_keeps_no_recorders_and_one_that_did_not_keeps_them(tm
     assert [path.name for path in (tmp_path / "record" / "flight").iterdir()] == ["exit-node0-pid7.json"]
     assert recording.env({"A": "1"}) == {"A": "1", "LAB_FLIGHT_DIR": "/lab/shared/flight/run1"}
 
+
+
+def _dump(reason: str, seqs: range, pending: int | None = None) -> dict:
+    entries = [{"collective_seq_id": seq, "profiling_name": "gloo:all_reduce", "input_sizes": [[4]],
+                "input_dtypes": ["Float"], "retired": seq != pending, "time_created_ns": seq * 10**9,
+                "timeout_ms": 5000} for seq in seqs]
+    return {"node": "0", "pid": 7, "rank": 0, "world_size": 2, "reason": reason, "time": 9.0, "started": 0.5,
+            "trace": {"entries": entries, "pg_status": {"0": {"last_enqueued_collective": str(seqs[-1])}}}}
+
+
+def test_a_process_asked_while_it_hung_and_ended_later_keeps_the_collectives_of_both_dumps(tmp_path):
+    """The live dump says what it waited in; the collectives it entered after that are only in its last words."""
+    (tmp_path / "live-node0-pid7.json").write_text(json.dumps(_dump("live", range(1, 3), pending=2)))
+    (tmp_path / "exit-node0-pid7.json").write_text(json.dumps(_dump("exit", range(1, 4))))
+    [trace] = load_traces(tmp_path)
+    assert trace.live and str(trace.waiting_in) == "#2 all_reduce float[4]" and trace.started_at == 0.5
+    assert [(call.seq, call.entered_at, call.timeout_s) for call in trace.history] == [(1, 1, 5), (2, 2, 5), (3, 3, 5)]

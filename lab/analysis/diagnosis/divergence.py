@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, missing_rank, near,
                                             node_of_rank, quote)
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine, collective_in
+from lab.analysis.diagnosis.logs import LogLine, collective_in, last_own_line
 from lab.analysis.stacks import Frame, ProcessStack
 
 
@@ -101,7 +101,6 @@ def _world_asked_in_stacks(ctx: Context) -> list[Finding]:
         "as the job asks for")]
 
 
-
 def duplicate_rank_findings(ctx: Context) -> list[Finding]:
     """Every launched process waited in gloo's rendezvous for a rank inside the world (gloo's keys end in the rank
     awaited): none is missing, none crashed, yet that rank never came, so two processes claimed one rank (LOCAL_RANK
@@ -147,7 +146,8 @@ def _own_rank_fix(ctx: Context) -> str:
     if ctx.evidence.nproc_per_node == 1 and spawned_per_node(ctx) > 1:
         return ("each node's processes (started by the script: mp.spawn, multiprocessing) take ranks 0..K-1 on every "
                 "node: give each its global rank, node_rank * K + index (lab exec sets NODE_RANK and NNODES), with "
-                "world_size = NNODES * K")
+                "world_size = NNODES * K; a script that does so already got the same node rank on every node (an "
+                "argument left at its default: pass --node-rank {node_rank})")
     torchrun = (bool(ctx.reports) or any("torch/distributed/run.py" in other.text for other in ctx.lines)
                 or any(process.role == "agent" or "TORCHELASTIC_RUN_ID" in process.env
                        for process in ctx.evidence.processes))
@@ -194,18 +194,27 @@ def _number(text: str | None) -> int | None:
     return int(text) if text and text.lstrip("-").isdigit() and int(text) >= 0 else None
 
 
+LATE_IN_A_COLLECTIVE_FIX = (
+    "give every rank the same work between collectives, or make the slow part (loading, a checkpoint, an evaluation "
+    "on one rank) shorter than the process group's timeout: a longer timeout= for init_process_group, prefetching "
+    "data, or every rank waiting at a barrier for the slow one")
 
 
 def late_rank_findings(ctx: Context) -> list[Finding]:
     """A rank gave up waiting, at the rendezvous or in a collective, while another was alive but busy outside
-    torch.distributed (its stack, taken before the lab stopped it, says where): late, not lost."""
+    torch.distributed: late, not lost. Where it was comes from its stack (taken before the lab stopped it), or, when
+    it got there after all, from when each rank entered the collective (the Flight Recorder)."""
+    if any(not SYMPTOM.search(f"{tb.exc_type}: {tb.message}") for tb in ctx.tracebacks):
+        return []  # a rank failed of its own (its error is the cause); the others were stopped wherever they were
+    return _late_in_its_own_code(ctx) or _late_to_a_collective(ctx)
+
+
+def _late_in_its_own_code(ctx: Context) -> list[Finding]:
     gave_up = next((line for line in ctx.lines if JOINED.search(line.text) or STORE_WAIT.search(line.text)), None)
     timed_out = next((tb for tb in ctx.tracebacks if tb.collective() and tb.collective() != "init_process_group"
                       and COLLECTIVE_TIMEOUT.search(tb.message)), None)
     if gave_up is None and timed_out is None:
         return []
-    if any(not SYMPTOM.search(f"{tb.exc_type}: {tb.message}") for tb in ctx.tracebacks):
-        return []  # a rank failed of its own (its error is the cause); the others were stopped wherever they were
     for process in ctx.evidence.processes:
         where = process.waiting() if process.role != "agent" else None
         if where is None or where.in_distributed_call or where.user_frame is None:
@@ -229,11 +238,49 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
                          f"{timed_out.collective()}",
             f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
             f"{timed_out.line.where()}: {timed_out.exc_type}: {timed_out.message.split('. ')[0]}"[:400],
-            process.node, process.rank,
-            "give every rank the same work between collectives, or make the slow part (loading, a checkpoint, an "
-            "evaluation on one rank) shorter than the process group's timeout: a longer timeout= for "
-            "init_process_group, prefetching data, or every rank waiting at a barrier for the slow one")]
+            process.node, process.rank, LATE_IN_A_COLLECTIVE_FIX)]
     return []
+
+
+def _late_to_a_collective(ctx: Context) -> list[Finding]:
+    """A rank entered a collective longer after another rank than that rank's timeout for it: the other had given
+    up by then, so this one was alive but late, and the time went in its own code before the collective. Only
+    processes of one attempt are compared: one started after the other entered (a restart) cannot be late to it."""
+    traces = [trace for trace in ctx.evidence.traces if trace.rank is not None]
+    lateness = []
+    for late in traces:
+        for waiter in traces:
+            if waiter.key == late.key:
+                continue
+            for arrived in late.history:
+                began = waiter.entered(arrived.seq)
+                if began is None or began.operation != arrived.operation or None in (
+                        began.entered_at, began.timeout_s, arrived.entered_at):
+                    continue
+                if late.started_at is not None and late.started_at > began.entered_at:
+                    continue
+                if arrived.entered_at - began.entered_at > began.timeout_s:
+                    lateness.append((arrived.seq, began.entered_at - arrived.entered_at, late, waiter, arrived))
+                    break
+    if not lateness:
+        return []
+    _, _, late, waiter, arrived = min(lateness, key=lambda found: found[:2])
+    began = waiter.entered(arrived.seq)
+    gap, timeout = arrived.entered_at - began.entered_at, began.timeout_s
+    own = next((tb for tb in ctx.tracebacks if tb.node == late.node and tb.rank in (late.rank, None)), None)
+    frame = own.user_frame() if own else None
+    at = f" at {frame.file}:{frame.line}" if frame else ""
+    before = late.entered(arrived.seq - 1)
+    spent = (f"{arrived.entered_at - before.entered_at:.1f} s after its collective {before}" if before and
+             before.entered_at else f"{arrived.entered_at - late.started_at:.1f} s after it started"
+             if late.started_at else "")
+    said = last_own_line([line.text for line in ctx.lines if line.node == late.node and line.rank in (late.rank, None)])
+    return [Finding(
+        "late-rank", f"rank {late.rank} on node{late.node} was alive but late: it reached {arrived}{at} {gap:.1f} s "
+                     f"after rank {waiter.rank} (node{waiter.node}), whose {timeout:g} s timeout for it had run out",
+        f"collectives (Flight Recorder): rank {waiter.rank} entered {began} and waited {timeout:g} s; rank "
+        f"{late.rank} entered it {gap:.1f} s later" + (f", {spent}" if spent else "")
+        + (f"; its last output: {said}" if said else ""), late.node, late.rank, LATE_IN_A_COLLECTIVE_FIX)]
 
 
 def uneven_findings(ctx: Context) -> list[Finding]:
@@ -290,7 +337,7 @@ def uneven_findings(ctx: Context) -> list[Finding]:
                     "give every rank the same number of steps: shard with DistributedSampler (drop_last=True, or "
                     "padding), or wrap DDP's loop in torch.distributed.algorithms.Join([model]) for uneven inputs; "
                     "never return or break early on one rank only (decide early stopping together: all_reduce the "
-                    "flag)")]
+                    "flag), and call no collective in code only some ranks run (an evaluation under `if rank == 0`)")]
 
 
 def _ranks_that_finished(ctx: Context) -> list[int]:

@@ -131,3 +131,28 @@ def collective_in(frames: list[Frame]) -> tuple[str | None, Frame | None]:
                        if frame.file.endswith("distributed_c10d.py") and not frame.function.startswith("_")), None)
     own = [frame for frame in frames if not LIBRARY_FILE.search(frame.file)]
     return collective, own[-1] if own else None
+
+
+OUTPUT_SHOWN = 70  # characters of a rank's last line of output
+# What torch, gloo and torchrun print about a run rather than the job's own words (torchrun's failure report too:
+# its rules, headings and "SCRIPT FAILED").
+NOT_THE_JOBS_OWN = re.compile(r"^\[[WEIF]\d{4} |^frame #\d+|^Exception raised from|^\s+File \"|^\s|torch\.distributed\."
+                              r"elastic|^WARNING:|^W\d{4} |^E\d{4} |^I\d{4} |^\*{5}|^<omitting python frames>"
+                              r"|^[=-]{20,}$|^Failures:$|^Root Cause \(|^\[\d+\]:$|^<NO_OTHER_FAILURES>$| FAILED$")
+
+
+def last_own_line(texts: list[str]) -> str | None:
+    """The last line a rank printed itself, before any traceback, without torch's and torchrun's own lines."""
+    own, in_traceback = [], False
+    for text in texts:
+        if text.strip() == TRACEBACK_START:
+            in_traceback = True
+        elif in_traceback and EXCEPTION_LINE.match(text):
+            in_traceback = False
+        elif not in_traceback and text.strip() and not NOT_THE_JOBS_OWN.search(text) \
+                and not EXCEPTION_LINE.match(text):
+            own.append(text.strip())
+    if not own:
+        return None
+    last = own[-1]
+    return last if len(last) <= OUTPUT_SHOWN else last[:OUTPUT_SHOWN] + "..."
