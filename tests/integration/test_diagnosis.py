@@ -186,6 +186,26 @@ def test_a_rank_that_got_to_a_collective_after_the_others_gave_up(two_nodes, how
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["exec", "torchrun"])
+def test_a_rank_that_got_to_the_rendezvous_after_the_other_gave_up(two_nodes, how):
+    """Rank 1 joins 2 x PG_TIMEOUT late and dials a store that went away with rank 0 (or node0's agent): still
+    dialling when the lab stops the run (its stack), or given up on its own after node0 ended (c10d's line)."""
+    record = run_failing(how, two_nodes, "late_join_past_the_timeout.py")
+    top = assert_diagnosed(record, "late-rank", 1, 1, "node0", ENDS_BY_ITSELF)
+    assert "was alive but late" in top["title"] and "join_timeout" in top["fix"]
+
+
+@pytest.mark.slow
+def test_ranks_that_ran_different_numbers_of_collectives_before_one_are_out_of_step(two_nodes):
+    """Micro-batches packed per rank (2 per node): gloo reports sizes that differ; the recorders show other calls."""
+    record = run_failing("torchrun", two_nodes, "uneven_micro_batches.py", nproc=2)
+    findings = record["diagnosis"]
+    assert findings[0]["cause"] == "collective-mismatch", json.dumps(findings, indent=1)
+    assert findings[0]["title"].startswith("the ranks are out of step: at #7 ")
+    assert "shape-mismatch" not in [finding["cause"] for finding in findings]
+
+
+@pytest.mark.slow
 def test_a_rendezvous_on_a_port_another_service_holds(two_nodes):
     record = run_failing("exec", two_nodes, "rendezvous_on_a_service_port.py")
     top = assert_diagnosed(record, "wrong-service-on-port", 1, 1, "invalid value returned from server",

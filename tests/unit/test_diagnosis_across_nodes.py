@@ -20,8 +20,9 @@ def sample(name: str, **changes) -> Evidence:
     run = json.loads((folder / "run.json").read_text())
     codes = {int(node): code for node, code in run["exit_codes"].items()}
     codes.update(changes.pop("exit_codes", {}))
+    exits = {int(node): at for node, at in run.get("node_exits", {}).items()}
     nodes = [NodeEvidence(index, f"node{index}", codes[index], lines=(folder / f"node{index}.log").read_text().splitlines(),
-                          interfaces=["lo", "eth0"]) for index in (0, 1)]
+                          interfaces=["lo", "eth0"], exited_at=exits.get(index)) for index in (0, 1)]
     processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []  # taken before the lab stopped it
     return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"],
                     processes=processes, traces=load_traces(folder / "flight"), **changes)
@@ -291,6 +292,42 @@ def test_a_rank_that_failed_of_its_own_after_arriving_late_is_a_crash():
     assert "late-rank" not in causes and causes[0] == "rank-crashed", causes
 
 
+def test_a_rank_still_dialling_the_rendezvous_after_the_other_gave_up_is_late():
+    """Under torchrun: rank 1 verified its shard for 1.5 x the timeout, then dialled node0's store, gone with node0's
+    agent; its stack when the lab stopped the run stands in init_process_group, dialling the address it was given."""
+    found = top("late_join_past_the_timeout_torchrun", stopped="node0 failed")
+    assert (found.cause, found.node, found.rank) == ("late-rank", 1, 1)
+    assert found.title.startswith("rank 1 on node1 was alive but late: it reached init_process_group (")
+    assert found.title.endswith("after node0 had given up waiting for it there, and still dialled node0:29500")
+    assert "TCPStore connect node0:29500 (late_join_past_the_timeout.py:27)" in found.evidence
+
+
+def test_a_rank_dialling_another_address_than_it_was_given_is_not_late():
+    evidence = sample("late_join_past_the_timeout_torchrun", stopped="node0 failed")
+    for process in evidence.processes:
+        process.env["MASTER_PORT"] = "29501"  # what the lab gave differs from what the process dials
+    assert "late-rank" not in [finding.cause for finding in diagnose(evidence)]
+
+
+def test_a_rank_that_dialled_only_after_the_waiting_node_ended_is_late():
+    """Under lab exec: rank 1's own connect timed out (c10d's line says when, and after how long), having started as
+    node0, whose store waited for it, ended: late, not 'nothing answered'."""
+    found = top("late_join_past_the_timeout", stopped="node0 failed")
+    assert (found.cause, found.node, found.rank) == ("late-rank", 1, 1)
+    assert found.title.startswith("rank 1 on node1 was alive but late: it dialled the rendezvous (node0:29500) only "
+                                  "as node0, which had given up waiting for it there, ended (")
+    assert "1/2 clients joined" in found.evidence and "join_timeout" in found.fix
+
+
+@pytest.mark.parametrize("shift", [10.0, -3600.0], ids=["it dialled while the store was there",
+                                                        "a node clock in another time zone"])
+def test_a_rank_that_dialled_while_the_store_was_there_is_not_late(shift):
+    evidence = sample("late_join_past_the_timeout", stopped="node0 failed")
+    evidence.nodes[0].exited_at += shift
+    causes = [finding.cause for finding in diagnose(evidence)]
+    assert "late-rank" not in causes and causes[0] == "master-unreachable", causes
+
+
 def test_without_its_stack_a_missing_rank_is_not_called_late():
     evidence = sample("late_rank", stopped="node0 failed")
     evidence.processes = []
@@ -306,9 +343,12 @@ def test_ranks_hung_in_different_collectives_are_named_from_their_flight_recorde
 
 
 def _waiting(evidence: Evidence, rank: int, **changes) -> Evidence:
-    """The evidence with rank `rank`'s live collective changed (its sequence number, sizes, ...)."""
-    evidence.traces = [replace(trace, waiting_in=replace(trace.waiting_in, **changes)) if trace.rank == rank
-                       else trace for trace in evidence.traces]
+    """The evidence with rank `rank`'s live collective changed (its sequence number, sizes, ...), in its history too."""
+    def changed(trace):
+        now = replace(trace.waiting_in, **changes)
+        return replace(trace, waiting_in=now, history=tuple(now if call.seq == trace.waiting_in.seq else call
+                                                            for call in trace.history))
+    evidence.traces = [changed(trace) if trace.rank == rank else trace for trace in evidence.traces]
     return evidence
 
 
@@ -335,6 +375,28 @@ def test_of_three_ranks_the_one_in_another_collective_is_named():
     found = diagnose(evidence)[0]
     assert (found.cause, found.rank) == ("collective-mismatch", 1)
     assert found.title == "the ranks wait in different collectives at #1 (barrier vs all_reduce)"
+
+
+def test_ranks_whose_recorders_hold_different_calls_at_one_number_are_out_of_step():
+    """Micro-batches packed per rank: at #7 rank 3 all-reduced a token count while ranks 1 and 2 all-reduced their
+    gradients. gloo's size error alone reads like a shape bug; the recorders show two different calls."""
+    found = diagnose(sample("uneven_micro_batches", nproc_per_node=2))
+    assert "shape-mismatch" not in [finding.cause for finding in found]
+    top = found[0]
+    assert (top.cause, top.node, top.rank) == ("collective-mismatch", 1, 3)
+    assert top.title == ("the ranks are out of step: at #7 rank 3 called all_reduce float[scalar] while rank 1 and "
+                         "rank 2 called all_reduce float[8x4]: they ran different numbers of collectives before it")
+    assert "loop whose length differs per rank" in top.fix and "micro-batches" in top.fix
+
+
+def test_the_same_call_with_other_sizes_is_a_shape_mismatch_not_out_of_step():
+    """The same recorders, but rank 3's #7 an all_reduce of the gradients' kind with other sizes: one call, two
+    shapes, which is what gloo's size error then means."""
+    evidence = sample("uneven_micro_batches", nproc_per_node=2)
+    evidence.traces = [replace(trace, history=tuple(replace(call, sizes=((8, 5),)) if call.seq == 7 else call
+                                                    for call in trace.history)) if trace.rank == 3 else trace
+                       for trace in evidence.traces]
+    assert [finding.cause for finding in diagnose(evidence)][0] == "shape-mismatch"
 
 
 def test_ranks_hung_in_the_same_collective_are_no_mismatch_of_the_recorder():

@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
-from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, missing_rank, near,
-                                            node_of_rank, quote)
+from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, env_values,
+                                            missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine, collective_in, last_own_line
 from lab.analysis.stacks import Frame, ProcessStack
@@ -194,6 +195,9 @@ def _number(text: str | None) -> int | None:
     return int(text) if text and text.lstrip("-").isdigit() and int(text) >= 0 else None
 
 
+LATE_TO_JOIN_FIX = ("join the process group before slow start-up work (or do that work after init_process_group), or "
+                    "give init_process_group a timeout longer than the slowest rank's start "
+                    "(timeout=datetime.timedelta(...); torchrun: --rdzv-conf join_timeout=...)")
 LATE_IN_A_COLLECTIVE_FIX = (
     "give every rank the same work between collectives, or make the slow part (loading, a checkpoint, an evaluation "
     "on one rank) shorter than the process group's timeout: a longer timeout= for init_process_group, prefetching "
@@ -206,7 +210,7 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
     it got there after all, from when each rank entered the collective (the Flight Recorder)."""
     if any(not SYMPTOM.search(f"{tb.exc_type}: {tb.message}") for tb in ctx.tracebacks):
         return []  # a rank failed of its own (its error is the cause); the others were stopped wherever they were
-    return _late_in_its_own_code(ctx) or _late_to_a_collective(ctx)
+    return _late_in_its_own_code(ctx) or _late_to_the_rendezvous(ctx) or _late_to_a_collective(ctx)
 
 
 def _late_in_its_own_code(ctx: Context) -> list[Finding]:
@@ -227,10 +231,7 @@ def _late_in_its_own_code(ctx: Context) -> list[Finding]:
                              f"({frame.file}:{frame.line}) when node{gave_up.node} gave up waiting for it at the "
                              "rendezvous",
                 f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
-                f"node{gave_up.node}: " + gave_up.text.strip()[:200], process.node, process.rank,
-                "join the process group before slow start-up work (or do that work after init_process_group), or "
-                "give init_process_group a timeout longer than the slowest rank's start "
-                "(timeout=datetime.timedelta(...); torchrun: --rdzv-conf join_timeout=...)")]
+                f"node{gave_up.node}: " + gave_up.text.strip()[:200], process.node, process.rank, LATE_TO_JOIN_FIX)]
         waiter = f"rank {timed_out.rank}" if timed_out.rank is not None else f"node{timed_out.node}"
         return [Finding(
             "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
@@ -240,6 +241,78 @@ def _late_in_its_own_code(ctx: Context) -> list[Finding]:
             f"{timed_out.line.where()}: {timed_out.exc_type}: {timed_out.message.split('. ')[0]}"[:400],
             process.node, process.rank, LATE_IN_A_COLLECTIVE_FIX)]
     return []
+
+
+def _late_to_the_rendezvous(ctx: Context) -> list[Finding]:
+    """A rank gave up waiting for another at the rendezvous, which got there afterwards, dialling the address every
+    rank was given: a store that had gone with the one that gave up. Late, not lost (nor a wrong address); what it
+    did before is its own code above init_process_group."""
+    return _late_and_still_dialling(ctx) or _late_and_dialled_in_vain(ctx)
+
+
+def _late_and_still_dialling(ctx: Context) -> list[Finding]:
+    """When the lab looked, the rank the other waited for was inside init_process_group, still dialling."""
+    gave_up = next(((line, match) for line in ctx.lines if (match := STORE_WAIT.search(line.text))
+                    and match["keys"] and missing_rank(match["keys"]) >= 0), None)
+    if gave_up is None:
+        return []
+    line, match = gave_up
+    wanted = missing_rank(match["keys"])
+    for call in init_calls(ctx):
+        process, where = call.process, call.process.waiting()
+        rank = call.rank if call.rank is not None else process.rank
+        given = f"{process.env.get('MASTER_ADDR')}:{process.env.get('MASTER_PORT')}"
+        if rank != wanted or where is None or where.detail != f"TCPStore connect {given}":
+            continue
+        at = f" ({call.caller.file}:{call.caller.line})" if call.caller else ""
+        return [Finding(
+            "late-rank", f"rank {rank} on node{process.node} was alive but late: it reached init_process_group{at} "
+                         f"after node{line.node} had given up waiting for it there, and still dialled {given}",
+            f"node{process.node} rank {rank}: {where} (its stack when the lab stopped the run); {quote(line)}",
+            process.node, rank,
+            LATE_TO_JOIN_FIX)]
+    return []
+
+
+# glog's prefix of c10d's lines ("[E1125 15:55:09.373347766 socket.cpp:1028]") and its connect timeout.
+GLOG_TIME = re.compile(r"^\[?[EWIF](?P<month>\d{2})(?P<day>\d{2}) (?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?) ")
+CONNECT_TIMED_OUT = re.compile(r"timed out after (?P<ms>\d+)ms while trying to connect to \((?P<host>[^,]+), "
+                               r"(?P<port>\d+)\)")
+DIALLED_LATE = 2.0  # seconds: the store closes before the node's command ends (its teardown), clocks drift
+LATE_DIAL_WINDOW = 600.0  # seconds: later than this is not one run's rendezvous (or the node's clock is in another zone)
+
+
+def _late_and_dialled_in_vain(ctx: Context) -> list[Finding]:
+    """The rank dialled the rendezvous only after the node that waited for it had ended (c10d's line says when it
+    gave up and after how long; the record says when that node ended), and gave up itself: it was late."""
+    waiter = next((line for line in ctx.lines if JOINED.search(line.text) or STORE_WAIT.search(line.text)), None)
+    ended = node_evidence(ctx.evidence, waiter.node).exited_at if waiter else None
+    if ended is None:
+        return []
+    for line in ctx.lines:
+        match, stamp = CONNECT_TIMED_OUT.search(line.text), GLOG_TIME.match(line.text)
+        if not (match and stamp) or line.node == waiter.node or not _given_rendezvous(ctx, match["host"],
+                                                                                       int(match["port"])):
+            continue
+        year = datetime.fromtimestamp(ended, timezone.utc).year
+        gave_up_at = datetime.strptime(f"{year}{stamp['month']}{stamp['day']} {stamp['clock'][:15]}",
+                                       "%Y%m%d %H:%M:%S.%f" if "." in stamp["clock"] else "%Y%m%d %H:%M:%S")
+        dialled_at = gave_up_at.replace(tzinfo=timezone.utc).timestamp() - int(match["ms"]) / 1000
+        if not ended - DIALLED_LATE <= dialled_at <= ended + LATE_DIAL_WINDOW:
+            continue  # dialled while the store was there (another fault), or a clock in another time zone
+        who = f"rank {line.rank}" if line.rank is not None else "a process"
+        return [Finding(
+            "late-rank", f"{who} on node{line.node} was alive but late: it dialled the rendezvous "
+                         f"({match['host']}:{match['port']}) only as node{waiter.node}, which had given up waiting for "
+                         f"it there, ended ({dialled_at - ended:+.1f} s)",
+            f"{quote(line)}; {quote(waiter)}", line.node, line.rank, LATE_TO_JOIN_FIX)]
+    return []
+
+
+def _given_rendezvous(ctx: Context, host: str, port: int) -> bool:
+    """The address every rank was given (the lab's MASTER_ADDR:MASTER_PORT)."""
+    hosts = {ctx.evidence.master_addr, rendezvous_host(ctx.evidence)} | set(env_values(ctx, "MASTER_ADDR"))
+    return host in hosts and port == ctx.evidence.master_port
 
 
 def _late_to_a_collective(ctx: Context) -> list[Finding]:
@@ -419,7 +492,7 @@ def collective_findings(ctx: Context) -> list[Finding]:
     From the Flight Recorder of a hang (flight_findings), else stack dumps when the lab took them, else from the
     collective each rank's traceback ended in.
     """
-    if from_recorder := flight_findings(ctx):
+    if from_recorder := flight_findings(ctx) or out_of_step_findings(ctx):
         return from_recorder
     where: dict[int, tuple[str, Frame | None, str]] = {}
     for process in ctx.evidence.processes:
@@ -453,6 +526,46 @@ def collective_findings(ctx: Context) -> list[Finding]:
                     "`if rank == ...` or a loop whose length differs per rank is the usual culprit")]
 
 
+OUT_OF_STEP_FIX = ("make every rank run the same collectives in the same order: a loop whose length differs per rank "
+                   "(micro-batches or batches counted from each rank's own data: shard with DistributedSampler, or "
+                   "agree on the count first with all_reduce(MIN)), or a collective inside `if rank == ...`, puts one "
+                   "rank's call against another's")
+
+
+def out_of_step_findings(ctx: Context) -> list[Finding]:
+    """Ranks whose recorders hold different calls at the same sequence number (another operation, dtype or number
+    of dimensions, not only other sizes): they ran different numbers of collectives before it, so one rank's call
+    met another's; gloo then reports the sizes that differ, which alone reads like a shape bug."""
+    ranked = [trace for trace in ctx.evidence.traces if trace.rank is not None]
+    seqs = Counter(call.seq for trace in ranked for call in trace.history)
+    common = max((seq for seq, count in seqs.items() if count > 1), default=None)
+    if common is None:
+        return []
+    calls = {trace.rank: trace.entered(common) for trace in ranked if trace.entered(common)}
+    kinds = Counter(_kind(call) for call in calls.values())
+    if len(kinds) < 2:
+        return []
+    fewest = min(kinds.values())
+    odd = min(rank for rank, call in calls.items() if kinds[_kind(call)] == fewest)
+    others = sorted(rank for rank, call in calls.items() if _kind(call) != _kind(calls[odd]))
+    named = " and ".join(f"rank {rank}" for rank in others)
+    return [Finding(
+        "collective-mismatch", f"the ranks are out of step: at #{common} rank {odd} called {_call(calls[odd])} while "
+                               f"{named} called {_call(calls[others[0]])}: they ran different numbers of collectives "
+                               "before it",
+        "collectives (Flight Recorder): " + "; ".join(f"rank {rank} #{common} {_call(call)}"
+                                                        for rank, call in sorted(calls.items())),
+        node_of_rank(ctx, odd), odd, OUT_OF_STEP_FIX)]
+
+
+def _kind(call) -> tuple:
+    return call.operation, call.dtypes, tuple(len(shape) for shape in call.sizes)
+
+
+def _call(call) -> str:
+    return str(call).split(" ", 1)[1]  # without its '#N'
+
+
 def _odd_one_out(where: dict[int, tuple[str, Frame | None, str]]) -> int | None:
     """The rank whose place differs from all the others, when there is exactly one such rank."""
     keys = {rank: (name, (caller.file, caller.line) if caller else None) for rank, (name, caller, _) in where.items()}
@@ -461,10 +574,14 @@ def _odd_one_out(where: dict[int, tuple[str, Frame | None, str]]) -> int | None:
     return lonely[0] if len(lonely) == 1 else None
 
 
-def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    if out_of_step_findings(ctx):
+        return None  # different calls met, not one call with other sizes
     return ("the ranks passed tensors of different sizes to the same collective",
             "make every rank pass the same shape and dtype to each collective (pad or drop the uneven last batch, "
-            "e.g. DistributedSampler(drop_last=True)); TORCH_DISTRIBUTED_DEBUG=DETAIL names the shapes")
+            "e.g. DistributedSampler(drop_last=True)); if the sizes are of different tensors altogether, the ranks "
+            "are out of step: one ran more collectives before this one (a loop whose length differs per rank: give "
+            "each the same number of batches); TORCH_DISTRIBUTED_DEBUG=DETAIL names the shapes")
 
 
 def _fingerprint_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:

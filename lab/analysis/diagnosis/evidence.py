@@ -21,6 +21,7 @@ class NodeEvidence:
     interfaces: list[str] = field(default_factory=list)
     gpus: int = 0
     memory_limit: str | None = None  # e.g. '2g', as `lab up --memory` set it
+    exited_at: float | None = None  # wall clock when its command ended (None: still running when stopped)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class LaunchOutcome(Protocol):
     logs: dict[int, str]
     timed_out: bool
     oom_killed: list[int]
+    node_exits: dict[int, float]
 
 
 def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: int = 1, backend: str = "auto",
@@ -80,7 +82,8 @@ def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: 
     nodes = [NodeEvidence(index=index, hostname=hostnames.get(index, f"node{index}"),
                           exit_code=result.exit_codes.get(index), oom_killed=index in result.oom_killed,
                           lines=result.logs.get(index, "").splitlines(), interfaces=list(interfaces.get(index, [])),
-                          gpus=gpus.get(index, 0), memory_limit=memory_limit)
+                          gpus=gpus.get(index, 0), memory_limit=memory_limit,
+                          exited_at=result.node_exits.get(index))
              for index in sorted(set(result.exit_codes) | set(result.logs))]
     return Evidence(nodes=nodes, nnodes=nnodes, nproc_per_node=nproc_per_node, backend=backend,
                     master_addr=master_addr, master_port=master_port, env=dict(env or {}), command=list(command or []),
