@@ -12,7 +12,8 @@ Flight Recorder (when LAB_FLIGHT_DIR is set, lab/jobs/flight.py): torch keeps ev
 default for gloo and NCCL: sequence number, operation, sizes, when it was entered, whether it completed) but writes
 them nowhere unless asked. This writes them, with when the process started, as JSON into LAB_FLIGHT_DIR when the
 process ends, and when the lab asks a hung run before stopping it: a thread waits for the request, as a Python signal
-handler would only run once the hung collective returned. torch is never imported here: a process that does not use torch.distributed writes nothing.
+handler would only run once the hung collective returned. torch is never imported here: a process that does not use
+torch.distributed writes nothing.
 
 Stack at SIGTERM (torchrun's workers, which have RANK): when one rank fails, torchrun ends the node's other ranks with
 SIGTERM at once, before the lab could take their stacks, yet where a rank was then (still in its own code, while the

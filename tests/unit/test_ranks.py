@@ -73,7 +73,8 @@ def test_the_rank_that_entered_the_collective_late_stands_out(own_lab_home):
     """Rank 1 reached DDP's first collective 7.3 s after rank 0 began waiting there (its timeout: 5 s)."""
     record = record_of("late_past_the_timeout_torchrun")
     texts = [line.text() for line in rank_lines(record, record.steps[0])]
-    assert texts[0].startswith("rank 0 node0; exit 1; last collective #1 all_gather int64[1]") and "entered" not in texts[0]
+    assert texts[0].startswith("rank 0 node0; exit 1; last collective #1 all_gather int64[1]")
+    assert "entered" not in texts[0]
     assert texts[1] == ("rank 1 node1; exit 1; last collective #1 all_gather int64[1], entered 7.3 s after rank 0; "
                         "last output: rank 1: prepared 64 rows")
     page = render(record)

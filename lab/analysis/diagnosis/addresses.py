@@ -117,7 +117,8 @@ FINAL_ATTEMPT = re.compile(r"^[\w.]*(?:Error|Exception)\b|- timed out \(try=")  
 HARMLESS_ERRNO = re.compile(r"errno: 99 - Cannot assign requested address")  # c10d tries ::1 first, then 127.0.0.1
 
 
-def _connect_attempts(ctx: Context) -> list[tuple[LogLine, str, int]]:
+def connect_attempts(ctx: Context) -> list[tuple[LogLine, str, int]]:
+    """Every line where c10d reports dialling an address: (the line, host, port)."""
     attempts = []
     for line in ctx.lines:
         if match := CONNECT_ATTEMPT.search(line.text):
@@ -134,7 +135,7 @@ def loopback_findings(ctx: Context) -> list[Finding]:
            "with torchrun: --master-addr/--rdzv-endpoint node0:PORT; never hard-code localhost or 127.0.0.1 "
            "in a multi-node script")
     # The evidence: a node other than the rendezvous node (node0) dialling a loopback address.
-    attempts = [(line, host) for line, host, _ in _connect_attempts(ctx) if is_loopback(host) and line.node != 0]
+    attempts = [(line, host) for line, host, _ in connect_attempts(ctx) if is_loopback(host) and line.node != 0]
     if attempts:
         line, host = attempts[0]
         return [Finding("master-addr-loopback", f"a multi-node job points its rendezvous at {host}",
@@ -152,7 +153,7 @@ def unreachable_findings(ctx: Context) -> list[Finding]:
     # The run hung, or a rank waited in vain for others: a retry that failed then is no passing hiccup.
     stuck = ctx.evidence.timed_out or any(JOINED.search(line.text) or STORE_WAIT.search(line.text)
                                           for line in ctx.lines)
-    for line, host, port in _connect_attempts(ctx):
+    for line, host, port in connect_attempts(ctx):
         if HARMLESS_ERRNO.search(line.text) or not REFUSED_OR_TIMEOUT.search(line.text):
             continue
         if not (stuck or FINAL_ATTEMPT.search(line.text)):

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from lab.analysis.diagnosis.addresses import connect_attempts
 from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, env_values,
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
@@ -269,17 +270,15 @@ def _late_and_still_dialling(ctx: Context) -> list[Finding]:
             "late-rank", f"rank {rank} on node{process.node} was alive but late: it reached init_process_group{at} "
                          f"after node{line.node} had given up waiting for it there, and still dialled {given}",
             f"node{process.node} rank {rank}: {where} (its stack when the lab stopped the run); {quote(line)}",
-            process.node, rank,
-            LATE_TO_JOIN_FIX)]
+            process.node, rank, LATE_TO_JOIN_FIX)]
     return []
 
 
-# glog's prefix of c10d's lines ("[E1125 15:55:09.373347766 socket.cpp:1028]") and its connect timeout.
+# glog's prefix of c10d's lines ("[E1125 15:55:09.373347766 socket.cpp:1028]"), and how long a connect was tried.
 GLOG_TIME = re.compile(r"^\[?[EWIF](?P<month>\d{2})(?P<day>\d{2}) (?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?) ")
-CONNECT_TIMED_OUT = re.compile(r"timed out after (?P<ms>\d+)ms while trying to connect to \((?P<host>[^,]+), "
-                               r"(?P<port>\d+)\)")
+CONNECT_TIMED_OUT = re.compile(r"timed out after (?P<ms>\d+)ms while trying to connect")
 DIALLED_LATE = 2.0  # seconds: the store closes before the node's command ends (its teardown), clocks drift
-LATE_DIAL_WINDOW = 600.0  # seconds: later than this is not one run's rendezvous (or the node's clock is in another zone)
+LATE_DIAL_WINDOW = 600.0  # seconds: later is not one run's rendezvous (or the node's clock is in another zone)
 
 
 def _late_and_dialled_in_vain(ctx: Context) -> list[Finding]:
@@ -289,12 +288,11 @@ def _late_and_dialled_in_vain(ctx: Context) -> list[Finding]:
     ended = node_evidence(ctx.evidence, waiter.node).exited_at if waiter else None
     if ended is None:
         return []
-    for line in ctx.lines:
+    year = datetime.fromtimestamp(ended, timezone.utc).year  # glog's prefix leaves it out
+    for line, host, port in connect_attempts(ctx):
         match, stamp = CONNECT_TIMED_OUT.search(line.text), GLOG_TIME.match(line.text)
-        if not (match and stamp) or line.node == waiter.node or not _given_rendezvous(ctx, match["host"],
-                                                                                       int(match["port"])):
+        if not (match and stamp) or line.node == waiter.node or not _given_rendezvous(ctx, host, port):
             continue
-        year = datetime.fromtimestamp(ended, timezone.utc).year
         gave_up_at = datetime.strptime(f"{year}{stamp['month']}{stamp['day']} {stamp['clock'][:15]}",
                                        "%Y%m%d %H:%M:%S.%f" if "." in stamp["clock"] else "%Y%m%d %H:%M:%S")
         dialled_at = gave_up_at.replace(tzinfo=timezone.utc).timestamp() - int(match["ms"]) / 1000
@@ -303,7 +301,7 @@ def _late_and_dialled_in_vain(ctx: Context) -> list[Finding]:
         who = f"rank {line.rank}" if line.rank is not None else "a process"
         return [Finding(
             "late-rank", f"{who} on node{line.node} was alive but late: it dialled the rendezvous "
-                         f"({match['host']}:{match['port']}) only as node{waiter.node}, which had given up waiting for "
+                         f"({host}:{port}) only as node{waiter.node}, which had given up waiting for "
                          f"it there, ended ({dialled_at - ended:+.1f} s)",
             f"{quote(line)}; {quote(waiter)}", line.node, line.rank, LATE_TO_JOIN_FIX)]
     return []
