@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lab.analysis.calls import CallLog
+
 FLIGHT_FOLDER = "flight"  # in a record's stacks/ folder (a step's, for exercises of several steps)
 DEFAULT_GROUP = "0"  # pg_id of the default process group in the recorder
 DTYPES = {"Float": "float", "Double": "double", "Half": "half", "BFloat16": "bfloat16", "Long": "int64",
@@ -53,6 +55,7 @@ class RankTrace:
     exception: str | None = None  # the exception that ended the process (its last words), if one did
     history: tuple[Collective, ...] = ()  # the collectives it entered that the dumps kept, oldest first
     started_at: float | None = None  # when the process started (dumps of older records lack it)
+    calls: CallLog | None = None  # its torch.distributed calls and store operations (lab/analysis/calls.py)
 
     def entered(self, seq: int) -> Collective | None:
         return next((collective for collective in self.history if collective.seq == seq), None)

@@ -1,0 +1,141 @@
+"""The torch.distributed calls and c10d store operations each process of a run made, as the jobs' hooks wrote them.
+
+The Flight Recorder keeps gloo's collectives but not their arguments that matter for a hang (a broadcast's root, the
+members of a subgroup, a point-to-point peer and tag), nor send/recv, nor the store. The jobs' sitecustomize
+(exercises/jobhooks/) wraps torch.distributed's public calls and the store's methods as the user's code makes them and
+writes, beside each process's Flight Recorder dump (the `calls` key of the same JSON), what it was doing: the calls it
+had entered and not left, the one that raised, the last ones it finished, the point-to-point operations it posted,
+the subgroups it created, and the store keys it set and waited for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The operations whose `root` is the rank that sends (broadcast, scatter) or receives (reduce, gather) for everyone.
+ROOTED = ("broadcast", "broadcast_object_list", "reduce", "gather", "gather_object", "scatter", "scatter_object_list")
+POINT_TO_POINT = ("send", "recv", "isend", "irecv", "send_object_list", "recv_object_list")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    shape: tuple[int, ...]
+    dtype: str  # 'float32', 'int64', ...
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{'x'.join(map(str, self.shape)) or 'scalar'}]"
+
+
+@dataclass(frozen=True)
+class DistCall:
+    """One call of the user's code into torch.distributed, with the arguments that must agree across ranks."""
+
+    op: str  # the function's name: 'recv', 'broadcast', 'all_reduce', 'new_group', 'barrier', ...
+    caller: str | None = None  # the user's line that made it: 'train.py:41 in step'
+    thread: str = "MainThread"
+    src: int | None = None  # recv/irecv: the peer it receives from (None: any source)
+    dst: int | None = None  # send/isend: the peer it sends to
+    tag: int | None = None  # point-to-point tag
+    root: int | None = None  # ROOTED operations: the global rank of the root (src or dst argument)
+    group: tuple[int, ...] | None = None  # the global ranks of the group it ran on; None: the default group
+    tensors: tuple[Tensor, ...] = ()
+    is_async: bool = False  # async_op=True, or isend/irecv
+    entered_at: float | None = field(default=None, compare=False)  # seconds since the epoch
+    ended_at: float | None = field(default=None, compare=False)  # None: had not returned when the dump was written
+    error: str | None = None  # 'DistBackendError: [...] Timed out waiting 1000ms for recv ...' when it raised
+    timeout_s: float | None = None  # the group's timeout, where known
+
+    @property
+    def peer(self) -> int | None:
+        return self.src if self.op in ("recv", "irecv", "recv_object_list") else self.dst
+
+    def __str__(self) -> str:
+        args = [str(tensor) for tensor in self.tensors]
+        for name in ("src", "dst", "root", "tag"):
+            value = getattr(self, name)
+            if value is not None and not (name == "tag" and value == 0):
+                args.append(f"{name}={value}")
+        if self.group is not None:
+            args.append(f"group={list(self.group)}")
+        return f"{self.op}({', '.join(args)})" + (f" at {self.caller}" if self.caller else "")
+
+
+@dataclass(frozen=True)
+class StoreOp:
+    """One operation of the user's code on a c10d store (TCPStore, FileStore, PrefixStore, HashStore)."""
+
+    op: str  # 'set', 'get', 'wait', 'add', 'compare_set', 'check', 'delete_key', 'multi_get', 'multi_set'
+    keys: tuple[str, ...]
+    caller: str | None = None
+    at: float | None = field(default=None, compare=False)
+    ended_at: float | None = field(default=None, compare=False)  # None: had not returned when the dump was written
+    error: str | None = None
+
+    @property
+    def waits(self) -> bool:
+        """get, wait and multi_get block until every key is set."""
+        return self.op in ("get", "wait", "multi_get")
+
+
+@dataclass(frozen=True)
+class CallLog:
+    """What one process was doing in torch.distributed and on its stores when its dump was written."""
+
+    pending: tuple[DistCall, ...] = ()  # entered and not left (a hung call), innermost last per thread
+    failed: tuple[DistCall, ...] = ()  # calls that raised, oldest first
+    recent: tuple[DistCall, ...] = ()  # the last calls that returned, oldest first
+    posted: tuple[DistCall, ...] = ()  # isend/irecv (and async collectives) it posted, oldest first
+    groups: tuple[DistCall, ...] = ()  # new_group / new_subgroups calls, with the ranks passed in `group`
+    store: tuple[StoreOp, ...] = ()  # the user's store operations, oldest first
+    counts: dict[str, int] = field(default_factory=dict)  # calls made per operation
+
+    @property
+    def blocked_in(self) -> DistCall | None:
+        """The call it was stuck in (a pending one), else the one that raised last."""
+        return (self.pending[-1] if self.pending else None) or (self.failed[-1] if self.failed else None)
+
+
+def read_calls(data: dict | None) -> CallLog | None:
+    """A CallLog from the `calls` part of a dump (see exercises/jobhooks/sitecustomize.py); None when it has none."""
+    if not data:
+        return None
+    return CallLog(pending=_calls(data.get("pending")), failed=_calls(data.get("failed")),
+                   recent=_calls(data.get("recent")), posted=_calls(data.get("posted")),
+                   groups=_calls(data.get("groups")),
+                   store=tuple(_store_op(item) for item in data.get("store") or [] if isinstance(item, dict)),
+                   counts={str(op): int(count) for op, count in (data.get("counts") or {}).items()})
+
+
+def _calls(items) -> tuple[DistCall, ...]:
+    return tuple(_call(item) for item in items or [] if isinstance(item, dict) and item.get("op"))
+
+
+def _call(item: dict) -> DistCall:
+    group = item.get("group")
+    return DistCall(
+        op=str(item["op"]), caller=item.get("caller"), thread=str(item.get("thread") or "MainThread"),
+        src=_int(item.get("src")), dst=_int(item.get("dst")), tag=_int(item.get("tag")), root=_int(item.get("root")),
+        group=tuple(int(rank) for rank in group) if isinstance(group, list) else None,
+        tensors=tuple(Tensor(tuple(int(size) for size in tensor.get("shape") or []), str(tensor.get("dtype") or "?"))
+                      for tensor in item.get("tensors") or [] if isinstance(tensor, dict)),
+        is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),
+        ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")))
+
+
+def _store_op(item: dict) -> StoreOp:
+    return StoreOp(str(item.get("op") or "?"), tuple(str(key) for key in item.get("keys") or []), item.get("caller"),
+                   _float(item.get("at")), _float(item.get("ended_at")), item.get("error"))
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
