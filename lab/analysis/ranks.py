@@ -8,11 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
-from lab.analysis.diagnosis.logs import last_own_line
+from lab.analysis.diagnosis.logs import exit_text, last_own_line
 from lab.analysis.flight import FLIGHT_FOLDER, RankTrace, load_traces
 from lab.analysis.record import RunRecord, StepRecord
 from lab.analysis.stacks import ProcessStack, load_stacks
-from lab.analysis.timeline import exit_text
 
 
 

@@ -13,9 +13,10 @@ from datetime import datetime
 from html import escape
 from pathlib import Path
 
+from lab.analysis.diagnosis.logs import exit_text
 from lab.analysis.ranks import RankLine, failed_steps, rank_lines
 from lab.analysis.record import RunRecord
-from lab.analysis.timeline import draw_timeline, exit_text, timeline_path
+from lab.analysis.timeline import draw_timeline, timeline_path
 
 REPORT_FILE = "report.html"
 LOG_TAIL_LINES = 5000  # a log longer than this is shown from its end; the full file stays in the record

@@ -285,6 +285,8 @@ def process_stack(process: JobProcess, dump: list | str, node_processes: list[Jo
         local_rank = next((_int(frame.value("i")) for frame in frames
                            if frame.function == "_wrap" and frame.short_file == "torch/multiprocessing/spawn.py"), None)
     agent = is_agent(process.cmdline)
+    if _child_of_its_rank(process, node_processes):
+        rank = local_rank = None  # a DataLoader worker or a subprocess: its parent's RANK, not a rank of its own
     if rank is None and not agent and _sole_process_of_node(process, node_processes, env):
         rank = _int(env.get("NODE_RANK"))  # `lab exec`: one process per node, rank = node rank
     role = "agent" if agent else "worker" if rank is not None or local_rank is not None else "process"
@@ -293,6 +295,13 @@ def process_stack(process: JobProcess, dump: list | str, node_processes: list[Jo
         env={key: value for key, value in env.items() if key in STACK_ENV or key.startswith(STACK_ENV_PREFIXES)},
         threads=threads, run_id=env.get("LAB_RUN_ID", ""), ppid=process.ppid, cmdline=process.cmdline,
         error=dump if isinstance(dump, str) else None)
+
+
+def _child_of_its_rank(process: JobProcess, node_processes: list[JobProcess]) -> bool:
+    """A process started by a rank's worker that inherited the worker's RANK (not torchrun's agent starting workers)."""
+    parent = next((other for other in node_processes if other.pid == process.ppid), None)
+    return (parent is not None and not is_agent(parent.cmdline) and "RANK" in process.env
+            and parent.env.get("RANK") == process.env.get("RANK"))
 
 
 def _sole_process_of_node(process: JobProcess, node_processes: list[JobProcess], env: dict[str, str]) -> bool:

@@ -15,13 +15,13 @@ and who was gone (a red bar that ends early, labelled with its exit code or sign
 from __future__ import annotations
 
 import json
-import signal
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, failure_report_ranks, read_lines
+from lab.analysis.diagnosis.logs import exit_text
 from lab.analysis.stacks import load_stacks
 
 if TYPE_CHECKING:
@@ -62,20 +62,6 @@ class Timeline:
     @property
     def start(self) -> float:
         return min((start for _, start, _ in self.steps), default=0.0)
-
-
-def exit_text(code: int | None) -> str:
-    """An exit status as a person reads it: 'exit 1', 'SIGKILL' (-9 from Popen), 'exit 137 (SIGKILL)' (a shell's)."""
-    if code is None:
-        return "stopped by the lab"
-    number = -code if code < 0 else code - 128 if code > 128 else None
-    try:
-        name = signal.Signals(number).name if number else None
-    except ValueError:
-        name = None
-    if code < 0:
-        return name or f"signal {-code}"
-    return f"exit {code}" + (f" ({name})" if name else "")
 
 
 def build_timeline(record: RunRecord) -> Timeline:

@@ -503,8 +503,14 @@ def test_argparse_usage_error():
 
 # --- endings, rendering, building evidence ---------------------------------------------------------------------------
 def test_unexplained_exit_falls_back_to_the_last_line():
-    findings = diagnose(lab_run("step 3\nsegfault somewhere\n", "", exit_codes=[139, 0]))
-    assert [(f.cause, f.node) for f in findings] == [("nonzero-exit", 0)] and "segfault" in findings[0].evidence
+    findings = diagnose(lab_run("step 3\nno shard for this rank, giving up\n", "", exit_codes=[3, 0]))
+    assert [(f.cause, f.node) for f in findings] == [("nonzero-exit", 0)]
+    assert "no shard for this rank" in findings[0].title and "no shard" in findings[0].evidence
+
+
+def test_a_shell_status_of_a_fatal_signal_is_that_signal_not_a_bare_exit_code():
+    findings = diagnose(lab_run("step 3\n", "", exit_codes=[139, 0]))
+    assert (findings[0].cause, findings[0].node) == ("fatal-signal", 0) and "SIGSEGV" in findings[0].title
 
 
 def test_format_and_json():

@@ -5,12 +5,14 @@ combined log; stack dumps when it took them; the launch facts and the lab's inje
 `Finding`s, the root cause first. The rules match torch's message families (c10d, gloo, NCCL, CUDA, torchrun, Python
 tracebacks) rather than one script's text, and use the environment and the launch facts where they are known. They
 live by family: addresses (rendezvous and network), divergence (ranks that disagree), resources (memory, shared
-memory, GPUs), crashes (a process failing on its own) and endings (how a run ended when nothing more is known).
+memory, GPUs), crashes (a process failing on its own), signals (a process killed by a fatal signal), waits (the ranks'
+pending calls matched across ranks: deadlocks, roots, groups, tags, store keys, timeouts) and endings (how a run
+ended when nothing more is known, saying what each rank was doing).
 """
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import addresses, crashes, divergence, endings, resources
+from lab.analysis.diagnosis import addresses, crashes, divergence, endings, resources, signals, waits
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -24,8 +26,10 @@ PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "package-missing-on-nodes", "package-version-differs", "import-error", "script-not-found", "bad-arguments",
-    "process-group-not-initialized", "duplicate-rank", "late-rank", "world-size-mismatch", "ddp-parameter-mismatch",
-    "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "rank-crashed", "uneven-collectives",
+    "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
+    "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
+    "rank-crashed", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
 ]
@@ -41,7 +45,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     lines = read_lines(evidence)
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines), PATTERNS)
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
-             + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
+             + pattern_findings(ctx) + signals.signal_findings(ctx) + waits.reasoning_findings(ctx)
+             + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
              + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx))
     found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))

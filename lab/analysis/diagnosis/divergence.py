@@ -220,10 +220,12 @@ def _late_in_its_own_code(ctx: Context) -> list[Finding]:
                       and COLLECTIVE_TIMEOUT.search(tb.message)), None)
     if gave_up is None and timed_out is None:
         return []
+    raised = {(tb.node, tb.rank) for tb in ctx.tracebacks}
     for process in ctx.evidence.processes:
         where = process.waiting() if process.role != "agent" else None
-        if where is None or where.in_distributed_call or where.user_frame is None:
-            continue
+        if where is None or where.in_distributed_call or where.user_frame is None or \
+                (process.node, process.rank) in raised:
+            continue  # a rank that raised is ending (its stack is its exit), not busy elsewhere
         frame = where.user_frame
         who = f"rank {process.rank}" if process.rank is not None else "a process"
         if gave_up is not None:

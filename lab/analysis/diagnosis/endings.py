@@ -8,7 +8,8 @@ import re
 
 from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import collective_in
+from lab.analysis.diagnosis.logs import exit_text, last_own_line
+from lab.analysis.diagnosis.waits import rank_activities, what_the_ranks_did
 
 # Faults as a manifest names them (actions) and as the lab finds them in force after a run (node states).
 FAULT_WORDS = {"kill": "killed", "kill-node": "killed", "kill-worker": "had a worker killed", "stop": "stopped",
@@ -36,12 +37,30 @@ def fault_explains(ctx: Context) -> bool:
 
 
 def peer_lost_findings(ctx: Context) -> list[Finding]:
+    """A lost connection, with the peer that ended first where the lab knows which and how."""
     for tb in ctx.tracebacks:
         if re.search(r"Connection closed by peer|Connection reset by peer|Broken pipe", tb.message):
-            return [Finding("peer-lost", "a rank lost its connection to a peer in the middle of a collective",
-                            quote(tb.line), tb.node, tb.rank,
-                            "find the peer that died first (its own error, an OOM kill or a lab fault) and fix that")]
+            gone = _ended_first(ctx, tb)
+            seen = what_the_ranks_did(ctx)
+            return [Finding("peer-lost", "a rank lost its connection to a peer in the middle of a collective"
+                            + (f": {gone} first" if gone else ""),
+                            quote(tb.line) + (f"; the ranks: {seen}" if seen else ""), tb.node, tb.rank,
+                            f"find why {gone.split(' ended')[0]} ended (its last lines of output, its exit status)"
+                            if gone else "find the peer that died first (its own error, an OOM kill or a lab fault) "
+                            "and fix that")]
     return []
+
+
+def _ended_first(ctx: Context, lost: object) -> str | None:
+    """'rank 1 ended (exit 3)': another process that ended by itself, from torchrun's reports or its node's exit."""
+    for node, exits in ctx.reports.items():
+        for rank, code in exits:
+            if rank != getattr(lost, "rank", None) and code not in (0, 1):
+                return f"rank {rank} ended ({exit_text(code)})"
+    for node in ctx.evidence.nodes:
+        if node.index != getattr(lost, "node", None) and node.exit_code not in (0, 1, None):
+            return f"node{node.index} ended ({exit_text(node.exit_code)})"
+    return None
 
 
 def ending_findings(ctx: Context) -> list[Finding]:
@@ -51,17 +70,23 @@ def ending_findings(ctx: Context) -> list[Finding]:
     collective_timeout = next((tb for tb in ctx.tracebacks if re.search(r"[Tt]imed out|[Tt]imeout", tb.message)
                                and tb.collective() and tb.collective() != "init_process_group"), None)
     if collective_timeout:
+        seen = what_the_ranks_did(ctx)
         found.append(Finding("collective-timeout", f"rank {collective_timeout.rank} timed out in "
-                                                   f"{collective_timeout.collective()}: a peer never joined it",
-                             quote(collective_timeout.line), collective_timeout.node, collective_timeout.rank,
-                             "find the rank that did not reach this collective (its log or stack): it is stuck, "
-                             "slow, or took another branch"))
+                                                   f"{collective_timeout.collective()} waiting for the other ranks",
+                             quote(collective_timeout.line) + (f"; the ranks: {seen}" if seen else ""),
+                             collective_timeout.node, collective_timeout.rank,
+                             "find the rank that did not reach this collective (the ranks' lines say where each "
+                             "was): it is stuck, slow, or took another branch"))
     if evidence.timed_out:
-        where = "; ".join(f"rank {process.rank} in {collective_in(process.frames)[0] or process.frames[-1].function}"
-                          for process in evidence.processes if process.rank is not None and process.frames)
-        found.append(Finding("timed-out", "the run did not finish before the lab's timeout",
-                             f"stacks at the timeout: {where}" if where else "the lab stopped the run at its timeout",
+        seen = what_the_ranks_did(ctx)
+        waiting = rank_activities(ctx)
+        found.append(Finding("timed-out", "the run did not finish before the lab's timeout"
+                             + (f"; {seen}" if seen else ""),
+                             f"at the timeout: {seen}" if seen else "the lab stopped the run at its timeout",
                              None, None,
+                             "the ranks wait in the calls above for each other: make them agree (the same calls in "
+                             "the same order, with the same roots, groups, peers and tags on every rank), and give "
+                             "init_process_group a timeout so each rank fails with its own error" if waiting else
                              "pass a short timeout to init_process_group so a missing peer fails fast, and raise "
                              "the lab's --timeout only if the job is just slow"))
     if evidence.stopped:
@@ -70,7 +95,13 @@ def ending_findings(ctx: Context) -> list[Finding]:
     for node in evidence.nodes:
         if node.exit_code not in (0, None):
             last = next((line for line in reversed(ctx.lines) if line.node == node.index and line.text.strip()), None)
-            found.append(Finding("nonzero-exit", f"node{node.index} exited with code {node.exit_code}",
+            said = last_own_line([line.text for line in ctx.lines if line.node == node.index])
+            raised = any(tb.node == node.index for tb in ctx.tracebacks)
+            found.append(Finding("nonzero-exit", f"node{node.index} exited with code {node.exit_code}"
+                                 + (f" after printing: {said}" if said else ""),
                                  quote(last) if last else f"node{node.index}: no output", node.index, None,
-                                 "read this node's log above the quoted line for the first error"))
+                                 "read this node's log above the quoted line for the first error" if raised else
+                                 f"the program ended itself with status {node.exit_code} without a Python error "
+                                 "(sys.exit, os._exit, a command that failed): the line it printed last says why; "
+                                 "look for that message in your code and what makes it true on this node only"))
     return found

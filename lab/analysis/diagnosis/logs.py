@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass
 
 from lab.analysis.diagnosis.evidence import Evidence
@@ -156,3 +157,17 @@ def last_own_line(texts: list[str]) -> str | None:
         return None
     last = own[-1]
     return last if len(last) <= OUTPUT_SHOWN else last[:OUTPUT_SHOWN] + "..."
+
+
+def exit_text(code: int | None) -> str:
+    """An exit status as a person reads it: 'exit 1', 'SIGKILL' (-9 from Popen), 'exit 137 (SIGKILL)' (a shell's)."""
+    if code is None:
+        return "stopped by the lab"
+    number = -code if code < 0 else code - 128 if code > 128 else None
+    try:
+        name = signal.Signals(number).name if number else None
+    except ValueError:
+        name = None
+    if code < 0:
+        return name or f"signal {-code}"
+    return f"exit {code}" + (f" ({name})" if name else "")

@@ -1,0 +1,130 @@
+"""How each process ended, told apart: a fatal signal from native code (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL)
+named with where it happened, rather than the peers' lost connections that follow it.
+
+The signal is read from torchrun's failure report (`exitcode: -11`), a shell's status (139 = 128 + 11) or the lines
+faulthandler writes as the process dies (the jobs' sitecustomize enables it in every job process): 'Fatal Python
+error: Segmentation fault' and the Python stack of every thread, most recent call first.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine
+from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, Frame
+
+FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
+         signal.SIGFPE: "a floating-point exception", signal.SIGILL: "an illegal instruction"}
+FATAL_ERROR = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus error|Aborted|Floating point exception"
+                         r"|Illegal instruction)")
+FATAL_BY_WORDS = {"Segmentation fault": signal.SIGSEGV, "Bus error": signal.SIGBUS, "Aborted": signal.SIGABRT,
+                  "Floating point exception": signal.SIGFPE, "Illegal instruction": signal.SIGILL}
+# What native code printed as it aborted: a C++ exception nobody caught, an assertion.
+ABORT_REASON = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'|^\s*what\(\):\s*(?P<what>.+)"
+                          r"|Assertion `(?P<assertion>[^`]+)' failed")
+LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python\d+(\.\d+)?/|^<")
+
+FIXES = {
+    signal.SIGSEGV: "the native code reached from that line read memory it does not own: a C extension or ctypes call "
+                    "given a bad pointer or length, a tensor freed or resized while native code used it, or an "
+                    "extension built against another torch or Python than the node has (check the versions on every "
+                    "node: `lab doctor --package NAME`); run that call alone on the node, under `python -X "
+                    "faulthandler`, to reproduce it",
+    signal.SIGBUS: "memory-mapped data went away under the process: a file that was truncated or replaced while mapped "
+                   "(a checkpoint or dataset rewritten during the run), or shared memory (/dev/shm) too small for what "
+                   "was put there",
+    signal.SIGABRT: "native code aborted on purpose: read the lines it printed just before (an uncaught C++ exception's "
+                    "what(), a failed assertion); a library built for another version, or an invalid argument to a "
+                    "native op, are the usual causes",
+    signal.SIGFPE: "native code divided an integer by zero: look for a size, a count or a world size that is 0 on this "
+                   "rank (an empty shard, a batch of zero elements) reaching an integer division",
+    signal.SIGILL: "the process ran an instruction this CPU lacks: a binary or extension built for a newer CPU "
+                   "(AVX-512, another architecture) than the node's; build it for the nodes' CPU or pick a wheel "
+                   "made for it",
+}
+
+
+def signal_findings(ctx: Context) -> list[Finding]:
+    """A process that died of a fatal signal, earliest first as the logs show it; what it was doing from faulthandler's
+    stack."""
+    found = []
+    for node, rank, number, line in _fatal_endings(ctx):
+        if number == signal.SIGABRT and any(explained_by_rule(ctx, other.text) for other in ctx.lines
+                                            if other.node == node):
+            continue  # an abort whose message a rule already reads (gloo's checks on sizes, NCCL's errors)
+        frames, reason = _faulthandler_stack(ctx, node, rank)
+        name = signal.Signals(number).name
+        own = next((frame for frame in frames if not LIBRARY.search(frame.file)), None)
+        native = next((frame for frame in frames if LIBRARY.search(frame.file)), None) if frames else None
+        where = (f" in native code called from {own.function} ({own.file.rsplit('/', 1)[-1]}:{own.line})" if own
+                 else f" in {frames[0].function}" if frames else " in native code")
+        via = f" through {native.function}" if native and own and frames.index(native) < frames.index(own) else ""
+        why = f": {reason}" if reason else ""
+        who = f"rank {rank}" if rank is not None else f"a process on node{node}"
+        found.append(Finding(
+            "fatal-signal", f"{who} was killed by {name} ({FATAL[number]}){where}{via}{why}; the other ranks' lost "
+                            "connections and timeouts follow from it",
+            quote(line) + (f"; faulthandler: {frames[0].function} ({frames[0].file.rsplit('/', 1)[-1]}:"
+                           f"{frames[0].line})" if frames else ""),
+            node, rank, FIXES[number]))
+    return found
+
+
+def _fatal_endings(ctx: Context) -> list[tuple[int, int | None, int, LogLine]]:
+    """(node, rank, signal number, the line that says so) per process that died of a fatal signal."""
+    endings: dict[tuple[int, int | None], tuple[int, LogLine]] = {}
+    for line in ctx.lines:
+        if match := FATAL_ERROR.search(line.text):
+            endings.setdefault((line.node, line.rank), (FATAL_BY_WORDS[match["what"]], line))
+        elif match := re.search(r"exitcode\s*:\s*-(?P<number>\d+)", line.text):
+            number = int(match["number"])
+            if _fatal(number):
+                rank = _report_rank(ctx, line.node, -number)
+                if not any(key[0] == line.node and key[1] in (rank, None) for key in endings):
+                    endings[(line.node, rank)] = (number, line)
+    for node in ctx.evidence.nodes:
+        code = node.exit_code
+        number = -code if code is not None and code < 0 else code - 128 if code is not None and code > 128 else None
+        if number and _fatal(number) and not any(key[0] == node.index for key in endings):
+            last = next((line for line in reversed(ctx.lines) if line.node == node.index), None)
+            rank = node.index if ctx.evidence.nproc_per_node == 1 else None
+            endings[(node.index, rank)] = (number, last or LogLine(node.index, rank, f"exit code {code}"))
+    return [(node, rank, number, line) for (node, rank), (number, line) in endings.items()]
+
+
+def _fatal(number: int) -> bool:
+    try:
+        return signal.Signals(number) in FATAL
+    except ValueError:
+        return False
+
+
+def _report_rank(ctx: Context, node: int, code: int) -> int | None:
+    return next((rank for rank, exit_code in ctx.reports.get(node, []) if exit_code == code),
+                node if ctx.evidence.nproc_per_node == 1 else None)
+
+
+def _faulthandler_stack(ctx: Context, node: int, rank: int | None) -> tuple[list[Frame], str | None]:
+    """The crashing thread's frames (most recent call first) faulthandler wrote for that process, and what native
+    code printed before it (an abort's reason)."""
+    lines = [line for line in ctx.lines if line.node == node and (rank is None or line.rank in (rank, None))]
+    start = next((index for index, line in enumerate(lines) if FATAL_ERROR.search(line.text)), None)
+    if start is None:
+        return [], None
+    reason = None
+    for line in lines[max(0, start - 6):start]:
+        if match := ABORT_REASON.search(line.text):
+            reason = (match["what"] or match["assertion"] or match["type"]).strip()[:200]
+    blocks: list[tuple[bool, list[Frame]]] = []  # (the crashing thread, its frames) per thread faulthandler wrote
+    for line in lines[start + 1:]:
+        if header := FAULTHANDLER_THREAD.match(line.text.strip()):
+            blocks.append((header.group(0).startswith("Current thread"), []))
+        elif (frame := FAULTHANDLER_FRAME.match(line.text)) and blocks:
+            blocks[-1][1].append(Frame(frame["function"], frame["file"], int(frame["line"])))
+        elif blocks and line.text.strip() and not line.text.strip().startswith(("<", "Extension modules")):
+            break
+    crashing = next((frames for current, frames in blocks if current), blocks[0][1] if blocks else [])
+    return crashing, reason

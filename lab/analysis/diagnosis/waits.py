@@ -1,0 +1,620 @@
+"""What every rank was doing when the run failed or hung, matched across ranks: the first disagreement between their
+pending torch.distributed calls names the cause, whatever the job's own messages say.
+
+Each rank's call comes from the jobs' hooks (lab/analysis/calls.py: the call with its arguments), else from its stack
+(py-spy's locals of torch's frame), else from its traceback (the operation alone). The rules look, in this order, for
+point-to-point calls that wait on each other (a cycle of receives, a send whose receiver waits for another peer or
+tag), collectives whose roots or groups differ, subgroups created differently, store keys waited for and never set,
+and a collective that every rank entered alike and that still timed out: its timeout was too short for the bytes.
+A rank inside no distributed call is busy: where a rank waits for its DataLoader worker, the worker's stack says where.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
+from lab.analysis.diagnosis.context import Context, node_of_rank
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import exit_text, last_own_line
+from lab.analysis.stacks import Frame, ProcessStack
+
+RECEIVES = ("recv", "irecv", "recv_object_list")
+SENDS = ("send", "isend", "send_object_list")
+GROUP_CREATION = ("new_group", "new_subgroups", "new_subgroups_by_enumeration")
+# gloo's, NCCL's and the store's words for a wait that ran out of time.
+TIMED_OUT = re.compile(r"[Tt]imed out|[Tt]imeout|timed out after|wait timeout", re.IGNORECASE)
+WAITED_MS = re.compile(r"(?:[Tt]imed out waiting|timeout after|[Tt]imeout of) (?P<ms>\d+)\s*ms")
+# The c10d functions whose frame, in a stack, says which call a rank waits in (py-spy keeps torch frames' locals).
+C10D_FILE = "distributed_c10d.py"
+
+
+@dataclass(frozen=True)
+class Activity:
+    """The distributed call one rank was in when the run ended (or that it gave up in), and how the lab knows."""
+
+    rank: int
+    node: int | None
+    call: DistCall
+    timed_out: bool  # it gave up in that call at its timeout
+    source: str  # 'hooks' (with every argument), 'stack' (py-spy's locals), 'traceback' (the operation only)
+
+    def __str__(self) -> str:
+        return f"rank {self.rank} {'gave up in' if self.timed_out else 'waits in'} {self.call}"
+
+
+def rank_activities(ctx: Context) -> dict[int, Activity]:
+    """Each rank's distributed call: from the hooks' records, else its stack, else its traceback."""
+    found: dict[int, Activity] = {}
+    for trace in ctx.evidence.traces:
+        call = _blocked_call(trace.calls) if trace.calls else None
+        if trace.rank is not None and call is not None:
+            found.setdefault(trace.rank, Activity(trace.rank, trace.node, call, _timed_out(call.error), "hooks"))
+    for process in ctx.evidence.processes:
+        if process.rank is None or process.rank in found or process.role == "agent":
+            continue
+        if call := _call_in_stack(process):
+            found[process.rank] = Activity(process.rank, process.node, call, False, "stack")
+    for tb in ctx.tracebacks:
+        op = tb.collective()
+        if tb.rank is None or tb.rank in found or not op or op == "init_process_group":
+            continue
+        frame = tb.user_frame()
+        found[tb.rank] = Activity(tb.rank, tb.node, DistCall(op, _where(frame), error=f"{tb.exc_type}: {tb.message}"),
+                                  bool(TIMED_OUT.search(tb.message)), "traceback")
+    return dict(sorted(found.items()))
+
+
+def _blocked_call(calls) -> DistCall | None:
+    """The call a process was stuck in (pending), or the one that raised last if nothing returned after it."""
+    if calls.pending:
+        return calls.pending[-1]
+    if calls.failed:
+        failed = calls.failed[-1]
+        later = [call for call in calls.recent if (call.ended_at or 0) > (failed.ended_at or failed.entered_at or 0)]
+        return None if later else failed
+    return None
+
+
+def _timed_out(error: str | None) -> bool:
+    return bool(error and TIMED_OUT.search(error))
+
+
+def _where(frame: Frame | None) -> str | None:
+    return f"{frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}" if frame else None
+
+
+def _call_in_stack(process: ProcessStack) -> DistCall | None:
+    """The public c10d function the process's waiting thread stands in, with the arguments its locals give."""
+    frame = next((frame for frame in process.frames if frame.file.endswith(C10D_FILE)
+                  and not frame.function.startswith("_") and "." not in frame.function), None)
+    if frame is None or frame.function == "init_process_group":
+        return None
+    where = process.waiting()
+    number = {name: _number(frame.value(name)) for name in ("src", "dst", "tag")}
+    root = number["src"] if frame.function in ROOTED and number["src"] is not None else number["dst"] \
+        if frame.function in ROOTED else None
+    return DistCall(frame.function, _where(where.user_frame) if where else None,
+                    src=number["src"] if frame.function in RECEIVES else None,
+                    dst=number["dst"] if frame.function in SENDS else None,
+                    tag=number["tag"] if frame.function in POINT_TO_POINT else None, root=root)
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text and text.lstrip("-").isdigit() else None
+
+
+def _world(ctx: Context, activities: dict[int, Activity]) -> list[int]:
+    size = max([ctx.evidence.expected_world_size, *(rank + 1 for rank in activities)])
+    return list(range(size))
+
+
+def _members(call: DistCall, world: list[int]) -> tuple[int, ...]:
+    return call.group if call.group is not None else tuple(world)
+
+
+def _listing(activities) -> str:
+    return "; ".join(str(activity) for activity in activities)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Point to point
+
+
+DEADLOCK_FIX = ("order the exchange so that one side sends while the other receives: even ranks send first and odd "
+                "ranks receive first, or post both without blocking (req = dist.isend(...); dist.recv(...); "
+                "req.wait(), or dist.batch_isend_irecv([P2POp(dist.isend, ...), P2POp(dist.irecv, ...)]))")
+
+
+def point_to_point_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """Blocking sends and receives that wait on each other: a cycle of ranks all receiving (or all sending) first is
+    a deadlock; a receive whose peer sends elsewhere, under another tag, or not at all is a mismatch."""
+    p2p = {rank: activity for rank, activity in activities.items() if activity.call.op in POINT_TO_POINT}
+    if not p2p:
+        return []
+    world = _world(ctx, activities)
+    peers = {rank: _peer(activity, world) for rank, activity in p2p.items()}
+    for start in sorted(p2p):
+        cycle = _cycle(start, peers)
+        if cycle and len({_direction(p2p[rank].call.op) for rank in cycle}) == 1:
+            verb = "receive from" if _direction(p2p[cycle[0]].call.op) == "recv" else "send to"
+            chain = ", ".join(f"rank {rank} waits to {verb} rank {peers[rank]}" for rank in cycle)
+            first = p2p[cycle[0]]
+            return [Finding(
+                "p2p-deadlock", f"the ranks deadlock in point-to-point calls: {chain}; each waits for the other, "
+                                f"so none ever {'sends' if verb.startswith('receive') else 'receives'}",
+                _listing(p2p[rank] for rank in cycle), first.node, first.rank, DEADLOCK_FIX)]
+    for rank, activity in sorted(p2p.items()):
+        peer = peers[rank]
+        if peer is None:
+            continue
+        if found := _unmatched(ctx, activity, peer, activities, world):
+            return [found]
+    return []
+
+
+def _direction(op: str) -> str:
+    return "recv" if op in RECEIVES else "send"
+
+
+def _peer(activity: Activity, world: list[int]) -> int | None:
+    """The rank a point-to-point call waits on; with two ranks and no argument known, the other one."""
+    if activity.call.peer is not None:
+        return activity.call.peer
+    others = [rank for rank in world if rank != activity.rank]
+    return others[0] if len(others) == 1 else None
+
+
+def _cycle(start: int, peers: dict[int, int | None]) -> list[int] | None:
+    seen: list[int] = []
+    rank: int | None = start
+    while rank is not None and rank in peers and rank not in seen:
+        seen.append(rank)
+        rank = peers[rank]
+    return seen[seen.index(rank):] if rank in seen and len(seen) > 1 else None
+
+
+def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int, Activity],
+               world: list[int]) -> Finding | None:
+    call, rank = activity.call, activity.rank
+    receiving = call.op in RECEIVES
+    verb, counter = ("receive from", "send to") if receiving else ("send to", "receive from")
+    fix = ("make each send and its receive agree: the receiver names the sender (src) and the sender the receiver "
+           "(dst), with the same tag and group, in the same order on both sides")
+    if peer not in world:
+        return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer}, which does not exist (the world has "
+                                       f"ranks 0..{len(world) - 1})", str(activity), activity.node, rank,
+                       "compute the peer from the world size (e.g. (rank + 1) % world_size), and within a subgroup "
+                       "pass the group's own ranks (group_src/group_dst) or global ranks consistently")
+    other = activities.get(peer)
+    if other is None:
+        sent = _sent_before_ending(ctx, peer, rank, receiving)
+        if sent is None:
+            return None
+        if call.tag is not None and sent.tag is not None and sent.tag != call.tag:
+            return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer} with tag {call.tag}, but rank "
+                                           f"{peer} used tag {sent.tag} ({sent}) and went on",
+                           f"{activity}; rank {peer}: {sent}", activity.node, rank, fix)
+        return None
+    theirs = other.call
+    if theirs.op in POINT_TO_POINT:
+        if _direction(theirs.op) == _direction(call.op):
+            return None  # both the same way: a deadlock (found above) or a wait on a third rank
+        their_peer = _peer(other, world)
+        if their_peer is not None and their_peer != rank:
+            return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer}, but rank {peer} waits to "
+                                           f"{counter} rank {their_peer}: the pairs do not match",
+                           f"{activity}; {other}", activity.node, rank, fix)
+        if call.tag is not None and theirs.tag is not None and call.tag != theirs.tag:
+            return Finding("p2p-mismatch", f"rank {rank} and rank {peer} never matched: one uses tag {call.tag}, the "
+                                           f"other tag {theirs.tag}", f"{activity}; {other}", activity.node, rank, fix)
+        if call.group != theirs.group and None not in (call.group, theirs.group):
+            return Finding("p2p-mismatch", f"rank {rank} and rank {peer} never matched: their calls run on different "
+                                           f"groups ({list(call.group)} vs {list(theirs.group)})",
+                           f"{activity}; {other}", activity.node, rank, fix)
+        if (activity.timed_out or other.timed_out) and activity.source == other.source == "traceback":
+            return Finding("p2p-mismatch", f"rank {rank}'s {call.op} and rank {peer}'s {theirs.op} name each other "
+                                           "yet never matched: their tags (or groups) differ",
+                           f"{activity}; {other}", activity.node, rank, fix)
+        return None
+    return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer}, but rank {peer} is in {theirs.op}"
+                                   f"{' at ' + theirs.caller if theirs.caller else ''}: the ranks run their "
+                                   "communication in different orders", f"{activity}; {other}", activity.node, rank,
+                   "make both ranks make the matching calls in the same order (a send on one rank needs its receive "
+                   "on the other before either goes on to a collective)")
+
+
+def _sent_before_ending(ctx: Context, peer: int, rank: int, receiving: bool) -> DistCall | None:
+    """The last point-to-point call toward `rank` that `peer`, which is in no call, made before it went on."""
+    wanted = SENDS if receiving else RECEIVES
+    for trace in ctx.evidence.traces:
+        if trace.rank == peer and trace.calls:
+            for call in reversed(trace.calls.recent + trace.calls.posted):
+                if call.op in wanted and call.peer in (rank, None):
+                    return call
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Collectives whose arguments differ
+
+
+def root_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """A rooted collective (broadcast, reduce, gather, scatter) whose root differs between the ranks."""
+    world = _world(ctx, activities)
+    by_call: dict[tuple, list[Activity]] = {}
+    for activity in activities.values():
+        if activity.call.op in ROOTED and activity.call.root is not None:
+            by_call.setdefault((activity.call.op, _members(activity.call, world)), []).append(activity)
+    if not by_call:
+        return _every_rank_a_root(ctx, activities, world)
+    for (op, _), same in sorted(by_call.items()):
+        roots = Counter(activity.call.root for activity in same)
+        if len(roots) > 1:
+            usual = roots.most_common(1)[0][0] if len(set(roots.values())) > 1 else min(roots)
+            odd = next(activity for activity in same if activity.call.root != usual)
+            said = ", ".join(f"rank {activity.rank} root {activity.call.root}" for activity in same)
+            return [Finding(
+                "root-mismatch", f"the ranks passed different roots to {op} ({said}): each waits for a root the "
+                                 "others do not use", _listing(same), odd.node, odd.rank,
+                f"pass the same root to {op} on every rank: the global rank that holds the data (a constant such as "
+                "0, or one agreed value), not one computed per rank or per node (rank - local_rank names a "
+                "different rank on each node); within a subgroup, a member's global rank (or group_src=)")]
+    return []
+
+
+GLOO_DIRECTION = re.compile(r"for (?P<direction>send|recv) operation")
+
+
+def _every_rank_a_root(ctx: Context, activities: dict[int, Activity], world: list[int]) -> list[Finding]:
+    """Without the calls' arguments: two ranks that both timed out *sending* in a broadcast or scatter (gloo's words),
+    where only the root sends, both took themselves for the root."""
+    rooted = [activity for activity in activities.values() if activity.call.op in ("broadcast", "scatter")
+              and activity.timed_out and activity.call.error]
+    directions = {activity.rank: GLOO_DIRECTION.search(activity.call.error) for activity in rooted}
+    if len(world) != 2 or len(rooted) != 2 or len({a.call.op for a in rooted}) != 1 or \
+            not all(found and found["direction"] == "send" for found in directions.values()):
+        return []
+    op = rooted[0].call.op
+    return [Finding(
+        "root-mismatch", f"both ranks acted as the root of {op} (each timed out sending, and only the root sends): "
+                         "they passed different roots", _listing(rooted), rooted[-1].node, rooted[-1].rank,
+        ROOT_FIX.format(op=op))]
+
+
+ROOT_FIX = ("pass the same root to {op} on every rank: the global rank that holds the data (a constant such as 0, or one "
+            "agreed value), not one computed per rank or per node (rank - local_rank names a different rank on each "
+            "node); within a subgroup, a member's global rank (or group_src=)")
+
+
+def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """Subgroups that differ: the ranks created them with different members, a rank waits in new_group that another
+    never calls, or ranks meet in one collective on groups with other members."""
+    world = _world(ctx, activities)
+    created = {trace.rank: [call for call in trace.calls.groups if call.op in GROUP_CREATION]
+               for trace in ctx.evidence.traces if trace.rank is not None and trace.calls}
+    if len(created) > 1:
+        longest = max(len(calls) for calls in created.values())
+        for index in range(longest):
+            made = {rank: calls[index] for rank, calls in created.items() if index < len(calls)}
+            members = Counter(call.group for call in made.values())
+            if len(members) > 1:
+                usual = members.most_common(1)[0][0] if len(set(members.values())) > 1 else None
+                odd_rank = next(rank for rank, call in sorted(made.items()) if usual is None or call.group != usual)
+                said = "; ".join(f"rank {rank}: new_group({list(call.group) if call.group else 'all'})"
+                                 + (f" at {call.caller}" if call.caller else "") for rank, call in sorted(made.items()))
+                return [Finding(
+                    "group-mismatch", f"the ranks created their subgroup #{index + 1} with different members: every "
+                                      "rank must call new_group with the same ranks, in the same order", said,
+                    node_of_rank(ctx, odd_rank), odd_rank, GROUP_FIX)]
+    in_creation = [activity for activity in activities.values() if activity.call.op in GROUP_CREATION]
+    elsewhere = [activity for activity in activities.values() if activity.call.op not in GROUP_CREATION]
+    if in_creation and elsewhere:
+        first = in_creation[0]
+        return [Finding(
+            "group-mismatch", f"rank {first.rank} waits in {first.call.op}, which every rank must call (members or "
+                              f"not), while {_ranks_text(elsewhere)} went on without it",
+            _listing(activities.values()), first.node, first.rank, GROUP_FIX)]
+    collective = [activity for activity in activities.values()
+                  if activity.call.op not in POINT_TO_POINT + GROUP_CREATION and activity.call.group is not None]
+    if collective:
+        by_op: dict[str, set[tuple[int, ...]]] = {}
+        for activity in activities.values():
+            by_op.setdefault(activity.call.op, set()).add(_members(activity.call, world))
+        for op, groups in sorted(by_op.items()):
+            if len(groups) > 1:
+                same = [activity for activity in activities.values() if activity.call.op == op]
+                odd = min(same, key=lambda activity: len(_members(activity.call, world)))
+                return [Finding(
+                    "group-mismatch", f"the ranks run {op} on groups with different members "
+                                      f"({' vs '.join(str(list(group)) for group in sorted(groups))})",
+                    _listing(same), odd.node, odd.rank, GROUP_FIX)]
+    return []
+
+
+GROUP_FIX = ("create every subgroup on every rank with the same ranks list, in the same order (new_group must be "
+             "called by all ranks, members or not: compute the lists from the world size, not from each rank's own "
+             "view), and run each collective on the same group object on all of its members")
+
+
+def _ranks_text(activities) -> str:
+    return " and ".join(f"rank {activity.rank} ({activity.call.op})" for activity in activities)
+
+
+def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """Members of one group in different collectives, or in one with tensors of other shapes or dtypes, as the hooks
+    saw the calls (with the user's line of each)."""
+    world = _world(ctx, activities)
+    hooked = [activity for activity in activities.values() if activity.source == "hooks"
+              and activity.call.op not in POINT_TO_POINT + GROUP_CREATION + ("init_process_group",)]
+    by_group: dict[tuple[int, ...], list[Activity]] = {}
+    for activity in hooked:
+        by_group.setdefault(_members(activity.call, world), []).append(activity)
+    for members, same in sorted(by_group.items()):
+        if len(same) < 2:
+            continue
+        ops = Counter(activity.call.op for activity in same)
+        if len(ops) > 1:
+            odd = _odd(same, lambda activity: activity.call.op)
+            return [Finding("collective-mismatch", "the ranks wait in different collectives: "
+                                                   + ", ".join(f"rank {a.rank} in {a.call.op}" for a in same),
+                            _listing(same), odd.node, odd.rank,
+                            "make every rank call the same collectives in the same order; a collective inside "
+                            "`if rank == ...` or a loop whose length differs per rank is the usual culprit")]
+        tensors = Counter(activity.call.tensors for activity in same if activity.call.tensors)
+        if len(tensors) > 1:
+            odd = _odd(same, lambda activity: activity.call.tensors)
+            return [Finding("shape-mismatch", f"the ranks passed different tensors to {same[0].call.op}: "
+                                              + ", ".join(f"rank {a.rank} {', '.join(map(str, a.call.tensors))}"
+                                                          for a in same),
+                            _listing(same), odd.node, odd.rank,
+                            "make every rank pass the same shape and dtype to each collective (pad or drop the uneven "
+                            "last batch, e.g. DistributedSampler(drop_last=True); cast to one dtype before it)")]
+    return []
+
+
+def _odd(activities: list[Activity], key) -> Activity:
+    counts = Counter(key(activity) for activity in activities)
+    fewest = min(counts.values())
+    return next(activity for activity in activities if counts[key(activity)] == fewest)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# A timeout every rank met together
+
+
+SHORT_FOR_BYTES = 1e8  # bytes per second: a timeout under 10x the time to move the tensor at this rate is too short
+SHORT_ANYWAY = 1.0  # seconds: a collective's timeout shorter than this is too short for any real job
+
+
+def timeout_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """Every member of the group entered the same call, with the same arguments, and they all timed out: nobody was
+    missing, so the timeout was shorter than the transfer (not a peer that never came)."""
+    world = _world(ctx, activities)
+    timed_out = [activity for activity in activities.values() if activity.timed_out]
+    if not timed_out:
+        return []
+    call = timed_out[0].call
+    members = _members(call, world)
+    there = [activities.get(rank) for rank in members]
+    if any(activity is None or not _same_call(activity.call, call) for activity in there):
+        return []
+    if call.op in POINT_TO_POINT and (len(there) != len(world) or any(a.source != "hooks" for a in there)):
+        return []  # a pair that names each other: matched only when their tags and peers are known
+    timeout = _timeout_seconds(timed_out, ctx, call)
+    size = sum(_bytes(tensor) for tensor in call.tensors) or _flight_bytes(ctx, call)
+    if timeout is None or not (timeout < SHORT_ANYWAY or (size and timeout < 10 * size / SHORT_FOR_BYTES)):
+        return []
+    amount = f" {size / 1e6:.0f} MB" if size >= 1e6 else f" {size} bytes" if size else ""
+    return [Finding(
+        "timeout-too-short", f"every rank entered {call.op} alike and it still timed out after {timeout:g} s: the "
+                             f"timeout is shorter than moving{amount or ' the data'} between the nodes",
+        _listing(there), timed_out[0].node, timed_out[0].rank,
+        "give the process group (or the new_group it runs on) a timeout that covers the largest transfer with room to "
+        "spare (timeout=datetime.timedelta(minutes=...); the default is 10-30 minutes), or send less at once (split "
+        "the tensor into chunks, compress it); keep short timeouts for detecting a missing rank, not for big "
+        "transfers")]
+
+
+def _same_call(one: DistCall, other: DistCall) -> bool:
+    return (one.op, one.group, one.tensors, one.root) == (other.op, other.group, other.tensors, other.root)
+
+
+def _timeout_seconds(timed_out: list[Activity], ctx: Context, call: DistCall) -> float | None:
+    known = [activity.call.timeout_s for activity in timed_out if activity.call.timeout_s]
+    if known:
+        return min(known)
+    for activity in timed_out:
+        if activity.call.error and (found := WAITED_MS.search(activity.call.error)):
+            return int(found["ms"]) / 1000
+    for tb in ctx.tracebacks:
+        if tb.collective() == call.op and (found := WAITED_MS.search(tb.message)):
+            return int(found["ms"]) / 1000
+    return None
+
+
+DTYPE_BYTES = {"float64": 8, "double": 8, "int64": 8, "long": 8, "complex64": 8, "float32": 4, "float": 4, "int32": 4,
+               "int": 4, "float16": 2, "half": 2, "bfloat16": 2, "int16": 2, "uint8": 1, "int8": 1, "bool": 1}
+
+
+def _bytes(tensor) -> int:
+    count = 1
+    for size in tensor.shape:
+        count *= size
+    return count * DTYPE_BYTES.get(tensor.dtype.removeprefix("torch."), 4)
+
+
+def _flight_bytes(ctx: Context, call: DistCall) -> int:
+    """The bytes of the last collective of that operation in any rank's Flight Recorder (the default group's)."""
+    for trace in ctx.evidence.traces:
+        for collective in reversed(trace.history):
+            if collective.operation == call.op:
+                total = 0
+                for shape, dtype in zip(collective.sizes, collective.dtypes):
+                    count = 1
+                    for size in shape:
+                        count *= size
+                    total += count * DTYPE_BYTES.get(dtype.lower(), 4)
+                return total
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Store keys
+
+
+DIGITS = re.compile(r"\d+")  # keys that differ only in numbers are other ranks' or steps' keys, not a misspelling
+
+
+def store_findings(ctx: Context) -> list[Finding]:
+    """A store key a rank waited for (get/wait) until its timeout, which no rank set: the nearest key set instead."""
+    sets: dict[str, list[int]] = {}
+    waits: list[tuple[int | None, int | None, StoreOp]] = []
+    for trace in ctx.evidence.traces:
+        for op in trace.calls.store if trace.calls else ():
+            if op.waits and (op.ended_at is None or _timed_out(op.error)):
+                waits.append((trace.rank, trace.node, op))
+            elif not op.waits and op.op not in ("check", "delete_key"):
+                for key in op.keys:
+                    sets.setdefault(key, []).append(trace.rank)
+    candidates = []
+    for rank, node, op in waits:
+        for key in op.keys:
+            if key not in sets:
+                spelled = [name for name in difflib.get_close_matches(key, list(sets), n=3, cutoff=0.6)
+                           if DIGITS.sub("#", name) != DIGITS.sub("#", key)]
+                candidates.append((not spelled, op.at or 0, rank, node, op, key, spelled[:1]))
+                break
+    for _, _, rank, node, op, key, nearest in sorted(candidates, key=lambda found: found[:2]):
+        where = f" at {op.caller}" if op.caller else ""
+        if nearest:
+            setters = " and ".join(f"rank {setter}" for setter in sorted(set(sets[nearest[0]]), key=str))
+            title = (f"rank {rank} waited for the store key '{key}'{where}, which no rank set; {setters} set "
+                     f"'{nearest[0]}' instead")
+        else:
+            title = f"rank {rank} waited for the store key '{key}'{where}, which no rank set"
+        said = "; ".join(f"rank {setter} set '{name}'" for name, setters in sets.items() for setter in setters)
+        return [Finding(
+            "store-key-never-set", title, f"rank {rank}: {op.op}({list(op.keys)}) " +
+            ("timed out" if op.ended_at else "still waiting") + (f"; {said}" if said else "; no rank set any key"),
+            node, rank,
+            "set and wait for the very same key: build its name in one place both sides call (a constant or a "
+            "function of the epoch/step), on the same store (host, port and PrefixStore prefix); if the name is "
+            "right, the rank meant to set it never got there: see where it was")]
+    return []
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# A rank waiting for its DataLoader worker
+
+
+DATALOADER_FILE = "torch/utils/data/"
+WORKER_LOOP = "_worker_loop"
+IDLE_FILES = ("multiprocessing/", "/queue.py", "/threading.py", "/selectors.py")  # a worker waiting for work
+
+
+def dataloader_findings(ctx: Context) -> list[Finding]:
+    """A rank waits in the DataLoader for its next batch while one of its worker processes is busy in the dataset's
+    code (or stuck anywhere but waiting for work): the rank cannot reach its next collective."""
+    processes = ctx.evidence.processes
+    for rank_process in processes:
+        if rank_process.role == "agent" or rank_process.rank is None:
+            continue
+        if not any(DATALOADER_FILE in (frame.short_file or frame.file) for frame in rank_process.frames):
+            continue
+        for child in processes:
+            if child.ppid != rank_process.pid or child.node != rank_process.node or child is rank_process:
+                continue
+            stuck = _worker_busy_frame(child)
+            if stuck is None:
+                continue
+            waiting = rank_process.waiting()
+            at = f" ({waiting.user_frame.location})" if waiting and waiting.user_frame else ""
+            others = _others_waiting(ctx, rank_process.rank)
+            return [Finding(
+                "dataloader-worker-stuck",
+                f"rank {rank_process.rank}'s DataLoader worker (pid {child.pid} on node{child.node}) is stuck in "
+                f"{stuck.function} ({stuck.location}): rank {rank_process.rank} waits for its next batch{at}"
+                + (f" while {others}" if others else ""),
+                f"worker pid {child.pid}: {' <- '.join(f'{frame.function} ({frame.location})' for frame in _inner(child))}",
+                rank_process.node, rank_process.rank,
+                f"find why the dataset's code blocks in {stuck.function}: a lock or thread state copied into the "
+                "worker by fork (take locks and start threads after the DataLoader's workers start, or use "
+                "multiprocessing_context='spawn'), a read from a network or file that never returns, a queue nobody "
+                "fills; DataLoader(timeout=SECONDS) makes a stuck worker raise instead of hanging, and num_workers=0 "
+                "runs the same code in the rank to debug it")]
+    return []
+
+
+def _worker_busy_frame(child: ProcessStack) -> Frame | None:
+    """Where a DataLoader worker is, when it is not idle waiting for work: its innermost own frame (else its
+    innermost) inside the worker loop; None for an idle worker or another kind of child."""
+    for thread in child.threads:
+        loop = next((index for index, frame in enumerate(thread.frames) if frame.function == WORKER_LOOP
+                     and DATALOADER_FILE in (frame.short_file or frame.file)), None)
+        if loop is None:
+            continue
+        inner = thread.frames[loop + 1:]
+        own = [frame for frame in inner if not frame.in_library]
+        if own:
+            return own[-1]
+        if not inner or all(any(part in frame.file for part in IDLE_FILES) for frame in inner):
+            return None  # waiting for the next index (queue.get), or tearing down
+        return inner[-1]
+    return None
+
+
+def _inner(child: ProcessStack) -> list[Frame]:
+    frames = child.threads[0].frames if child.threads else []
+    return frames[-3:][::-1]
+
+
+def _others_waiting(ctx: Context, rank: int) -> str:
+    """'rank 0 gave up waiting in all_reduce' for the other ranks, from their tracebacks or stacks."""
+    for tb in ctx.tracebacks:
+        if tb.rank is not None and tb.rank != rank and tb.collective():
+            return f"rank {tb.rank} gave up waiting for it in {tb.collective()}"
+    for process in ctx.evidence.processes:
+        if process.rank not in (None, rank) and process.role != "agent" and (where := process.waiting()) \
+                and where.call:
+            return f"rank {process.rank} waits in {where.call}"
+    return ""
+
+
+def reasoning_findings(ctx: Context) -> list[Finding]:
+    """Every rule that matches the ranks' calls, in the order a root cause is most likely."""
+    activities = rank_activities(ctx)
+    return (point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
+            + group_findings(ctx, activities) + store_findings(ctx) + call_mismatch_findings(ctx, activities)
+            + timeout_findings(ctx, activities) + dataloader_findings(ctx))
+
+
+def what_the_ranks_did(ctx: Context) -> str:
+    """Each rank as the lab last saw it, for the endings that cannot say more: 'rank 0 gave up in recv(src=1) at
+    x.py:12; rank 1 busy in load (data.py:40); rank 2: SIGSEGV'."""
+    activities = rank_activities(ctx)
+    seen = {rank: str(activity) for rank, activity in activities.items()}
+    for process in ctx.evidence.processes:
+        if process.rank is None or process.rank in seen or process.role == "agent":
+            continue
+        where = process.waiting()
+        if where is not None and where.user_frame is not None:
+            seen[process.rank] = f"rank {process.rank} in its own code: {where.user_frame.function} " \
+                                 f"({where.user_frame.location})"
+    for node, exits in ctx.reports.items():
+        for rank, code in exits:
+            seen.setdefault(rank, f"rank {rank} ended: {exit_text(code)}")
+    for tb in ctx.tracebacks:
+        if tb.rank is not None:
+            seen.setdefault(tb.rank, f"rank {tb.rank} raised {tb.short_type}")
+    if ctx.evidence.nproc_per_node == 1:
+        for node in ctx.evidence.nodes:
+            said = last_own_line([line.text for line in ctx.lines if line.node == node.index])
+            state = exit_text(node.exit_code) if node.exit_code is not None else "still running when the lab stopped it"
+            seen.setdefault(node.index, f"rank {node.index} {'ended: ' if node.exit_code is not None else ''}{state}"
+                            + (f" (last output: {said})" if said else ""))
+    return "; ".join(seen[rank] for rank in sorted(seen))
+

@@ -1,0 +1,256 @@
+"""The diagnosis reasoning from what every rank was doing (lab/analysis/diagnosis/waits.py, signals.py) and the endings
+that must say what the lab saw: on real records of tests/failures/ scripts run on a 2-node lab (traceback-only
+records keep the fallbacks honest), and on CallLogs as the jobs' hooks write them, with the cases where each rule
+must not fire."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lab.analysis.calls import CallLog, DistCall, StoreOp, Tensor
+from lab.analysis.diagnosis import SYMPTOMS, Evidence, NodeEvidence, diagnose
+from lab.analysis.flight import RankTrace, load_traces
+from lab.analysis.stacks import load_stacks
+
+SAMPLES = Path(__file__).parent / "diagnosis_samples"
+
+
+def sample(name: str, **changes) -> Evidence:
+    folder = SAMPLES / name
+    run = json.loads((folder / "run.json").read_text())
+    codes = {int(node): code for node, code in run["exit_codes"].items()}
+    nodes = [NodeEvidence(index, f"node{index}", codes[index],
+                          lines=(folder / f"node{index}.log").read_text().splitlines()) for index in sorted(codes)]
+    processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []
+    return Evidence(nodes=nodes, nnodes=len(nodes), master_addr="node0", master_port=29500,
+                    nproc_per_node=run.get("nproc_per_node") or 1, command=run["command"], processes=processes,
+                    traces=load_traces(folder / "flight"), timed_out=bool(run.get("timed_out")), **changes)
+
+
+def top(evidence: Evidence):
+    return diagnose(evidence)[0]
+
+
+# --- real records, tracebacks and stacks only (no hooks' calls) ---------------------------------------------------
+
+
+def test_two_ranks_that_both_receive_first_are_a_deadlock_not_a_missing_peer():
+    found = top(sample("p2p_deadlock_tracebacks"))
+    assert found.cause == "p2p-deadlock"
+    assert "rank 0 waits to receive from rank 1, rank 1 waits to receive from rank 0" in found.title
+    assert "isend" in found.fix and "timeout" not in found.fix
+
+
+def test_a_send_and_a_receive_that_name_each_other_and_never_match_differ_in_tag():
+    found = top(sample("p2p_tag_mismatch_tracebacks"))
+    assert (found.cause, found.rank) == ("p2p-mismatch", 0)
+    assert "tag" in found.title and "same tag" in found.fix
+
+
+def test_two_ranks_that_both_send_in_a_broadcast_both_took_themselves_for_the_root():
+    found = top(sample("broadcast_root_differs_tracebacks"))
+    assert found.cause == "root-mismatch" and "same root" in found.fix and "rank - local_rank" in found.fix
+
+
+def test_every_rank_in_one_collective_timing_out_at_5_ms_is_a_timeout_too_short_not_a_late_rank():
+    found = top(sample("group_timeout_too_short_tracebacks"))
+    assert found.cause == "timeout-too-short" and "0.005 s" in found.title
+    assert "timedelta" in found.fix
+
+
+def test_a_rank_killed_by_sigsegv_is_the_cause_not_the_peers_lost_connection():
+    findings = diagnose(sample("native_crash_no_faulthandler"))
+    assert (findings[0].cause, findings[0].node, findings[0].rank) == ("fatal-signal", 1, 1)
+    assert "SIGSEGV" in findings[0].title and "ctypes" in findings[0].fix
+    lost = next(finding for finding in findings if finding.cause == "peer-lost")
+    assert "rank 1 ended (SIGSEGV) first" in lost.title  # the ending says who went first
+
+
+def test_a_dataloader_worker_stuck_in_the_dataset_is_named_with_its_frame():
+    found = top(sample("dataloader_worker_stuck"))
+    assert (found.cause, found.node, found.rank) == ("dataloader-worker-stuck", 1, 1)
+    assert "ShardDataset.__getitem__ (dataloader_worker_stuck.py:22)" in found.title
+    assert "rank 0 gave up waiting for it in all_reduce" in found.title
+    assert "DataLoader(timeout=" in found.fix and "fork" in found.fix
+
+
+def test_an_idle_dataloader_worker_is_not_stuck():
+    evidence = sample("dataloader_worker_stuck")
+    worker = next(process for process in evidence.processes if process.rank is None and process.role != "agent")
+    idle = [frame for frame in worker.threads[0].frames if "dataloader_worker_stuck" not in frame.file
+            and "fetch" not in frame.file]
+    threads = [replace(worker.threads[0], frames=idle)] + list(worker.threads[1:])
+    processes = [replace(process, threads=threads) if process is worker else process for process in evidence.processes]
+    assert "dataloader-worker-stuck" not in [f.cause for f in diagnose(replace(evidence, processes=processes))]
+
+
+# --- the hooks' calls ---------------------------------------------------------------------------------------------
+
+
+def ranks(*calls: CallLog, nodes: int | None = None, **changes) -> Evidence:
+    """A failed run of len(calls) ranks, one per node, each rank's hooks having written `calls[rank]`."""
+    traces = [RankTrace(rank, 1000 + rank, rank, len(calls), False, 0, None, None, calls=log)
+              for rank, log in enumerate(calls)]
+    count = nodes or len(calls)
+    return Evidence(nodes=[NodeEvidence(index, f"node{index}", 1) for index in range(count)], nnodes=count,
+                    master_addr="node0", traces=traces, **changes)
+
+
+def failed(op: str, error: str = "RuntimeError: Timed out waiting 10000ms for recv operation to complete",
+           **arguments) -> CallLog:
+    return CallLog(failed=(DistCall(op, caller="train.py:40 in step", error=error, **arguments),))
+
+
+def pending(op: str, **arguments) -> CallLog:
+    return CallLog(pending=(DistCall(op, caller="train.py:40 in step", **arguments),))
+
+
+def test_a_cycle_of_three_ranks_each_receiving_from_the_next_is_a_deadlock():
+    found = top(ranks(failed("recv", src=1), failed("recv", src=2), failed("recv", src=0)))
+    assert found.cause == "p2p-deadlock"
+    assert "rank 0 waits to receive from rank 1, rank 1 waits to receive from rank 2, rank 2 waits to receive from " \
+           "rank 0" in found.title
+
+
+def test_a_receive_from_a_rank_that_sends_elsewhere_is_a_mismatch_of_peers():
+    found = top(ranks(pending("send", dst=2), failed("recv", src=0), pending("recv", src=0)))
+    assert found.cause == "p2p-mismatch"
+    assert "rank 1 waits to receive from rank 0, but rank 0 waits to send to rank 2" in found.title
+
+
+def test_a_receive_under_another_tag_than_the_send_is_named_with_both_tags():
+    found = top(ranks(pending("send", dst=1, tag=1), failed("recv", src=0, tag=2)))
+    assert found.cause == "p2p-mismatch" and "tag 1" in found.title and "tag 2" in found.title
+
+
+def test_a_sender_that_went_on_after_sending_under_another_tag_is_read_from_its_recent_calls():
+    sent = CallLog(recent=(DistCall("send", caller="train.py:12", dst=1, tag=7),))
+    found = top(ranks(sent, failed("recv", src=0, tag=8)))
+    assert found.cause == "p2p-mismatch" and "tag 8" in found.title and "tag 7" in found.title
+
+
+def test_a_receive_from_a_rank_outside_the_world_is_named():
+    found = top(ranks(failed("recv", src=2), pending("all_reduce")))
+    assert found.cause == "p2p-mismatch" and "rank 2, which does not exist" in found.title
+
+
+def test_a_receive_whose_peer_is_in_a_collective_is_an_order_mismatch():
+    found = top(ranks(failed("recv", src=1), pending("all_reduce")))
+    assert found.cause == "p2p-mismatch" and "rank 1 is in all_reduce" in found.title
+
+
+def test_matching_send_and_receive_are_no_mismatch():
+    causes = [f.cause for f in diagnose(ranks(pending("send", dst=1, tag=3), pending("recv", src=0, tag=3),
+                                              timed_out=True))]
+    assert not {"p2p-mismatch", "p2p-deadlock"} & set(causes)
+
+
+def test_the_rank_whose_broadcast_root_differs_from_the_others_is_named():
+    roots = [pending("broadcast", root=0), pending("broadcast", root=0), pending("broadcast", root=2),
+             pending("broadcast", root=0)]
+    found = top(ranks(*roots))
+    assert (found.cause, found.rank) == ("root-mismatch", 2) and "rank 2 root 2" in found.title
+
+
+def test_one_root_everywhere_is_no_root_mismatch():
+    assert "root-mismatch" not in [f.cause for f in diagnose(ranks(pending("broadcast", root=0),
+                                                                    pending("broadcast", root=0), timed_out=True))]
+
+
+def test_subgroups_created_with_other_members_are_named_with_the_odd_rank():
+    made = [CallLog(groups=(DistCall("new_group", caller="train.py:9", group=members),), pending=(
+        DistCall("all_reduce", group=members),)) for members in ((0, 1, 2), (0, 1, 2), (1, 2))]
+    found = top(ranks(*made))
+    assert (found.cause, found.rank) == ("group-mismatch", 2)
+    assert "rank 2: new_group([1, 2])" in found.evidence and "same ranks" in found.fix
+
+
+def test_a_rank_waiting_in_new_group_while_another_went_on_is_a_group_mismatch():
+    found = top(ranks(pending("new_group", group=(0, 1)), pending("all_reduce")))
+    assert found.cause == "group-mismatch" and "rank 0 waits in new_group" in found.title
+
+
+def test_ranks_in_one_collective_on_groups_with_other_members():
+    found = top(ranks(pending("all_reduce", group=(0, 1)), pending("all_reduce", group=(1,)),
+                      pending("all_reduce", group=(0, 1))))
+    assert found.cause == "group-mismatch"
+
+
+def test_different_collectives_and_different_tensors_from_the_hooks_name_the_odd_rank():
+    found = top(ranks(pending("all_reduce"), pending("all_reduce"), pending("barrier")))
+    assert (found.cause, found.rank) == ("collective-mismatch", 2)
+    tensors = [pending("all_reduce", tensors=(Tensor((8,), "float32"),)),
+               pending("all_reduce", tensors=(Tensor((9,), "float32"),))]
+    found = top(ranks(*tensors))
+    assert found.cause == "shape-mismatch" and "float32[9]" in found.title
+
+
+BIG = (Tensor((32 * 1024 * 1024,), "float32"),)
+
+
+def test_a_collective_every_rank_entered_alike_that_timed_out_quickly_for_its_bytes():
+    found = top(ranks(*[failed("all_reduce", error="RuntimeError: Timed out waiting 500ms for recv operation",
+                               tensors=BIG, timeout_s=0.5) for _ in range(2)]))
+    assert found.cause == "timeout-too-short" and "134 MB" in found.title and "0.5 s" in found.title
+
+
+@pytest.mark.parametrize("calls", [
+    [failed("all_reduce", tensors=BIG, timeout_s=600.0)] * 2,  # a long timeout: something else held them
+    [failed("all_reduce", tensors=BIG, timeout_s=0.5), pending("barrier")],  # a rank was elsewhere
+    [failed("all_reduce", tensors=BIG, timeout_s=0.5), failed("all_reduce", tensors=BIG[:0] + (Tensor((4,), "float32"),),
+                                                                timeout_s=0.5)],  # other tensors
+], ids=["long timeout", "a rank elsewhere", "other tensors"])
+def test_a_timeout_is_not_called_too_short_when_the_ranks_were_not_all_there_alike(calls):
+    assert "timeout-too-short" not in [f.cause for f in diagnose(ranks(*calls))]
+
+
+def test_a_store_key_waited_for_and_never_set_names_the_nearest_key_set():
+    setter = CallLog(store=(StoreOp("set", ("dataset/ready_epoch_0",), "prep.py:10", at=1.0),
+                            StoreOp("set", ("done/0",), "prep.py:20", at=2.0),
+                            StoreOp("wait", ("done/0", "done/1"), "prep.py:21", at=2.1, ended_at=7.1,
+                                    error="DistStoreError: wait timeout after 5000ms, keys: /done/0, /done/1")))
+    waiter = CallLog(store=(StoreOp("wait", ("dataset/ready-epoch-0",), "prep.py:14", at=1.0, ended_at=6.0,
+                                    error="DistStoreError: wait timeout after 5000ms, keys: /dataset/ready-epoch-0"),))
+    found = top(ranks(setter, waiter))
+    assert (found.cause, found.rank) == ("store-key-never-set", 1)
+    assert "'dataset/ready-epoch-0'" in found.title and "'dataset/ready_epoch_0' instead" in found.title
+
+
+def test_a_key_of_another_rank_that_never_got_there_is_not_called_a_misspelling():
+    setter = CallLog(store=(StoreOp("set", ("done/0",), at=2.0),
+                            StoreOp("wait", ("done/1",), at=2.1, ended_at=7.1, error="wait timeout after 5000ms"),))
+    found = top(ranks(setter, CallLog()))
+    assert found.cause == "store-key-never-set" and "instead" not in found.title
+
+
+# --- the endings: what the lab saw, never advice that cannot help ---------------------------------------------------
+
+
+def test_every_generic_ending_says_what_each_rank_was_doing():
+    """Each ending, made the top finding by evidence where nothing tells the ranks apart, names each rank's state."""
+    recv_timeout = ("Traceback (most recent call last):\n"
+                    '  File "/w/train.py", line 20, in <module>\n'
+                    '  File "/v/site-packages/torch/distributed/distributed_c10d.py", line 2799, in all_reduce\n'
+                    "RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 60000ms for recv "
+                    "operation to complete\n")
+    closed = recv_timeout.replace("Timed out waiting 60000ms for recv operation to complete",
+                                  "[pair.cc:553] Connection closed by peer [10.0.0.3]:4000")
+    cases = {  # cause: (each node's log, each node's exit code; None: still running when the lab stopped it)
+        "collective-timeout": ([recv_timeout, "step 3\n"], (1, None)),
+        "peer-lost": ([closed, "step 3\n"], (1, 3)),
+        "nonzero-exit": (["no shard for rank 0, giving up\n", "step 3\n"], (3, None)),
+    }
+    for cause, (logs, codes) in cases.items():
+        nodes = [NodeEvidence(index, f"node{index}", code, lines=text.splitlines())
+                 for index, (text, code) in enumerate(zip(logs, codes))]
+        found = top(Evidence(nodes=nodes, nnodes=2, master_addr="node0"))
+        assert found.cause == cause, (cause, found)
+        assert "rank 0" in (found.title + found.evidence), found
+        assert "rank 1" in (found.title + found.evidence) or cause == "nonzero-exit", found
+    hung = ranks(pending("all_reduce"), pending("all_reduce"), timed_out=True)
+    found = top(hung)
+    assert found.cause == "timed-out" and "rank 0 waits in all_reduce" in found.title
+    assert "short timeout" not in found.fix and "same calls" in found.fix
+    assert {"timed-out", "collective-timeout", "peer-lost", "nonzero-exit"} <= SYMPTOMS | {"nonzero-exit"}
