@@ -191,16 +191,22 @@ BIG = (Tensor((32 * 1024 * 1024,), "float32"),)
 
 
 def test_a_collective_every_rank_entered_alike_that_timed_out_quickly_for_its_bytes():
-    found = top(ranks(*[failed("all_reduce", error="RuntimeError: Timed out waiting 500ms for recv operation",
-                               tensors=BIG, timeout_s=0.5) for _ in range(2)]))
-    assert found.cause == "timeout-too-short" and "134 MB" in found.title and "0.5 s" in found.title
+    found = top(ranks(*[failed("all_reduce", error="RuntimeError: Timed out waiting 5000ms for recv operation",
+                               tensors=BIG, timeout_s=5.0) for _ in range(2)]))
+    assert found.cause == "timeout-too-short" and "134 MB" in found.title and "5 s" in found.title
+
+
+def test_a_call_that_gave_up_after_milliseconds_is_a_timeout_too_short_whatever_the_others_did():
+    found = top(ranks(failed("new_group", error="RuntimeError: Gloo connectFullMesh failed: Connect timeout",
+                             group=(0, 1), timeout_s=0.001), pending("all_reduce")))
+    assert found.cause == "timeout-too-short" and "rank 0's new_group gave up after 0.001 s" in found.title
 
 
 @pytest.mark.parametrize("calls", [
     [failed("all_reduce", tensors=BIG, timeout_s=600.0)] * 2,  # a long timeout: something else held them
-    [failed("all_reduce", tensors=BIG, timeout_s=0.5), pending("barrier")],  # a rank was elsewhere
-    [failed("all_reduce", tensors=BIG, timeout_s=0.5), failed("all_reduce", tensors=BIG[:0] + (Tensor((4,), "float32"),),
-                                                                timeout_s=0.5)],  # other tensors
+    [failed("all_reduce", tensors=BIG, timeout_s=5.0), pending("barrier")],  # a rank was elsewhere
+    [failed("all_reduce", tensors=BIG, timeout_s=5.0), failed("all_reduce", tensors=(Tensor((4,), "float32"),),
+                                                                timeout_s=5.0)],  # other tensors
 ], ids=["long timeout", "a rank elsewhere", "other tensors"])
 def test_a_timeout_is_not_called_too_short_when_the_ranks_were_not_all_there_alike(calls):
     assert "timeout-too-short" not in [f.cause for f in diagnose(ranks(*calls))]

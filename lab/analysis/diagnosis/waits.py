@@ -310,7 +310,8 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
                     "group-mismatch", f"the ranks created their subgroup #{index + 1} with different members: every "
                                       "rank must call new_group with the same ranks, in the same order", said,
                     node_of_rank(ctx, odd_rank), odd_rank, GROUP_FIX)]
-    in_creation = [activity for activity in activities.values() if activity.call.op in GROUP_CREATION]
+    in_creation = [activity for activity in activities.values() if activity.call.op in GROUP_CREATION
+                   and not (activity.timed_out and (_timeout_seconds(activity, ctx) or SHORT_ANYWAY) < SHORT_ANYWAY)]
     elsewhere = [activity for activity in activities.values() if activity.call.op not in GROUP_CREATION]
     if in_creation and elsewhere:
         first = in_creation[0]
@@ -391,28 +392,36 @@ SHORT_ANYWAY = 1.0  # seconds: a collective's timeout shorter than this is too s
 
 
 def timeout_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
-    """Every member of the group entered the same call, with the same arguments, and they all timed out: nobody was
-    missing, so the timeout was shorter than the transfer (not a peer that never came)."""
+    """A call that gave up after a timeout no real transfer fits in (under a second), or a collective every member of
+    the group entered alike, with the same arguments, that still timed out sooner than its bytes could move: nobody
+    was missing, so the timeout was too short (not a peer that never came)."""
     world = _world(ctx, activities)
     timed_out = [activity for activity in activities.values() if activity.timed_out]
     if not timed_out:
         return []
-    call = timed_out[0].call
+    seconds = {activity.rank: _timeout_seconds(activity, ctx) for activity in timed_out}
+    hasty = [activity for activity in timed_out if seconds[activity.rank] is not None
+             and seconds[activity.rank] < SHORT_ANYWAY]
+    call = (hasty or timed_out)[0].call
     members = _members(call, world)
     there = [activities.get(rank) for rank in members]
-    if any(activity is None or not _same_call(activity.call, call) for activity in there):
-        return []
-    if call.op in POINT_TO_POINT and (len(there) != len(world) or any(a.source != "hooks" for a in there)):
-        return []  # a pair that names each other: matched only when their tags and peers are known
-    timeout = _timeout_seconds(timed_out, ctx, call)
+    alike = all(activity is not None and _same_call(activity.call, call) for activity in there)
+    if call.op in POINT_TO_POINT and (len(there) != len(world) or any(a.source != "hooks" for a in there if a)):
+        alike = False  # a pair that names each other: matched only when their tags and peers are known
+    timeout = seconds[(hasty or timed_out)[0].rank]
     size = sum(_bytes(tensor) for tensor in call.tensors) or _flight_bytes(ctx, call)
-    if timeout is None or not (timeout < SHORT_ANYWAY or (size and timeout < 10 * size / SHORT_FOR_BYTES)):
+    too_short = timeout is not None and (timeout < SHORT_ANYWAY or (alike and size and
+                                                                     timeout < 10 * size / SHORT_FOR_BYTES))
+    if not too_short or not (alike or hasty):
         return []
+    first = (hasty or timed_out)[0]
     amount = f" {size / 1e6:.0f} MB" if size >= 1e6 else f" {size} bytes" if size else ""
+    title = (f"every rank entered {call.op} alike and it still timed out after {timeout:g} s: the timeout is shorter "
+             f"than moving{amount or ' the data'} between the nodes" if alike else
+             f"rank {first.rank}'s {call.op} gave up after {timeout:g} s: a timeout far shorter than any exchange "
+             "between nodes takes (the other ranks' errors follow from it)")
     return [Finding(
-        "timeout-too-short", f"every rank entered {call.op} alike and it still timed out after {timeout:g} s: the "
-                             f"timeout is shorter than moving{amount or ' the data'} between the nodes",
-        _listing(there), timed_out[0].node, timed_out[0].rank,
+        "timeout-too-short", title, _listing(there if alike else timed_out), first.node, first.rank,
         "give the process group (or the new_group it runs on) a timeout that covers the largest transfer with room to "
         "spare (timeout=datetime.timedelta(minutes=...); the default is 10-30 minutes), or send less at once (split "
         "the tensor into chunks, compress it); keep short timeouts for detecting a missing rank, not for big "
@@ -423,15 +432,14 @@ def _same_call(one: DistCall, other: DistCall) -> bool:
     return (one.op, one.group, one.tensors, one.root) == (other.op, other.group, other.tensors, other.root)
 
 
-def _timeout_seconds(timed_out: list[Activity], ctx: Context, call: DistCall) -> float | None:
-    known = [activity.call.timeout_s for activity in timed_out if activity.call.timeout_s]
-    if known:
-        return min(known)
-    for activity in timed_out:
-        if activity.call.error and (found := WAITED_MS.search(activity.call.error)):
-            return int(found["ms"]) / 1000
+def _timeout_seconds(activity: Activity, ctx: Context) -> float | None:
+    """The timeout a call gave up after: the group's (hooks), else the one gloo's or the store's message names."""
+    if activity.call.timeout_s:
+        return activity.call.timeout_s
+    if activity.call.error and (found := WAITED_MS.search(activity.call.error)):
+        return int(found["ms"]) / 1000
     for tb in ctx.tracebacks:
-        if tb.collective() == call.op and (found := WAITED_MS.search(tb.message)):
+        if tb.rank == activity.rank and tb.collective() == activity.call.op and (found := WAITED_MS.search(tb.message)):
             return int(found["ms"]) / 1000
     return None
 
