@@ -504,8 +504,9 @@ def test_argparse_usage_error():
 # --- endings, rendering, building evidence ---------------------------------------------------------------------------
 def test_unexplained_exit_falls_back_to_the_last_line():
     findings = diagnose(lab_run("step 3\nno shard for this rank, giving up\n", "", exit_codes=[3, 0]))
-    assert [(f.cause, f.node) for f in findings] == [("nonzero-exit", 0)]
-    assert "no shard for this rank" in findings[0].title and "no shard" in findings[0].evidence
+    assert [(f.cause, f.node) for f in findings] == [("rank-exited", 0)]
+    assert "exit status 3" in findings[0].title and "no shard for this rank" in findings[0].title
+    assert "sys.exit" in findings[0].fix
 
 
 def test_a_shell_status_of_a_fatal_signal_is_that_signal_not_a_bare_exit_code():
@@ -547,7 +548,7 @@ def test_is_loopback(host, loopback):
 def test_a_retry_that_may_have_succeeded_is_not_an_unreachable_master():
     retry = PORT_CLOSED_NODE1.splitlines()[1]  # "... - retrying (try=0 ...)": the store was still starting
     findings = diagnose(lab_run("", retry + "\nstep 7 loss nan\n", exit_codes=[0, 3]))
-    assert causes(findings) == ["nonzero-exit"]
+    assert causes(findings) == ["rank-exited"]
 
 
 def test_a_failed_retry_is_the_cause_when_rank_0_waited_for_that_rank():
@@ -579,4 +580,4 @@ def test_python_dash_m_that_finds_nothing_anywhere_says_where_the_project_should
 
 def test_a_module_named_in_a_message_of_the_job_is_not_python_dash_m():
     found = diagnose(lab_run("warning: No module named yaml, using json", "", exit_codes={0: 1, 1: 0}))
-    assert [finding.cause for finding in found] == ["nonzero-exit"]
+    assert [finding.cause for finding in found] == ["rank-exited"]

@@ -48,9 +48,10 @@ def test_uneven_collectives_say_how_many_collectives_each_rank_ran():
 
 
 def test_uneven_collectives_need_a_node_that_finished():
-    """The same log, but node1 failed too (a crash or a kill): no one left normally, so it is not divergence."""
+    """The same log, but node1 failed too (exit 1): no one left normally, so it is not divergence; the rank that ended
+    with a status of its own is the one the lost connection follows from."""
     causes = [finding.cause for finding in diagnose(sample("uneven_batches", exit_codes={1: 1}))]
-    assert "uneven-collectives" not in causes and causes[0] == "peer-lost"
+    assert "uneven-collectives" not in causes and causes[0] == "rank-exited"
 
 
 def test_ranks_that_left_while_their_node_waited_for_the_others_are_named():

@@ -89,12 +89,13 @@ def test_an_idle_dataloader_worker_is_not_stuck():
 # --- the hooks' calls ---------------------------------------------------------------------------------------------
 
 
-def ranks(*calls: CallLog, nodes: int | None = None, **changes) -> Evidence:
-    """A failed run of len(calls) ranks, one per node, each rank's hooks having written `calls[rank]`."""
+def ranks(*calls: CallLog, nodes: int | None = None, exit_code: int | None = 1, **changes) -> Evidence:
+    """A failed run of len(calls) ranks, one per node, each rank's hooks having written `calls[rank]`; every node
+    exited with `exit_code` (None: the lab stopped it)."""
     traces = [RankTrace(rank, 1000 + rank, rank, len(calls), False, 0, None, None, calls=log)
               for rank, log in enumerate(calls)]
     count = nodes or len(calls)
-    return Evidence(nodes=[NodeEvidence(index, f"node{index}", 1) for index in range(count)], nnodes=count,
+    return Evidence(nodes=[NodeEvidence(index, f"node{index}", exit_code) for index in range(count)], nnodes=count,
                     master_addr="node0", traces=traces, **changes)
 
 
@@ -143,7 +144,7 @@ def test_a_receive_whose_peer_is_in_a_collective_is_an_order_mismatch():
 
 def test_matching_send_and_receive_are_no_mismatch():
     causes = [f.cause for f in diagnose(ranks(pending("send", dst=1, tag=3), pending("recv", src=0, tag=3),
-                                              timed_out=True))]
+                                              exit_code=None, timed_out=True))]
     assert not {"p2p-mismatch", "p2p-deadlock"} & set(causes)
 
 
@@ -155,8 +156,8 @@ def test_the_rank_whose_broadcast_root_differs_from_the_others_is_named():
 
 
 def test_one_root_everywhere_is_no_root_mismatch():
-    assert "root-mismatch" not in [f.cause for f in diagnose(ranks(pending("broadcast", root=0),
-                                                                    pending("broadcast", root=0), timed_out=True))]
+    assert "root-mismatch" not in [f.cause for f in diagnose(ranks(pending("broadcast", root=0), pending(
+        "broadcast", root=0), exit_code=None, timed_out=True))]
 
 
 def test_subgroups_created_with_other_members_are_named_with_the_odd_rank():
@@ -245,8 +246,7 @@ def test_every_generic_ending_says_what_each_rank_was_doing():
                                   "[pair.cc:553] Connection closed by peer [10.0.0.3]:4000")
     cases = {  # cause: (each node's log, each node's exit code; None: still running when the lab stopped it)
         "collective-timeout": ([recv_timeout, "step 3\n"], (1, None)),
-        "peer-lost": ([closed, "step 3\n"], (1, 3)),
-        "nonzero-exit": (["no shard for rank 0, giving up\n", "step 3\n"], (3, None)),
+        "peer-lost": ([closed, "step 3\n"], (1, None)),
     }
     for cause, (logs, codes) in cases.items():
         nodes = [NodeEvidence(index, f"node{index}", code, lines=text.splitlines())
@@ -254,9 +254,20 @@ def test_every_generic_ending_says_what_each_rank_was_doing():
         found = top(Evidence(nodes=nodes, nnodes=2, master_addr="node0"))
         assert found.cause == cause, (cause, found)
         assert "rank 0" in (found.title + found.evidence), found
-        assert "rank 1" in (found.title + found.evidence) or cause == "nonzero-exit", found
-    hung = ranks(pending("all_reduce"), pending("all_reduce"), timed_out=True)
+        assert "rank 1" in (found.title + found.evidence), found
+    exited = [NodeEvidence(0, "node0", 1, lines=closed.splitlines()), NodeEvidence(1, "node1", 3, lines=["step 3"])]
+    found = top(Evidence(nodes=exited, nnodes=2, master_addr="node0"))
+    assert (found.cause, found.rank) == ("rank-exited", 1) and "step 3" in found.title  # not the peer's lost connection
+    hung = ranks(pending("all_reduce"), pending("all_reduce"), exit_code=None, timed_out=True)
     found = top(hung)
     assert found.cause == "timed-out" and "rank 0 waits in all_reduce" in found.title
     assert "short timeout" not in found.fix and "same calls" in found.fix
-    assert {"timed-out", "collective-timeout", "peer-lost", "nonzero-exit"} <= SYMPTOMS | {"nonzero-exit"}
+    assert SYMPTOMS - {"lab-fault", "ranks-missing", "stopped", "nonzero-exit"} == {"timed-out", "collective-timeout",
+                                                                                     "peer-lost"}
+
+
+def test_a_store_wait_on_a_key_of_the_job_is_named_from_its_message_without_the_hooks():
+    """rank 1 timed out waiting for 'dataset/ready-epoch-0', rank 0 for the per-rank keys done/0, done/1 that rank 1
+    never reached: the lone key is named, not the family, and not 'ranks that never arrived'."""
+    found = top(sample("store_key_typo_tracebacks"))
+    assert (found.cause, found.rank) == ("store-key-never-set", 1) and "'dataset/ready-epoch-0'" in found.title

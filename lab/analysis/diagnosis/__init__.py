@@ -29,7 +29,7 @@ PRIORITY = [
     "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
-    "rank-crashed", "uneven-collectives",
+    "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
 ]
@@ -48,7 +48,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
              + pattern_findings(ctx) + signals.signal_findings(ctx) + waits.reasoning_findings(ctx)
              + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
              + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx))
-    found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + divergence.uneven_findings(ctx)
+    found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
+              + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
     return _rank(found, ctx)

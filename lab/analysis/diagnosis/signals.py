@@ -13,7 +13,7 @@ import signal
 
 from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, last_own_line
 from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, Frame
 
 FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
@@ -128,3 +128,38 @@ def _faulthandler_stack(ctx: Context, node: int, rank: int | None) -> tuple[list
             break
     crashing = next((frames for current, frames in blocks if current), blocks[0][1] if blocks else [])
     return crashing, reason
+
+
+def exit_findings(ctx: Context) -> list[Finding]:
+    """A rank that ended itself with a non-zero status and no Python error (sys.exit(N), os._exit, a command it ran
+    failing): the line it printed last says why, and the others' lost connections follow from it."""
+    found = []
+    for node, rank, code in _own_exits(ctx):
+        own = [line for line in ctx.lines if line.node == node and line.rank in (rank, None)]
+        if any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks) or any(
+                EXCEPTION_LINE.match(line.text.strip()) or explained_by_rule(ctx, line.text) for line in own) or any(
+                trace.rank == rank and (trace.exception or (trace.calls and trace.calls.failed))
+                for trace in ctx.evidence.traces):
+            continue  # an exception or an error a rule reads ended it: those rules say which
+        said = last_own_line([line.text for line in own])
+        who = f"rank {rank}" if rank is not None else f"the process on node{node}"
+        found.append(Finding(
+            "rank-exited", f"{who} ended itself with exit status {code} and no Python error"
+                           + (f", after printing: {said}" if said else "") + "; the other ranks' errors follow from it",
+            f"node{node}" + (f" rank {rank}" if rank is not None else "") + f": exit {code}"
+            + (f"; its last output: {said}" if said else "; it printed nothing"), node, rank,
+            "find the sys.exit / os._exit (or the failing command) that this rank reached: its last output names the "
+            "check that failed; make what that check reads the same on every node (a file, a variable, a count), or "
+            "let every rank take the same decision (all_reduce the flag) so no rank leaves alone"))
+    return found
+
+
+def _own_exits(ctx: Context) -> list[tuple[int, int | None, int]]:
+    """(node, rank, status) of processes that exited by themselves with 0 < status <= 128: torchrun's report per
+    rank, or the node's own status where the lab ran one process per node."""
+    exits = [(node, rank, code) for node, reported in ctx.reports.items() for rank, code in reported if 0 < code <= 128]
+    if not ctx.reports and ctx.evidence.nproc_per_node == 1:
+        oom = {node.index for node in ctx.evidence.nodes if node.oom_killed}
+        exits += [(node.index, node.index, node.exit_code) for node in ctx.evidence.nodes
+                  if node.exit_code is not None and 0 < node.exit_code <= 128 and node.index not in oom]
+    return exits

@@ -488,6 +488,8 @@ def store_findings(ctx: Context) -> list[Finding]:
             elif not op.waits and op.op not in ("check", "delete_key"):
                 for key in op.keys:
                     sets.setdefault(key, []).append(trace.rank)
+    if not sets and not waits:
+        return _store_wait_in_the_logs(ctx)
     candidates = []
     for rank, node, op in waits:
         for key in op.keys:
@@ -513,6 +515,35 @@ def store_findings(ctx: Context) -> list[Finding]:
             "function of the epoch/step), on the same store (host, port and PrefixStore prefix); if the name is "
             "right, the rank meant to set it never got there: see where it was")]
     return []
+
+
+# torch's own keys (gloo's rendezvous, the store barrier, torchrun's rendezvous): not a key the job chose
+INTERNAL_KEY = re.compile(r"^/?(?:default_pg/|\d+//|torchelastic/|rdzv|store_based_barrier_key|init/|/?\d+/cpu/)")
+STORE_WAIT_KEYS = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)$")
+
+
+def _store_wait_in_the_logs(ctx: Context) -> list[Finding]:
+    """Without the hooks' record: a store wait that timed out on keys the job chose (not torch's own), a key standing
+    alone before keys that differ only in a number (a per-rank barrier the stuck rank never reached)."""
+    waits = []
+    for tb in ctx.tracebacks:
+        if (found := STORE_WAIT_KEYS.search(tb.message)) and found["keys"]:
+            keys = [key.strip().lstrip("/") for key in found["keys"].split(",")]
+            if not any(INTERNAL_KEY.match(key) for key in keys):
+                family = len({DIGITS.sub("#", key) for key in keys}) < len(keys)
+                waits.append((family, tb, keys, int(found["ms"]) / 1000))
+    if not waits:
+        return []
+    family, tb, keys, seconds = min(waits, key=lambda wait: wait[0])
+    frame = tb.user_frame()
+    where = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    return [Finding(
+        "store-key-never-set", f"rank {tb.rank} waited {seconds:g} s for the store key '{keys[0]}'{where}, which no "
+                               "rank set in that time", f"{tb.line.where()}: {tb.exc_type}: {tb.message}"[:400],
+        tb.node, tb.rank,
+        "set and wait for the very same key: build its name in one place both sides call, on the same store (host, "
+        "port, PrefixStore prefix); if the name is right, the rank meant to set it never got there (its lines say "
+        "where it was)")]
 
 
 # ------------------------------------------------------------------------------------------------------------------
