@@ -271,3 +271,40 @@ def test_a_store_wait_on_a_key_of_the_job_is_named_from_its_message_without_the_
     never reached: the lone key is named, not the family, and not 'ranks that never arrived'."""
     found = top(sample("store_key_typo_tracebacks"))
     assert (found.cause, found.rank) == ("store-key-never-set", 1) and "'dataset/ready-epoch-0'" in found.title
+
+
+# --- a crash whose message belongs to a family with its own cause and fix ------------------------------------------
+
+
+def crash(message: str, exc: str = "RuntimeError") -> Evidence:
+    log = ("Traceback (most recent call last):\n  File \"/w/train.py\", line 30, in <module>\n"
+           f"{exc}: {message}\n")
+    return Evidence(nodes=[NodeEvidence(0, "node0", 1, lines=["step 1"]),
+                           NodeEvidence(1, "node1", 1, lines=log.splitlines())], nnodes=2, master_addr="node0")
+
+
+@pytest.mark.parametrize("exc, message, cause, fix", [
+    ("RuntimeError", "trying to initialize the default process group twice!", "initialized-twice", "is_initialized"),
+    ("OSError", "[Errno 24] Too many open files", "file-descriptors-exhausted", "ulimit"),
+    ("OSError", "[Errno 30] Read-only file system: '/w/checkpoints/step1.pt'", "read-only-filesystem", "/lab/shared"),
+    ("AttributeError", "Can't pickle local object 'main.<locals>.<lambda>'", "object-not-picklable", "lambdas"),
+    ("AttributeError", "Can't get attribute 'Batch' on <module '__main__' from '/w/train.py'>", "object-not-picklable",
+     "top level"),
+    ("RuntimeError", "No backend type associated with device type cuda", "device-mismatch", ".cpu()"),
+    ("OSError", "[Errno 28] No space left on device", "disk-full", "df -h"),
+    ("RuntimeError", "Ninja is required to load C++ extensions", "compiler-missing", "compiler"),
+])
+def test_a_crash_of_a_known_family_names_its_cause_and_fix(exc, message, cause, fix):
+    found = top(crash(message, exc))
+    assert (found.cause, found.node) == (cause, 1) and fix in found.fix
+
+
+def test_any_other_crash_says_its_message_and_that_only_that_rank_raised_it():
+    found = top(crash("index 7 is out of bounds for dimension 0 with size 4", "IndexError"))
+    assert found.cause == "rank-crashed" and "IndexError: index 7 is out of bounds" in found.title
+    assert "only rank 1 raised it" in found.fix
+
+
+def test_shared_memory_that_ran_out_is_not_a_full_disk():
+    found = top(crash("unable to write to file </torch_123_456_0>: No space left on device (28)"))
+    assert found.cause == "shared-memory-exhausted"

@@ -29,7 +29,8 @@ PRIORITY = [
     "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
-    "rank-crashed", "rank-exited", "uneven-collectives",
+    "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
+    "object-not-picklable", "device-mismatch", "disk-full", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
 ]

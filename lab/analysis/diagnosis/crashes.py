@@ -51,11 +51,27 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             found.append(Finding("import-error", f"the script fails at start on node{tb.node}: {tb.short_type}",
                                  evidence, tb.node, rank, fix))
         else:
-            fix = f"fix the {tb.short_type}" + (f" in {frame.file}:{frame.line}" if frame else "")
             found.append(Finding("rank-crashed", f"rank {rank if rank is not None else '?'} crashed with "
-                                                 f"{tb.short_type}{at}", evidence, tb.node, rank,
-                                 fix + "; the other ranks' connection errors and timeouts follow from it"))
+                                                 f"{tb.short_type}: {_said(tb.message)}{at}", evidence, tb.node, rank,
+                                 _crash_fix(ctx, tb, frame)))
     return found
+
+
+def _said(message: str, limit: int = 160) -> str:
+    first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
+def _crash_fix(ctx: Context, tb, frame) -> str:
+    """What to change: the line, and, where only some ranks raised it, that what differs on those ranks is the cause."""
+    line = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    raised = {other.rank for other in ctx.tracebacks if other.exc_type == tb.exc_type and other.message == tb.message}
+    ranks = ctx.evidence.expected_world_size
+    alone = (f"; only {' and '.join(f'rank {rank}' for rank in sorted(raised, key=str))} raised it: what differs there "
+             "is the cause (its data shard, a file or a variable on its node, a branch on the rank)"
+             if ctx.multi_node and len(raised) < ranks and None not in raised else "")
+    return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
+            f"{alone}; the other ranks' connection errors and timeouts follow from it")
 
 
 # What a module of another version says: a name it does not have (an import, or an attribute of the module).
@@ -129,7 +145,76 @@ def _bad_arguments(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
             "pass the arguments the script's usage line asks for (lab exec fills {rank}, {world_size}, ... per node)")
 
 
+def _initialized_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("init_process_group was called twice in one process (the default group exists already)",
+            "call it once per process: guard it with `if not dist.is_initialized():`, and look for a second call in a "
+            "helper, a framework that initialises it itself (Accelerate, Lightning) or a retry loop")
+
+
+def _descriptors(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"node{line.node} ran out of open file descriptors (the process's limit, ulimit -n)",
+            "hold fewer files at once, or raise the limit (ulimit -n 65536 in the job, `--ulimit nofile=...` for a "
+            "container); tensors passed between DataLoader workers each hold a descriptor: "
+            "torch.multiprocessing.set_sharing_strategy('file_system') or fewer workers")
+
+
+def _no_compiler(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"code is compiled while the job runs and node{line.node} has no compiler (or build tool) for it",
+            "give the nodes a compiler (an image with gcc/g++ and ninja: `lab up --image ...`, or `--pip ninja` for "
+            "ninja), or avoid the build: use the prebuilt form of the extension (prebuilt ops, a non-fused optimizer, "
+            "torch.compile off)")
+
+
+def _read_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"the job writes into a read-only folder on node{line.node}",
+            "write outputs (checkpoints, logs, caches) to a writable folder: the lab's shared folder /lab/shared "
+            "(seen by every node) or a temporary folder; the lab mounts the workspace read-only on purpose, so "
+            "nodes cannot change your project")
+
+
+def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    if match["attribute"]:
+        return (f"an object sent between ranks names {match['attribute']!r}, which the receiving process does not "
+                "define: the ranks run different code (a class defined under `if rank == 0`, or another version of "
+                "the script on one node)",
+                "define every class and function you send through *_object collectives at the top level of a module "
+                "that every rank imports, and give every node the same code")
+    return ("an object passed to a *_object collective (or to a DataLoader worker) cannot be pickled",
+            "send plain data: tensors, numbers, strings, lists and dicts of them; leave out lambdas, locks, open "
+            "files, sockets and generators (or convert them first)")
+
+
+def _device_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("a collective got tensors on a device its backend cannot use (CUDA tensors with gloo, CPU tensors with "
+            "NCCL, or tensors on two devices)",
+            "put the tensors where the backend works: .cpu() for gloo, .cuda(local_rank) for NCCL (or "
+            "init_process_group('cuda:nccl,cpu:gloo') for both), and keep every tensor of one call on one device")
+
+
+def _disk_full(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    if re.search(r"/dev/shm|torch_\d|shared memory", line.text):
+        return None  # shared memory: its own cause
+    return (f"the disk node{line.node} writes to is full",
+            "write less (fewer or smaller checkpoints, keep the last N), or write to a folder with room; `df -h` on "
+            "the node shows which")
+
+
 PATTERNS = [
+    PatternRule("initialized-twice", re.compile(r"trying to initialize the default process group twice"),
+                _initialized_twice),
+    PatternRule("file-descriptors-exhausted", re.compile(r"Too many open files|received \d+ items of ancdata"),
+                _descriptors),
+    PatternRule("compiler-missing", re.compile(
+        r"\b(?:gcc|g\+\+|c\+\+|cc|x86_64-linux-gnu-gcc|ninja|nvcc)['\"]?: (?:command )?not found"
+        r"|command '(?:gcc|x86_64-linux-gnu-gcc|c\+\+|g\+\+)' failed|No such file or directory: '(?:gcc|c\+\+|g\+\+|ninja)'"
+        r"|Failed to find C compiler|Ninja is required to load C\+\+ extensions|InvalidCxxCompiler"), _no_compiler),
+    PatternRule("read-only-filesystem", re.compile(r"Read-only file system"), _read_only),
+    PatternRule("object-not-picklable", re.compile(
+        r"Can't pickle|cannot pickle|Can't get attribute '(?P<attribute>[^']+)' on <module"), _not_picklable),
+    PatternRule("device-mismatch", re.compile(
+        r"No backend type associated with device type|Tensors must be CUDA and dense|Expected all tensors to be on "
+        r"the same device|Tensor list must be nonempty and all tensors on the same device"), _device_mismatch),
+    PatternRule("disk-full", re.compile(r"No space left on device"), _disk_full),
     PatternRule("process-group-not-initialized", re.compile(
         r"Default process group has not been initialized|Process group cannot be None"), _not_initialized),
     PatternRule("script-not-found", re.compile(
