@@ -27,10 +27,13 @@ class RankLine:
     behind: int = 0  # collectives fewer than the furthest rank
     last_output: str | None = None
     late: str | None = None  # it entered that collective well after another rank did: '7.3 s after rank 0'
+    call: str | None = None  # its distributed call with the arguments (the jobs' hooks): 'gave up in recv(src=1)...'
 
     def text(self) -> str:
         parts = [f"rank {self.rank}" + (f" node{self.node}" if self.node is not None else ""), self.ended]
-        if self.waiting:
+        if self.call:
+            parts.append(self.call)
+        elif self.waiting:
             parts.append(f"waits in {self.waiting}")
         if self.collective:
             parts.append(f"{'in' if self.still_in else 'last collective'} {self.collective}"
@@ -79,8 +82,18 @@ def rank_lines(record: RunRecord, step: StepRecord) -> list[RankLine]:
             rank, node, _ended(rank, node, step, reported, nproc, trace), _waiting(stack),
             trace.reached if trace else None, str(trace.waiting_in or trace.last) if trace and trace.last else None,
             bool(trace and trace.waiting_in), furthest - trace.reached if trace else 0, last_own_line(said),
-            _late(trace, traces.values())))
+            _late(trace, traces.values()), _call(trace)))
     return found if len(found) > 1 else []
+
+
+def _call(trace: RankTrace | None) -> str | None:
+    """'gave up in recv(src=1, tag=2) at train.py:12 in step' from the calls the jobs' hooks recorded."""
+    calls = trace.calls if trace else None
+    if calls is None:
+        return None
+    if calls.pending:
+        return f"waits in {calls.pending[-1]}"
+    return f"gave up in {calls.failed[-1]}" if calls.failed else None
 
 
 LATE_SHOWN = 1.0  # seconds after the first rank that entered the same collective (ranks in step enter within ms)
