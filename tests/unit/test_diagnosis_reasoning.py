@@ -308,3 +308,17 @@ def test_any_other_crash_says_its_message_and_that_only_that_rank_raised_it():
 def test_shared_memory_that_ran_out_is_not_a_full_disk():
     found = top(crash("unable to write to file </torch_123_456_0>: No space left on device (28)"))
     assert found.cause == "shared-memory-exhausted"
+
+
+def test_isend_irecv_waited_for_in_the_wrong_order_is_read_from_the_posted_calls():
+    """Each rank posts irecv from the other and waits on it before posting its isend: gloo's timeout comes from
+    Work.wait() (no c10d frame in the traceback); the hooks' posted calls give the peers."""
+    def rank_log(rank):
+        return ["Traceback (most recent call last):", '  File "/w/swap.py", line 14, in <module>',
+                "RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation "
+                "to complete"]
+    posted = [CallLog(posted=(DistCall("irecv", caller="swap.py:13", src=1 - rank, is_async=True),)) for rank in (0, 1)]
+    evidence = replace(ranks(*posted), nodes=[NodeEvidence(rank, f"node{rank}", 1, lines=rank_log(rank))
+                                              for rank in (0, 1)])
+    found = top(evidence)
+    assert found.cause == "p2p-deadlock" and "rank 0 waits to receive from rank 1" in found.title

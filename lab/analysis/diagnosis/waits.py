@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
 from lab.analysis.diagnosis.context import Context, node_of_rank
@@ -28,6 +28,7 @@ GROUP_CREATION = ("new_group", "new_subgroups", "new_subgroups_by_enumeration")
 # gloo's, NCCL's and the store's words for a wait that ran out of time.
 TIMED_OUT = re.compile(r"[Tt]imed out|[Tt]imeout|timed out after|wait timeout", re.IGNORECASE)
 WAITED_MS = re.compile(r"(?:[Tt]imed out waiting|timeout after|[Tt]imeout of) (?P<ms>\d+)\s*ms")
+GLOO_DIRECTION = re.compile(r"for (?P<direction>send|recv) operation")  # what a gloo wait that timed out waited for
 # The c10d functions whose frame, in a stack, says which call a rank waits in (py-spy keeps torch frames' locals).
 C10D_FILE = "distributed_c10d.py"
 
@@ -58,13 +59,27 @@ def rank_activities(ctx: Context) -> dict[int, Activity]:
             continue
         if call := _call_in_stack(process):
             found[process.rank] = Activity(process.rank, process.node, call, False, "stack")
+    posted = {trace.rank: trace.calls.posted for trace in ctx.evidence.traces if trace.rank is not None and trace.calls}
     for tb in ctx.tracebacks:
         op = tb.collective()
-        if tb.rank is None or tb.rank in found or not op or op == "init_process_group":
+        if tb.rank is None or tb.rank in found or op == "init_process_group":
             continue
-        frame = tb.user_frame()
-        found[tb.rank] = Activity(tb.rank, tb.node, DistCall(op, _where(frame), error=f"{tb.exc_type}: {tb.message}"),
-                                  bool(TIMED_OUT.search(tb.message)), "traceback")
+        error = f"{tb.exc_type}: {tb.message}"
+        if not op and (direction := GLOO_DIRECTION.search(tb.message)):  # a Work's wait() after isend/irecv
+            asynchronous = "irecv" if direction["direction"] == "recv" else "isend"
+            call = next((call for call in reversed(posted.get(tb.rank, ())) if call.op == asynchronous), None)
+            found[tb.rank] = Activity(tb.rank, tb.node, replace(call, error=error) if call else DistCall(
+                asynchronous, _where(tb.user_frame()), error=error), bool(TIMED_OUT.search(tb.message)),
+                "hooks" if call else "traceback")
+        elif op:
+            found[tb.rank] = Activity(tb.rank, tb.node, DistCall(op, _where(tb.user_frame()), error=error),
+                                      bool(TIMED_OUT.search(tb.message)), "traceback")
+    if ctx.evidence.timed_out or ctx.evidence.stopped:
+        for rank, calls in posted.items():  # a hung rank whose last distributed act was to post isend/irecv
+            trace = next(trace for trace in ctx.evidence.traces if trace.rank == rank)
+            last_returned = max((call.ended_at or 0 for call in trace.calls.recent), default=0)
+            if rank not in found and calls and (calls[-1].entered_at or 0) >= last_returned:
+                found[rank] = Activity(rank, trace.node, calls[-1], False, "hooks")
     return dict(sorted(found.items()))
 
 
@@ -264,9 +279,6 @@ def root_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding
                 "0, or one agreed value), not one computed per rank or per node (rank - local_rank names a "
                 "different rank on each node); within a subgroup, a member's global rank (or group_src=)")]
     return []
-
-
-GLOO_DIRECTION = re.compile(r"for (?P<direction>send|recv) operation")
 
 
 def _every_rank_a_root(ctx: Context, activities: dict[int, Activity], world: list[int]) -> list[Finding]:
