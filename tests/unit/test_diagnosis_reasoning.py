@@ -49,9 +49,10 @@ def test_a_send_and_a_receive_that_name_each_other_and_never_match_differ_in_tag
     assert "tag" in found.title and "same tag" in found.fix
 
 
-def test_two_ranks_that_both_send_in_a_broadcast_both_took_themselves_for_the_root():
+def test_a_rank_that_timed_out_sending_in_a_broadcast_of_two_took_itself_for_the_root():
     found = top(sample("broadcast_root_differs_tracebacks"))
     assert found.cause == "root-mismatch" and "same root" in found.fix and "rank - local_rank" in found.fix
+    assert "acted as the root of broadcast" in found.title
 
 
 def test_every_rank_in_one_collective_timing_out_at_5_ms_is_a_timeout_too_short_not_a_late_rank():

@@ -282,19 +282,18 @@ def root_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding
 
 
 def _every_rank_a_root(ctx: Context, activities: dict[int, Activity], world: list[int]) -> list[Finding]:
-    """Without the calls' arguments: two ranks that both timed out *sending* in a broadcast or scatter (gloo's words),
-    where only the root sends, both took themselves for the root."""
-    rooted = [activity for activity in activities.values() if activity.call.op in ("broadcast", "scatter")
-              and activity.timed_out and activity.call.error]
-    directions = {activity.rank: GLOO_DIRECTION.search(activity.call.error) for activity in rooted}
-    if len(world) != 2 or len(rooted) != 2 or len({a.call.op for a in rooted}) != 1 or \
-            not all(found and found["direction"] == "send" for found in directions.values()):
+    """Without the calls' arguments: of two ranks both in a broadcast or scatter, one timed out *sending* (gloo's
+    words): only the root sends, so it took itself for the root while the other did not receive from it."""
+    rooted = [activity for activity in activities.values() if activity.call.op in ("broadcast", "scatter")]
+    sending = [activity for activity in rooted if activity.timed_out and activity.call.error
+               and (found := GLOO_DIRECTION.search(activity.call.error)) and found["direction"] == "send"]
+    if len(world) != 2 or len(rooted) != 2 or len({a.call.op for a in rooted}) != 1 or not sending:
         return []
     op = rooted[0].call.op
     return [Finding(
-        "root-mismatch", f"both ranks acted as the root of {op} (each timed out sending, and only the root sends): "
-                         "they passed different roots", _listing(rooted), rooted[-1].node, rooted[-1].rank,
-        ROOT_FIX.format(op=op))]
+        "root-mismatch", f"rank {sending[0].rank} acted as the root of {op} (it timed out sending, and only the root "
+                         f"sends) while the other rank did not receive from it: they passed different roots",
+        _listing(rooted), sending[0].node, sending[0].rank, ROOT_FIX.format(op=op))]
 
 
 ROOT_FIX = ("pass the same root to {op} on every rank: the global rank that holds the data (a constant such as 0, or one "
