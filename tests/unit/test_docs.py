@@ -2,6 +2,7 @@
 entry and a real example, every command and option is in the CLI reference, and the site builds with --strict."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,8 @@ def test_every_cause_has_a_real_example(samples):
                                           if (path / "run.json").is_file()))
 def test_each_sample_is_diagnosed_as_the_cause_it_names(folder):
     sample = docs_reference.load_sample(docs_reference.SAMPLES / folder)
+    assert sample.cause, (f"{folder}/run.json: say which cause its top finding is (\"cause\") and give the launch "
+                          "facts its tests pass, such as nproc_per_node or timed_out (\"facts\")")
     assert sample.findings, f"{folder}: no finding"
     assert sample.findings[0].cause == sample.cause, [finding.cause for finding in sample.findings]
 
@@ -113,8 +116,10 @@ def test_the_readme_is_a_landing_page():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 200
     assert "make demo" in readme and "make test" in readme
-    for link in ("docs/tutorials/first-lab.md", "docs/reference/files.md", "docs/explanation/measurements.md"):
-        assert f"({link}" in readme and (ROOT / link).is_file()
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    local = [link for link in links if not link.startswith(("http://", "https://"))]
+    assert {"docs/tutorials/first-lab.md", "docs/reference/files.md", "docs/explanation/measurements.md"} <= set(local)
+    assert [link for link in local if not (ROOT / link).is_file()] == []  # GitHub shows the Markdown: no dead link
 
 
 @pytest.mark.slow
