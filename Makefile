@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup engine base image test-tools demo test test-long test-fast bench reliability clean help
+.PHONY: setup engine base image test-tools demo test test-long test-fast bench reliability docs docs-serve clean help
 
 help:
 	@echo "make demo       2-node lab, every exercise run and checked, torn down"
@@ -16,6 +16,8 @@ help:
 	@echo "make test-long  the few real cases that wait for minutes (a Slurm time limit), left out of make test"
 	@echo "make bench      benchmarks (see bench/)"
 	@echo "make reliability  interruption trials + cited tests, rewrites RELIABILITY.md (20-40 min)"
+	@echo "make docs       the documentation site, built offline with --strict into site/"
+	@echo "make docs-serve the site on http://127.0.0.1:8000, rebuilt as pages change"
 	@echo "make setup | engine | base | image | test-tools | clean"
 
 # pyproject.toml's dependencies (dev included) but torch, which `setup` installs at TORCH_VERSION.
@@ -78,6 +80,14 @@ bench: image
 reliability: image
 	$(BIN)/python bench/trials.py --write RELIABILITY.md
 
+# The documentation (mkdocs.yml; MkDocs and its theme are in the dev extra). The command line and cause references are
+# generated from the code as the site builds (tools/docs_reference.py). Offline: no web fonts, nothing fetched.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
+
 clean:
 	-$(BIN)/lab down --all
-	rm -rf $(VENV) .lab
+	rm -rf $(VENV) .lab site

@@ -46,7 +46,8 @@ def target_options(func):
         click.option("--on", type=click.Choice(["containers", "host"]), default=None,
                      help="containers: the nodes of lab --name (the default); host: every node a group of processes "
                           "on this host (a native baseline)."),
-        click.option("--driver", type=click.Choice(sorted(DRIVER_ALIASES)), default=None, hidden=True),
+        click.option("--driver", type=click.Choice(sorted(DRIVER_ALIASES)), default=None, hidden=True,
+                     help="The old name of --on: docker is --on containers, local is --on host."),
         click.option("--nodes", type=click.IntRange(1, 64), default=None,
                      help="Node count for --on host (default 2)."),
         click.option("--inventory", type=click.Path(path_type=Path), default=None, metavar="HOSTS.INI",

@@ -19,7 +19,7 @@ from lab.analysis.diagnosis.findings import Finding, findings_json, format_findi
 from lab.analysis.diagnosis.logs import failure_report_ranks, read_lines, read_tracebacks
 
 __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "diagnose", "evidence_from_launch", "failure_report_ranks",
-           "findings_json", "format_findings", "read_lines", "PRIORITY"]
+           "findings_json", "format_findings", "read_lines", "CAUSES", "PRIORITY"]
 
 # Causes, most specific / most likely root first.
 PRIORITY = [
@@ -34,6 +34,71 @@ PRIORITY = [
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
 ]
+# What each cause means, in a sentence or two: the reference page of every cause (docs/reference/causes.md) is
+# generated from this and from the samples the rules are tested on; tests/unit/test_docs.py fails for a cause a rule
+# can return that has no entry here.
+CAUSES = {
+    "lab-fault": "A node was killed, stopped, paused or cut off by `lab fault` or by an exercise's fault step. It "
+                 "comes first only when it explains the failure.",
+    "out-of-memory": "The kernel's OOM killer ended a process that went over its node's memory limit "
+                     "(`lab up --memory`).",
+    "master-addr-loopback": "A job across nodes meets at `localhost` or `127.x` (`MASTER_ADDR`, a `tcp://` init "
+                            "method, `--master-addr`): every node dials itself, and the ranks never meet.",
+    "master-addr-unresolvable": "`MASTER_ADDR` names a host the nodes cannot resolve.",
+    "wrong-service-on-port": "Something other than a torch store answers at the rendezvous port (for example sshd "
+                             "on 22: \"invalid value returned from server\").",
+    "master-port-in-use": "The store could not listen on `MASTER_PORT` on the first node: something else holds it.",
+    "socket-ifname-missing": "`GLOO_SOCKET_IFNAME` or `NCCL_SOCKET_IFNAME` names a network interface the node "
+                             "lacks.",
+    "nccl-without-gpu": "The nccl backend or CUDA was asked for on a node without a GPU torch can use.",
+    "duplicate-gpu": "Two ranks landed on one GPU (more nccl processes on a node than it has GPUs).",
+    "shared-memory-exhausted": "/dev/shm ran out: tensors handed between processes (DataLoader workers, "
+                               "torch.multiprocessing) did not fit.",
+    "package-missing-on-nodes": "A module imports on some nodes and not on others: the nodes' Python environments "
+                                "differ (`lab up --pip`, `lab doctor`).",
+    "package-version-differs": "A name is missing from a package on some nodes only (`cannot import name`, or a "
+                               "module attribute), which the other nodes got past: their versions differ "
+                               "(`lab doctor --package`).",
+    "import-error": "The script fails at start on every node: a module it imports is not installed, or "
+                    "`python -m` cannot find the module.",
+    "script-not-found": "The script's file is not on the node at the path the command names.",
+    "bad-arguments": "The script's own argument parser rejected its command line.",
+    "process-group-not-initialized": "A `torch.distributed` call ran before `init_process_group` (or after "
+                                     "`destroy_process_group`).",
+    "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
+                      "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
+                      "from 0 on every node).",
+    "late-rank": "A rank gave up waiting (at the rendezvous or in a collective) while another was alive but busy "
+                 "elsewhere, or got there after the first one's timeout had passed.",
+    "world-size-mismatch": "The job waits for more ranks than were launched (the `world_size` it passes, or the "
+                           "store's count, is larger than the processes the nodes started).",
+    "ddp-parameter-mismatch": "The ranks built different models: DDP found a parameter whose shape differs "
+                              "between ranks.",
+    "ddp-unused-parameters": "DDP got no gradient for some parameters in an iteration (parameters the forward pass "
+                             "did not use).",
+    "shape-mismatch": "Ranks passed tensors of different sizes to one collective.",
+    "collective-mismatch": "Ranks wait in different collectives, are out of step by some collectives, or call one "
+                           "from different places: they do not run the same sequence of collectives.",
+    "rank-crashed": "One rank raised an exception of its own; the other ranks' errors follow from it.",
+    "uneven-collectives": "Some ranks finished while others still waited in a collective: the ranks ran different "
+                          "numbers of collectives (uneven data, a skipped batch, an early return).",
+    "process-killed": "A process was killed with SIGKILL and nothing else explains it (not the lab's OOM count, not "
+                      "a lab fault).",
+    "master-unreachable": "Nothing answered at `MASTER_ADDR:MASTER_PORT` (a wrong port, or rank 0 never started "
+                          "its store).",
+    "ranks-missing": "Ranks waited at the rendezvous for others that never arrived, and nothing more specific "
+                     "says why.",
+    "peer-lost": "A rank lost its connection to a peer in the middle of a collective, and nothing more specific "
+                 "says why.",
+    "collective-timeout": "A collective timed out (the process group's timeout), and nothing more specific says "
+                          "why.",
+    "timed-out": "The run did not finish before the lab's timeout (`--timeout`), and nothing more specific says "
+                 "why.",
+    "stopped": "The lab stopped the run early (a node failed while others waited, or Ctrl-C).",
+    "nonzero-exit": "A node's command exited with a non-zero code and left no message a rule knows: the last "
+                    "line it printed is quoted.",
+    "wrong-results": "(`lab run`) Every process ended well, but the exercise's checks failed.",
+}
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}
 PATTERNS = (*addresses.PATTERNS, *resources.PATTERNS, *divergence.PATTERNS, *crashes.PATTERNS)
