@@ -3,7 +3,6 @@ that must say what the lab saw: on real records of tests/failures/ scripts run o
 records keep the fallbacks honest), and on CallLogs as the jobs' hooks write them, with the cases where each rule
 must not fire."""
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,22 +10,14 @@ import pytest
 
 from lab.analysis.calls import CallLog, DistCall, StoreOp, Tensor
 from lab.analysis.diagnosis import SYMPTOMS, Evidence, NodeEvidence, diagnose
-from lab.analysis.flight import RankTrace, load_traces
-from lab.analysis.stacks import load_stacks
+from lab.analysis.flight import RankTrace
+from tools.docs_reference import load_evidence
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
 
 
 def sample(name: str, **changes) -> Evidence:
-    folder = SAMPLES / name
-    run = json.loads((folder / "run.json").read_text())
-    codes = {int(node): code for node, code in run["exit_codes"].items()}
-    nodes = [NodeEvidence(index, f"node{index}", codes[index],
-                          lines=(folder / f"node{index}.log").read_text().splitlines()) for index in sorted(codes)]
-    processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []
-    return Evidence(nodes=nodes, nnodes=len(nodes), master_addr="node0", master_port=29500,
-                    nproc_per_node=run.get("nproc_per_node") or 1, command=run["command"], processes=processes,
-                    traces=load_traces(folder / "flight"), timed_out=bool(run.get("timed_out")), **changes)
+    return replace(load_evidence(SAMPLES / name), **changes)
 
 
 def top(evidence: Evidence):

@@ -98,6 +98,38 @@ CAUSES = {
     "nonzero-exit": "A node's command exited with a non-zero code and left no message a rule knows: the last "
                     "line it printed is quoted.",
     "wrong-results": "(`lab run`) Every process ended well, but the exercise's checks failed.",
+    "fatal-signal": "A process was killed by a fatal signal from native code (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL): "
+                    "named with the Python line that called into the native code (faulthandler's stack, which the "
+                    "jobs' hooks turn on), and the other ranks' lost connections put below it.",
+    "dataloader-worker-stuck": "A rank waits for its next batch while one of its DataLoader worker processes is stuck "
+                               "in the dataset's code: the worker's own stack names the frame.",
+    "store-key-never-set": "A rank waited on a c10d store for a key that no rank set; the keys that were set (and by "
+                           "whom) are matched against it, and the nearest one named: a misspelt key, a key on "
+                           "another store, or a setter that never got there.",
+    "p2p-deadlock": "Point-to-point calls that wait on each other in a cycle: every rank receives first (or sends "
+                    "first), so none ever does the other half.",
+    "p2p-mismatch": "A send and a receive that do not pair up: the peer sends to another rank, under another tag or "
+                    "group, not at all (it is in a collective), or the rank named does not exist.",
+    "root-mismatch": "A broadcast, reduce, gather or scatter whose root differs between the ranks: each waits for a "
+                     "root the others do not use (a root computed per rank or per node).",
+    "group-mismatch": "Subgroups that differ between the ranks: new_group called with other members or in another "
+                      "order, a rank waiting in new_group that another never calls, or one collective run on groups "
+                      "with other members.",
+    "timeout-too-short": "Every rank entered the same collective alike and it still timed out, or a call gave up "
+                         "after milliseconds: nobody was missing, the timeout was shorter than the transfer.",
+    "initialized-twice": "init_process_group was called a second time in one process.",
+    "file-descriptors-exhausted": "A process ran out of open file descriptors (its `ulimit -n`), often through tensors "
+                                  "passed between DataLoader workers.",
+    "compiler-missing": "Code is compiled while the job runs (a JIT extension, a fused op) and the node has no "
+                        "compiler or build tool for it.",
+    "read-only-filesystem": "The job writes into a read-only folder (the lab mounts the workspace read-only).",
+    "object-not-picklable": "An object sent through a *_object collective cannot be pickled, or names a class the "
+                            "receiving rank does not define (the ranks run different code).",
+    "device-mismatch": "A collective got tensors on a device its backend cannot use (CUDA tensors with gloo, CPU "
+                       "tensors with NCCL).",
+    "disk-full": "The disk a node writes to is full (not /dev/shm, which is `shared-memory-exhausted`).",
+    "rank-exited": "A rank ended itself with a non-zero status and no Python error (sys.exit, os._exit, a failing "
+                   "command): its last output says why, and the other ranks' errors follow from it.",
 }
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}
