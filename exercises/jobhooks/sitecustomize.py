@@ -1,19 +1,32 @@
-"""What the lab adds to every Python process of a job: whole lines on the output, and torch's Flight Recorder written
-out. The lab puts this folder first on every job's PYTHONPATH (lab/jobs/exercises.py, readable_output_env); a
-sitecustomize it shadows (the system's, or one on the user's PYTHONPATH) still runs, after it. Standard library only:
-it runs on every node, in every Python the job starts.
+"""What the lab adds to every Python process of a job: whole lines on the output, stacks on a fatal signal, and what
+the process did in torch.distributed written out. The lab puts this folder first on every job's PYTHONPATH
+(lab/jobs/exercises.py, readable_output_env); a sitecustomize it shadows (the system's, or one on the user's
+PYTHONPATH) still runs, after it. Standard library only: it runs on every node, in every Python the job starts.
 
 Whole lines: the processes of one node (torchrun workers, mp.spawn children, anything a script starts) share the
 node's output pipe. Unbuffered Python (PYTHONUNBUFFERED=1) writes a print's parts and its newline in separate write()
 calls, so two processes' text merges into one line; fully buffered Python cuts lines at 8 KiB blocks and holds them
 back. Line buffering sends each line at once, in one write(), which a pipe never splits (up to PIPE_BUF = 4096 bytes).
 
-Flight Recorder (when LAB_FLIGHT_DIR is set, lab/jobs/flight.py): torch keeps every process's last collectives (on by
-default for gloo and NCCL: sequence number, operation, sizes, when it was entered, whether it completed) but writes
-them nowhere unless asked. This writes them, with when the process started, as JSON into LAB_FLIGHT_DIR when the
-process ends, and when the lab asks a hung run before stopping it: a thread waits for the request, as a Python signal
-handler would only run once the hung collective returned. torch is never imported here: a process that does not use
-torch.distributed writes nothing.
+Fatal signals: faulthandler writes 'Fatal Python error: Segmentation fault' and every thread's Python stack to stderr
+(the node's log) on SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL, unless the user enabled it already; a crash in C
+(an extension, a driver) otherwise leaves only a negative exit code.
+
+When LAB_FLIGHT_DIR is set (lab/jobs/flight.py), each process writes JSON into it when it ends, when the lab asks a
+hung run before stopping it (a thread waits for the request: a Python signal handler would only run once the hung call
+returned), and when one of its calls has been pending for a second (ranks stuck in C are later ended by SIGTERM or
+SIGKILL, with no atexit: the snapshot is their last word). Each dump holds:
+- torch's Flight Recorder (`trace`): the last collectives (sequence number, operation, sizes, entry time, state), kept
+  by torch for gloo and NCCL but written nowhere unless asked; with when the process started.
+- its torch.distributed calls (`calls`, read by lab/analysis/calls.py): the recorder has no send/recv, no store and
+  none of the arguments that tell why ranks hang (a recv's peer and tag, a broadcast's root, a subgroup's members).
+  Once torch.distributed is imported (`import torch` does it) its public calls are wrapped, on torch.distributed and
+  distributed_c10d: per call the arguments that must agree across ranks, the user's line that made it, when it
+  entered and left, the error it raised. Kept: the calls pending per thread, the last that raised, returned and were
+  posted (async), every subgroup creation, counts per operation, and the user's own store operations (torch's
+  rendezvous and barriers use the store too; those are left out). A call inside another recorded call (torch's own)
+  is not recorded; the wrapper adds one frame (`recorded`, in this file) to tracebacks and costs a few microseconds.
+torch is never imported here: a process that does not use torch.distributed writes nothing.
 
 Stack at SIGTERM (torchrun's workers, which have RANK): when one rank fails, torchrun ends the node's other ranks with
 SIGTERM at once, before the lab could take their stacks, yet where a rank was then (still in its own code, while the
@@ -22,6 +35,8 @@ comes (in C, even from inside a long call) into a file opened at start, removed 
 """
 
 import atexit
+import collections
+import functools
 import importlib.machinery
 import importlib.util
 import json
@@ -38,13 +53,373 @@ def _line_buffered() -> None:
             stream.reconfigure(line_buffering=True, write_through=False)
 
 
-KEPT_ENTRIES = 64
+def _stacks_on_fatal_signals() -> None:
+    """SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL: 'Fatal Python error: ...' and every thread's stack on stderr, which
+    the lab keeps as the node's log (a crash in C otherwise leaves only torchrun's 'exitcode: -11')."""
+    import faulthandler
+
+    if sys.stderr is not None and not faulthandler.is_enabled():
+        try:
+            faulthandler.enable(all_threads=True)
+        except (OSError, ValueError, RuntimeError, AttributeError):  # stderr without a file descriptor
+            pass
+
+
+KEPT_ENTRIES = 64  # the Flight Recorder's last collectives in a dump: where a process is, and what led there
+# torch's recorder holds 2000 by default; writing them out took 190 ms where 64 take 1 ms (bench/hook_cost.py), and
+# the dumps keep 64. A user's own TORCH_FR_BUFFER_SIZE is left as it is.
+FR_BUFFER_SIZE = str(KEPT_ENTRIES)
 STARTED = time.time()  # when this process started: a process started after a collective cannot have been late to it
+PENDING_SNAPSHOT_SECONDS = 1.0  # a call pending this long is written out at once (a kill later leaves no last words)
+WATCH_SECONDS = 0.25
+
+# torch.distributed's public calls that the hook records, and which argument names a peer or root (the global rank;
+# its group-relative twin is turned into one).
+DIST_CALLS = ("send", "recv", "isend", "irecv", "send_object_list", "recv_object_list", "batch_isend_irecv",
+              "broadcast", "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+              "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
+              "monitored_barrier", "broadcast_object_list", "all_gather_object", "gather_object",
+              "scatter_object_list", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
+              "init_process_group", "destroy_process_group")
+RANK_ARGUMENTS = {  # op -> (the DistCall field, the argument, its group-relative twin)
+    **{op: ("dst", "dst", "group_dst") for op in ("send", "isend", "send_object_list")},
+    **{op: ("src", "src", "group_src") for op in ("recv", "irecv", "recv_object_list")},
+    **{op: ("root", "src", "group_src") for op in ("broadcast", "broadcast_object_list", "scatter",
+                                                    "scatter_object_list")},
+    **{op: ("root", "dst", "group_dst") for op in ("reduce", "gather", "gather_object")},
+}
+GROUP_CALLS = ("new_group", "new_subgroups", "new_subgroups_by_enumeration")
+AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more once they return
+ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
+STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
+KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64}
+TENSORS_DESCRIBED = 8  # per call: a list of 1000 tensors says enough in its first ones
+KEYS_DESCRIBED = 16
+ERROR_CHARS = 500
 
 
-def _record_collectives(folder: str) -> None:
+class _CallLog:
+    """What this process does in torch.distributed, as `calls` of its dumps (lab/analysis/calls.py reads it)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: dict[int, dict] = {}  # id(record) -> record: calls entered and not left, in order of entry
+        self.pending_store: dict[int, dict] = {}
+        self.kept = {name: collections.deque(maxlen=size) for name, size in KEPT.items()}
+        self.counts: dict[str, int] = {}
+        self.inside: set[int] = set()  # threads in a recorded call: torch's own calls inside it are not the user's
+        self.timeouts: dict = {}  # process group (None: the default one) -> its timeout in seconds
+        self.init_rank = None  # the rank passed to init_process_group, before the group can say it
+
+    def __bool__(self) -> bool:
+        return bool(self.counts or self.kept["store"])
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            return {"pending": [dict(record) for record in self.pending.values()],
+                    **{name: [dict(record) for record in kept] for name, kept in self.kept.items()},
+                    "counts": dict(self.counts)}
+
+    def long_pending(self, now: float) -> frozenset[int]:
+        """The calls and store operations pending for PENDING_SNAPSHOT_SECONDS or more."""
+        with self.lock:
+            return frozenset(key for records in (self.pending, self.pending_store) for key, record in records.items()
+                             if now - record["entered_at" if "entered_at" in record else "at"]
+                             >= PENDING_SNAPSHOT_SECONDS)
+
+
+CALLS = _CallLog()
+_LIBRARY_DIRS = tuple(os.path.dirname(path) + os.sep for path in (os.__file__, os.path.abspath(__file__)))
+_user_files: dict[str, bool] = {}
+_file_names: dict[str, str] = {}
+
+
+def _is_user_file(filename: str) -> bool:
+    """The user's code: not torch, an installed package, the standard library or this hook."""
+    known = _user_files.get(filename)
+    if known is None:
+        torch = sys.modules.get("torch")
+        torch_dir = os.path.dirname(getattr(torch, "__file__", None) or "/nonexistent") + os.sep
+        _file_names[filename] = os.path.basename(filename)
+        known = _user_files[filename] = not (
+            filename.startswith(("<frozen", torch_dir) + _LIBRARY_DIRS)
+            or f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename)
+    return known
+
+
+def _caller(frame) -> str | None:
+    """'train.py:41 in step': the innermost frame of the user's code from `frame` outwards."""
+    while frame is not None:
+        code = frame.f_code
+        if _is_user_file(code.co_filename):
+            return f"{_file_names[code.co_filename]}:{frame.f_lineno} in {code.co_name}"
+        frame = frame.f_back
+    return None
+
+
+def _error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:ERROR_CHARS]
+
+
+def _record_dist_calls(dist, c10d) -> None:
+    """Wrap torch.distributed's public calls (on both modules that hold them) to record each call of the process."""
+    torch = sys.modules["torch"]
+    tensor_type = torch.Tensor
+
+    def ranks_of(group):
+        if group is None or group is c10d.GroupMember.WORLD:
+            return None
+        return list(dist.get_process_group_ranks(group))
+
+    def global_rank(group, rank):
+        if rank is None or group is None or group is c10d.GroupMember.WORLD:
+            return rank
+        return dist.get_global_rank(group, rank)
+
+    def tensors_in(values) -> list:
+        """Shape and dtype of the tensors among `values` (in lists too, and those of batch_isend_irecv's P2POps)."""
+        found = []
+        for value in values:
+            for item in value[:TENSORS_DESCRIBED] if isinstance(value, (list, tuple)) else (value,):
+                if not isinstance(item, tensor_type):
+                    if not isinstance(item, c10d.P2POp):
+                        continue
+                    item = item.tensor
+                found.append({"shape": list(item.shape), "dtype": str(item.dtype)[6:]})  # 'torch.float32'
+                if len(found) >= TENSORS_DESCRIBED:
+                    return found
+        return found
+
+    def compiling() -> bool:
+        """Inside torch.compile's tracing: the original call, which dynamo knows how to trace."""
+        compiler = getattr(torch, "compiler", None)
+        return compiler is not None and compiler.is_compiling()
+
+    def timeout_of(group):
+        """The group's timeout (None: the default group), as its backend holds it."""
+        try:
+            group = group if group is not None else c10d._get_default_group()
+            for device in group._device_types:
+                return group._get_backend(device).options._timeout.total_seconds()
+        except Exception:
+            pass
+        return None
+
+    def describe(op, given: dict, values: tuple, record: dict) -> None:
+        """The arguments that must agree across ranks (`given`: the call's by name, defaults too; `values`: those
+        passed); one that cannot be described is left out."""
+        group = given.get("group")
+        try:
+            if op in GROUP_CALLS:
+                if given.get("ranks") is not None:
+                    record["group"] = [int(rank) for rank in given["ranks"]]
+            elif group is not None:
+                record["group"] = ranks_of(group)
+            if op in RANK_ARGUMENTS:
+                field, name, relative = RANK_ARGUMENTS[op]
+                value = given.get(name)
+                if value is None and given.get(relative) is not None:
+                    value = global_rank(group, given[relative])
+                if value is not None:
+                    record[field] = int(value)
+            if given.get("tag"):
+                record["tag"] = int(given["tag"])
+        except Exception:
+            pass
+        try:
+            tensors = tensors_in(values)
+            if tensors:
+                record["tensors"] = tensors
+        except Exception:
+            pass
+        if given.get("async_op") or op in ASYNC_CALLS:
+            record["async"] = True
+        try:
+            timeout = given.get("timeout")  # barrier, monitored_barrier, init_process_group, new_group
+            if timeout is None:
+                timeout = CALLS.timeouts.get(None if group is None or group is c10d.GroupMember.WORLD else group)
+            if timeout is not None:
+                record["timeout_s"] = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+        except Exception:
+            pass
+
+    def posted_by_batch(p2p_ops, caller, at) -> None:
+        for p2p in list(p2p_ops)[:TENSORS_DESCRIBED]:
+            try:
+                op = getattr(p2p.op, "__name__", "?")
+                record = {"op": op, "caller": caller, "thread": threading.current_thread().name,
+                          "src" if op == "irecv" else "dst": int(p2p.peer), "async": True, "entered_at": at,
+                          "tensors": tensors_in([p2p.tensor])}
+                if p2p.tag:
+                    record["tag"] = int(p2p.tag)
+                if p2p.group is not None and p2p.group is not c10d.GroupMember.WORLD:
+                    record["group"] = ranks_of(p2p.group)
+                CALLS.kept["posted"].append(record)
+            except Exception:
+                pass
+
+    def after(op, record, result) -> None:
+        """What only the call's end says: the members of this rank's subgroup, a new group's timeout."""
+        if op == "init_process_group":
+            CALLS.timeouts[None] = timeout_of(None)
+        elif op == "new_group" and result is not None:
+            CALLS.timeouts[result] = timeout_of(result)
+        elif op in ("new_subgroups", "new_subgroups_by_enumeration") and result:
+            record["group"] = ranks_of(result[0])  # the subgroup this rank is in
+            CALLS.timeouts[result[0]] = timeout_of(result[0])
+
+    def wrap(op, function):
+        import inspect
+
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            parameters = {}
+        names = list(parameters)
+        defaults = {name: parameter.default for name, parameter in parameters.items()
+                    if parameter.default is not inspect.Parameter.empty}
+
+        @functools.wraps(function)
+        def recorded(*args, **kwargs):
+            ident = threading.get_ident()
+            if ident in CALLS.inside or compiling():
+                return function(*args, **kwargs)
+            try:
+                given = {**defaults, **dict(zip(names, args)), **kwargs}
+                now = time.time()
+                record = {"op": op, "caller": _caller(sys._getframe(1)), "thread": threading.current_thread().name,
+                          "entered_at": now}
+                describe(op, given, args + tuple(kwargs.values()), record)
+                if op == "init_process_group" and isinstance(given.get("rank"), int) and given["rank"] >= 0:
+                    CALLS.init_rank = (given["rank"], given.get("world_size"))
+                with CALLS.lock:
+                    CALLS.pending[id(record)] = record
+                    CALLS.counts[op] = CALLS.counts.get(op, 0) + 1
+                    if record.get("async"):
+                        CALLS.kept["posted"].append(record)
+                    if op in GROUP_CALLS:
+                        CALLS.kept["groups"].append(record)
+                    if op == "batch_isend_irecv":
+                        posted_by_batch(given.get("p2p_op_list") or [], record["caller"], now)
+            except Exception:
+                return function(*args, **kwargs)
+            CALLS.inside.add(ident)
+            try:
+                result = function(*args, **kwargs)
+            except BaseException as error:
+                CALLS.inside.discard(ident)
+                try:
+                    with CALLS.lock:
+                        record["ended_at"], record["error"] = time.time(), _error(error)
+                        CALLS.pending.pop(id(record), None)
+                        CALLS.kept["failed"].append(record)
+                except Exception:
+                    pass
+                raise
+            CALLS.inside.discard(ident)
+            try:
+                if op in AFTER_CALLS:
+                    after(op, record, result)
+                with CALLS.lock:
+                    record["ended_at"] = time.time()
+                    CALLS.pending.pop(id(record), None)
+                    CALLS.kept["recent"].append(record)
+            except Exception:
+                pass
+            return result
+
+        return recorded
+
+    for op in DIST_CALLS:
+        original = getattr(c10d, op, None)
+        if not callable(original) or getattr(original, "__wrapped_by_lab__", False):
+            continue
+        recorded = wrap(op, original)
+        recorded.__wrapped_by_lab__ = True
+        setattr(c10d, op, recorded)
+        if getattr(dist, op, None) is original:
+            setattr(dist, op, recorded)
+
+
+def _record_store_operations(store_type) -> None:
+    """Wrap the c10d store's methods (every store class inherits them from Store) to record the user's operations;
+    torch's own (rendezvous, barriers) are left out."""
+
+    def wrap(op, method):
+        @functools.wraps(method)
+        def recorded(self, *args, **kwargs):
+            frame = sys._getframe(1)
+            if not _is_user_file(frame.f_code.co_filename):
+                return method(self, *args, **kwargs)
+            try:
+                keys = args[0] if args else kwargs.get("key", kwargs.get("keys"))
+                keys = [keys] if isinstance(keys, (str, bytes)) else list(keys or [])[:KEYS_DESCRIBED]
+                record = {"op": op, "keys": [key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+                                             for key in keys],
+                          "caller": _caller(frame), "at": time.time()}
+                with CALLS.lock:
+                    CALLS.pending_store[id(record)] = record
+                    CALLS.kept["store"].append(record)
+            except Exception:
+                return method(self, *args, **kwargs)
+            try:
+                result = method(self, *args, **kwargs)
+            except BaseException as error:
+                with CALLS.lock:
+                    record["ended_at"], record["error"] = time.time(), _error(error)
+                    CALLS.pending_store.pop(id(record), None)
+                raise
+            with CALLS.lock:
+                record["ended_at"] = time.time()
+                CALLS.pending_store.pop(id(record), None)
+            return result
+
+        return recorded
+
+    for op in STORE_METHODS:
+        method = store_type.__dict__.get(op)
+        if method is not None:
+            try:
+                setattr(store_type, op, wrap(op, method))
+            except (TypeError, AttributeError):
+                pass
+
+
+def _once_torch_distributed_imported(then) -> None:
+    """Call `then(torch.distributed, distributed_c10d)` as soon as torch.distributed has been imported (`import torch`
+    does it, as does any form of importing it): a finder first on sys.meta_path runs its loader and then `then`."""
+
+    class AfterImport:
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            if fullname != "torch.distributed":
+                return None
+            sys.meta_path.remove(AfterImport)
+            spec = importlib.util.find_spec(fullname)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            loader_exec = spec.loader.exec_module
+
+            def exec_module(module):
+                loader_exec(module)
+                c10d = sys.modules.get("torch.distributed.distributed_c10d")
+                if c10d is not None:
+                    try:
+                        then(module, c10d)
+                    except Exception:
+                        pass
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, AfterImport)
+
+
+def _write_dumps(folder: str):
+    """Write this process's Flight Recorder and its calls as JSON into `folder`: at exit, when the lab asks, and
+    when a call has been pending for PENDING_SNAPSHOT_SECONDS."""
     # The rank as torch.distributed says it while the group lives (a job that ends with destroy_process_group
-    # before this thread looked falls back on torchrun's RANK).
+    # before this thread looked falls back on the rank init_process_group was given, then on torchrun's RANK).
     identity = {"node": os.environ.get("LAB_NODE"), "pid": os.getpid(), "rank": None, "world_size": None}
     request = os.path.join(folder, "dump-request")
 
@@ -64,16 +439,18 @@ def _record_collectives(folder: str) -> None:
         if distributed() is None:
             return
         learn_rank()
+        if identity["rank"] is None and CALLS.init_rank is not None:
+            identity["rank"], identity["world_size"] = CALLS.init_rank
         if identity["rank"] is None and os.environ.get("RANK", "").isdigit():
             identity["rank"], identity["world_size"] = int(os.environ["RANK"]), os.environ.get("WORLD_SIZE")
         try:
             from torch._C._distributed_c10d import _dump_fr_trace_json
             trace = json.loads(_dump_fr_trace_json(True, False))  # collectives, not only the active ones
         except Exception:
+            trace = {}
+        if not trace.get("entries") and not CALLS:
             return
-        if not trace.get("entries"):
-            return
-        trace["entries"] = trace["entries"][-KEPT_ENTRIES:]  # the last ones say where it is; the recorder holds 2000
+        trace["entries"] = (trace.get("entries") or [])[-KEPT_ENTRIES:]  # the last ones say where it is
         path = os.path.join(folder, f"{reason}-node{identity['node']}-pid{identity['pid']}.json")
         try:
             os.makedirs(folder, exist_ok=True)
@@ -82,17 +459,22 @@ def _record_collectives(folder: str) -> None:
             failed = getattr(sys, "last_value", None) if reason == "exit" else None
             with open(path + ".tmp", "w") as out:
                 json.dump({**identity, "reason": reason, "time": time.time(), "started": STARTED,
-                           "exception": type(failed).__name__ if failed is not None else None, "trace": trace}, out)
+                           "exception": type(failed).__name__ if failed is not None else None, "trace": trace,
+                           "calls": CALLS.snapshot()}, out)
             os.replace(path + ".tmp", path)
-        except OSError:
+        except (OSError, TypeError, ValueError):
             pass
 
     def watch() -> None:
-        answered = None
+        answered, written = None, frozenset()
         while True:
-            time.sleep(0.25)
+            time.sleep(WATCH_SECONDS)
             if identity["rank"] is None:
                 learn_rank()
+            waiting = CALLS.long_pending(time.time())
+            if not waiting <= written:  # a call pending for a second that no snapshot holds yet
+                dump("pending")
+            written = waiting
             try:
                 asked = os.stat(request).st_mtime_ns
             except OSError:
@@ -103,6 +485,14 @@ def _record_collectives(folder: str) -> None:
 
     threading.Thread(target=watch, name="lab-flight-recorder", daemon=True).start()
     atexit.register(dump, "exit")
+    return dump
+
+
+def _record_dist_calls_and_store(dist, c10d) -> None:
+    _record_dist_calls(dist, c10d)
+    store_type = getattr(c10d, "Store", None)
+    if store_type is not None:
+        _record_store_operations(store_type)
 
 
 def _stack_when_terminated(folder: str) -> None:
@@ -140,8 +530,11 @@ def _run_shadowed_sitecustomize() -> None:
 
 
 _line_buffered()
+_stacks_on_fatal_signals()
 if os.environ.get("LAB_FLIGHT_DIR"):
-    _record_collectives(os.environ["LAB_FLIGHT_DIR"])
+    _once_torch_distributed_imported(_record_dist_calls_and_store)
+    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)
+    write_dump = _write_dumps(os.environ["LAB_FLIGHT_DIR"])  # write_dump(reason): what bench/hook_cost.py times
     if os.environ.get("RANK"):
         _stack_when_terminated(os.environ["LAB_FLIGHT_DIR"])
 _run_shadowed_sitecustomize()

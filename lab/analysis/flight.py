@@ -1,6 +1,10 @@
 """Reading the Flight Recorder dumps a run's processes wrote (lab/jobs/flight.py): per process, the collectives it
-reached on the default process group, the last one with its operation and sizes, and, in a dump taken while the run
-hung, the one it was still waiting in.
+reached on the default process group, the last one with its operation and sizes, in a dump taken while the run hung,
+the one it was still waiting in, and its torch.distributed calls and store operations (lab/analysis/calls.py).
+
+A process writes up to three dumps: `exit-` as it ends, `live-` when the lab asked a hung run, `pending-` when one of
+its calls had been pending for a second (its last word if a kill follows). Its collectives are those of all of them;
+where it waited, the live dump's (else the freshest); its calls, the freshest dump's.
 
 On gloo every recorded collective reads 'scheduled' and a failed one is retired like a finished one: what can be
 trusted is the sequence number reached (pg_status's last enqueued collective), when each collective was entered (one
@@ -14,7 +18,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lab.analysis.calls import CallLog
+from lab.analysis.calls import CallLog, read_calls
 
 FLIGHT_FOLDER = "flight"  # in a record's stacks/ folder (a step's, for exercises of several steps)
 DEFAULT_GROUP = "0"  # pg_id of the default process group in the recorder
@@ -48,7 +52,7 @@ class RankTrace:
     pid: int
     rank: int | None
     world_size: int | None
-    live: bool  # written while the run hung (the lab asked), not when the process ended
+    live: bool  # written while the process was still at work (the lab asked, or a call was pending), not as it ended
     reached: int  # the sequence number of the last collective it entered (0: none)
     last: Collective | None
     waiting_in: Collective | None  # live dumps only: the collective it had entered and not finished
@@ -70,42 +74,53 @@ class RankTrace:
         return self.node, self.pid
 
 
+WRITTEN_WHILE_AT_WORK = ("live", "pending")  # the dumps' reasons other than 'exit'
+
+
 def read_trace(data: dict) -> RankTrace | None:
-    """A RankTrace from one dump (the hook's JSON); None when it holds nothing of the default group."""
+    """A RankTrace from one dump (the hook's JSON); None when it holds nothing of the default group and no calls."""
     trace = data.get("trace") or {}
     entries = [entry for entry in trace.get("entries", []) if str(entry.get("pg_id", DEFAULT_GROUP)) == DEFAULT_GROUP
                and not entry.get("is_p2p")]
-    if not entries:
+    calls = read_calls(data.get("calls"))
+    if not entries and calls is None:
         return None
     status = (trace.get("pg_status") or {}).get(DEFAULT_GROUP, {})
     collectives = [_collective(entry) for entry in entries]
-    live = data.get("reason") == "live"
+    live = data.get("reason") in WRITTEN_WHILE_AT_WORK
     pending = [collective for collective, entry in zip(collectives, entries) if not entry.get("retired")]
     return RankTrace(_int(data.get("node")), int(data.get("pid") or 0), _int(data.get("rank")),
                      _int(data.get("world_size")), live,
-                     max(_int(status.get("last_enqueued_collective")) or 0, collectives[-1].seq),
-                     collectives[-1], pending[0] if live and pending else None,
+                     max([_int(status.get("last_enqueued_collective")) or 0] + [call.seq for call in collectives]),
+                     collectives[-1] if collectives else None, pending[0] if live and pending else None,
                      str(data["exception"]) if data.get("exception") else None, tuple(collectives),
-                     _float(data.get("started")))
+                     _float(data.get("started")), calls)
 
 
 def load_traces(folder: Path) -> list[RankTrace]:
-    """Every process's trace in a record's `flight/` folder: its live dump where the lab asked, else its last words."""
-    traces: dict[tuple[int | None, int], RankTrace] = {}
+    """Every process's trace in a record's `flight/` folder, its dumps merged: the collectives of all of them, where it
+    waited as its live dump says (where the lab asked), else as its freshest dump says, and the freshest calls."""
+    dumps: dict[tuple[int | None, int], list[tuple[bool, float, RankTrace]]] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            trace = read_trace(json.loads(path.read_text()))
-        except (ValueError, OSError, TypeError, KeyError):
+            data = json.loads(path.read_text())
+            trace = read_trace(data)
+        except (ValueError, OSError, TypeError, KeyError, AttributeError):
             continue  # a dump cut short by a kill
-        if trace is None:
-            continue
-        kept = traces.get(trace.key)
-        if kept is not None and kept.live != trace.live:  # the collectives of both dumps, the live dump's state
-            live, ended = (kept, trace) if kept.live else (trace, kept)
-            seen = {collective.seq: collective for collective in live.history + ended.history}
-            trace = replace(live, history=tuple(seen[seq] for seq in sorted(seen)))
-        traces[trace.key] = trace
-    return sorted(traces.values(), key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))
+        if trace is not None:
+            dumps.setdefault(trace.key, []).append((data.get("reason") == "live", _float(data.get("time")) or 0, trace))
+    traces = []
+    for found in dumps.values():
+        state = max(found, key=lambda dump: dump[:2])[2]  # the lab's live dump, else the freshest
+        seen = {collective.seq: collective for _, _, trace in found for collective in trace.history}
+        freshest_calls = max(((at, trace.calls) for _, at, trace in found if trace.calls is not None),
+                             key=lambda dump: dump[0], default=(0, None))[1]
+        history = tuple(seen[seq] for seq in sorted(seen))
+        known = next((trace for _, _, trace in found if trace.rank is not None), state)  # one written before init
+        traces.append(replace(state, history=history, calls=freshest_calls, reached=max([state.reached, *seen]),
+                              last=state.last or (history[-1] if history else None), rank=known.rank,
+                              world_size=known.world_size))
+    return sorted(traces, key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))
 
 
 def _collective(entry: dict) -> Collective:

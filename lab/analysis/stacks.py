@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 STACK_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "GLOO_SOCKET_IFNAME",
              "NCCL_SOCKET_IFNAME")
 STACK_ENV_PREFIXES = ("TORCHELASTIC_",)
-# Frames of the standard library, installed packages and generated code: not the user's own.
-LIBRARY_FILE = re.compile(r"/(site|dist)-packages/|/lib/python\d+(\.\d+)?/|^<")
+# Frames of the standard library, installed packages, generated code and the lab's own job hook (its wrapper of
+# torch.distributed's calls, exercises/jobhooks/): not the user's own.
+LIBRARY_FILE = re.compile(r"/(site|dist)-packages/|/lib/python\d+(\.\d+)?/|^<|/jobhooks/sitecustomize\.py$")
 # torch code that distributes work: a thread waiting in one of these is the one worth naming.
 DISTRIBUTED_PACKAGES = ("torch/distributed/", "torch/nn/parallel/", "torch/multiprocessing/")
 AGENT_MODULES = ("torch.distributed.run", "torch.distributed.launch")

@@ -1,11 +1,15 @@
-"""torch's Flight Recorder for every run: the collectives each process ran, written out by the processes themselves.
+"""What every process of a run was doing in torch.distributed, written out by the processes themselves.
 
-The Flight Recorder is on by default in torch (gloo and NCCL) but only dumps on request. The `sitecustomize` the lab
-gives every job's processes (exercises/jobhooks/, first on PYTHONPATH, so it reaches torchrun's workers and spawned
-children too) writes each process's recorder as JSON into LAB_FLIGHT_DIR when it exits, and when the lab asks a hung
-run before stopping it. The dumps land in the lab's shared folder and move into the run record (`stacks/flight/`),
-where lab/analysis/flight.py reads them. Targets whose nodes share no folder with this machine (an inventory's
-hosts) record none.
+The `sitecustomize` the lab gives every job's processes (exercises/jobhooks/, first on PYTHONPATH, so it reaches
+torchrun's workers and spawned children too) writes JSON into LAB_FLIGHT_DIR: `exit-*` when a process ends, `live-*`
+when the lab asks a hung run before stopping it (dump_live), and `pending-*` as soon as one of its calls has been
+pending for a second, since ranks stuck in C are ended by SIGTERM or SIGKILL with no chance to write at exit. Each
+holds torch's Flight Recorder (its last collectives: on by default for gloo and NCCL, but dumped only on request)
+and the process's torch.distributed calls with their arguments, the one that raised, and its own store operations
+(what the recorder lacks: send/recv, a broadcast's root, a subgroup's members, the store keys it waited for). The
+dumps land in the lab's shared folder and move into the run record (`stacks/flight/`), where lab/analysis/flight.py
+and lab/analysis/calls.py read them. Targets whose nodes share no folder with this machine (an inventory's hosts)
+record none.
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ class FlightRecording:
             time.sleep(POLL_SECONDS)
 
     def keep(self, destination: Path | None) -> None:
-        """Move the dumps into the run record (`destination`; None: the run passed, nothing to understand), and
-        clear the shared folder."""
+        """Move the dumps (exit, live and pending ones; SIGTERM stacks) into the run record (`destination`; None: the
+        run passed, nothing to understand), and clear the shared folder."""
         dumps = sorted([*self.host_dir.glob("*.json"), *self.host_dir.glob("term-*.txt")]) \
             if self.host_dir.is_dir() and destination else []
         if dumps:

@@ -1,0 +1,255 @@
+"""The jobs' sitecustomize records each process's torch.distributed calls and store operations (exercises/jobhooks/):
+real gloo processes on this host, as a run's processes start on a node (PYTHONPATH, LAB_FLIGHT_DIR, LAB_NODE), read
+back by lab/analysis/flight.py and lab/analysis/calls.py."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab.analysis.calls import DistCall, StoreOp, Tensor, read_calls
+from lab.analysis.flight import load_traces
+from lab.jobs.exercises import JOB_HOOKS_DIR, exercises_root
+from tests.unit.test_flight import free_port
+
+pytestmark = pytest.mark.slow  # each test starts Pythons that import torch (2-8 s on 2 cores)
+
+INIT = """import datetime, os, sys, time, torch, torch.distributed as dist
+rank = int(sys.argv[2])
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=rank, world_size=2,
+                        timeout=datetime.timedelta(seconds=float(sys.argv[3])))
+"""
+
+
+def hook_env(tmp_path: Path, node: int, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
+            "LAB_NODE": str(node), **extra}
+
+
+def start_ranks(tmp_path: Path, body: str, timeout: float = 2, hooked: bool = True) -> list[subprocess.Popen]:
+    """Two ranks of `INIT + body` (job.py) with a process group timeout, each as its own process like on its own
+    node (without the hook: as Python runs them)."""
+    (tmp_path / "job.py").write_text(INIT + body)
+    port = free_port()
+    return [subprocess.Popen([sys.executable, str(tmp_path / "job.py"), str(port), str(rank), str(timeout)],
+                             env=hook_env(tmp_path, rank) if hooked else os.environ, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+            for rank in (0, 1)]
+
+
+def run_ranks(tmp_path: Path, body: str, timeout: float = 2, hooked: bool = True) -> list[subprocess.CompletedProcess]:
+    """Two ranks of `body` run to their ends."""
+    processes = start_ranks(tmp_path, body, timeout, hooked)
+    try:
+        return [subprocess.CompletedProcess(process.args, process.wait(timeout=120), process.stdout.read())
+                for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+
+
+def dumps(tmp_path: Path, reason: str) -> dict[int, dict]:
+    """The dumps of one reason, by rank."""
+    found = {}
+    for path in (tmp_path / "flight").glob(f"{reason}-*.json"):
+        data = json.loads(path.read_text())
+        found[data["rank"]] = data
+    return found
+
+
+def test_ranks_that_both_receive_from_each_other_leave_the_recv_its_peer_and_a_snapshot_taken_while_they_waited(
+        tmp_path):
+    """Only send/recv, which the Flight Recorder does not keep: the dumps are written for the calls alone."""
+    ended = run_ranks(tmp_path, "dist.recv(torch.zeros(4), src=1 - rank, tag=7)\n")
+    assert [end.returncode for end in ended] == [1, 1] and "Timed out waiting 2000ms" in ended[0].stdout
+    traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
+    assert sorted(traces) == [0, 1]
+    for rank, trace in traces.items():
+        assert (trace.reached, trace.last, trace.live, trace.exception) == (0, None, False, "RuntimeError")
+        [recv] = trace.calls.failed
+        assert str(recv) == f"recv(float32[4], src={1 - rank}, tag=7) at job.py:5 in <module>"
+        assert recv.timeout_s == 2 and recv.error.startswith("RuntimeError: ") and "Timed out" in recv.error
+        assert trace.calls.blocked_in == recv and trace.calls.pending == ()
+        assert [call.op for call in trace.calls.recent] == ["init_process_group"]
+        assert trace.calls.counts == {"init_process_group": 1, "recv": 1}
+    # written by the watcher a second into the wait: what a rank SIGKILLed there would have left
+    for rank, data in dumps(tmp_path, "pending").items():
+        [pending] = read_calls(data["calls"]).pending
+        assert (pending.op, pending.src, pending.ended_at, data["trace"]["entries"]) == ("recv", 1 - rank, None, [])
+        assert pending.entered_at + 1 <= data["time"]
+
+
+def test_a_broadcast_whose_ranks_name_different_roots_says_each_root(tmp_path):
+    """mp.spawn children (a fresh interpreter each) record too, and `from torch import distributed` is the same
+    module."""
+    (tmp_path / "spawned.py").write_text(f"""import datetime, sys
+import torch
+import torch.multiprocessing as mp
+from torch import distributed
+
+
+def work(rank, port):
+    distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{{port}}", rank=rank, world_size=2,
+                                   timeout=datetime.timedelta(seconds=2))
+    distributed.broadcast(torch.arange(3, dtype=torch.int64) * rank, src=rank)
+
+
+if __name__ == "__main__":
+    mp.spawn(work, args=({free_port()},), nprocs=2)
+""")
+    ended = subprocess.run([sys.executable, str(tmp_path / "spawned.py")], env=hook_env(tmp_path, 0),
+                           capture_output=True, text=True, timeout=120)
+    traces = load_traces(tmp_path / "flight")
+    assert [trace.rank for trace in traces] == [0, 1], ended.stderr
+    for rank, trace in enumerate(traces):
+        [broadcast] = [call for call in trace.calls.recent + trace.calls.failed if call.op == "broadcast"]
+        assert (broadcast.root, broadcast.tensors, broadcast.caller) == (
+            rank, (Tensor((3,), "int64"),), "spawned.py:10 in work")
+        assert trace.last.operation == "broadcast"  # the Flight Recorder's side of the same call
+
+
+def test_new_group_with_different_members_per_rank_keeps_the_members_each_passed(tmp_path):
+    """Rank 1 makes a group of itself and ends; rank 0 waits in new_group([0, 1]) for it past any timeout, until it
+    is killed (SIGKILL, as the lab stops a hung run): its snapshot from a second into the wait is what is left."""
+    processes = start_ranks(tmp_path, "group = dist.new_group([0, 1] if rank == 0 else [1])\n")
+    try:
+        assert processes[1].wait(timeout=120) == 0
+        deadline = time.monotonic() + 60
+        while 0 not in dumps(tmp_path, "pending") and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
+    assert [call.group for call in traces[1].calls.groups] == [(1,)] and not traces[1].live
+    assert [call.group for call in traces[0].calls.groups] == [(0, 1)] and traces[0].live
+    assert str(traces[0].calls.blocked_in) == "new_group(group=[0, 1]) at job.py:5 in <module>"
+
+
+STORE_JOB = """import datetime, sys, time, torch, torch.distributed as dist
+store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, timeout=datetime.timedelta(seconds=30))
+dist.init_process_group("gloo", store=store, rank=0, world_size=1)  # torch's own store operations: not recorded
+store.set("ready", "1")
+store.wait(["written-by-nobody"], datetime.timedelta(seconds=1.5))
+"""
+
+
+def test_a_store_wait_for_a_key_nobody_set_is_kept_with_its_key_and_error_and_torchs_own_store_use_is_not(tmp_path):
+    (tmp_path / "store_job.py").write_text(STORE_JOB)
+    ended = subprocess.run([sys.executable, str(tmp_path / "store_job.py"), str(free_port())],
+                           env=hook_env(tmp_path, 0), capture_output=True, text=True, timeout=120)
+    assert ended.returncode == 1 and "DistStoreError" in ended.stderr
+    [trace] = load_traces(tmp_path / "flight")
+    assert [(op.op, op.keys, op.caller) for op in trace.calls.store] == [
+        ("set", ("ready",), "store_job.py:4 in <module>"), ("wait", ("written-by-nobody",), "store_job.py:5 in <module>")]
+    wait = trace.calls.store[-1]
+    assert wait.waits and wait.error.startswith("DistStoreError: ") and wait.ended_at - wait.at >= 1.5
+    [pending] = read_calls(dumps(tmp_path, "pending")[0]["calls"]).store[-1:]  # snapshot taken while it waited
+    assert (pending.op, pending.ended_at, pending.error) == ("wait", None, None)
+
+
+TRANSPARENT_JOB = """receiving = dist.irecv(torch.zeros(2), 1 - rank)  # positional peer
+sending = dist.isend(tensor=torch.full((2,), float(rank)), dst=1 - rank, tag=0)
+receiving.wait()
+sending.wait()
+sent = torch.ones(3) * rank
+got = torch.zeros(3)
+ops = [dist.P2POp(dist.isend, sent, 1 - rank, tag=3), dist.P2POp(dist.irecv, got, 1 - rank, tag=3)]
+for request in dist.batch_isend_irecv(ops):
+    request.wait()
+source = dist.recv(torch.zeros(1)) if rank == 0 else dist.send(torch.zeros(1), 0)
+objects = [None, None]
+dist.all_gather_object(objects, {"rank": rank})
+try:
+    dist.broadcast(torch.ones(1), src=5)
+except RuntimeError as error:
+    print("raised", type(error).__name__)
+import torch.distributed.distributed_c10d as c10d
+print(json.dumps({"got": got.tolist(), "source": source, "objects": objects, "name": dist.all_reduce.__name__,
+                  "same": c10d.all_reduce is dist.all_reduce, "wrapped": dist.all_reduce.__wrapped__.__name__}))
+dist.destroy_process_group()
+"""
+
+
+def test_the_wrapped_calls_return_and_raise_what_torchs_do_and_posted_operations_are_kept(tmp_path):
+    ended = run_ranks(tmp_path, "import json\n" + TRANSPARENT_JOB, timeout=60)
+    assert [end.returncode for end in ended] == [0, 0], ended[0].stdout
+    unhooked = run_ranks(tmp_path, "import json\n" + TRANSPARENT_JOB, timeout=60, hooked=False)
+    assert [end.stdout.splitlines()[-1] for end in ended] == [end.stdout.splitlines()[-1] for end in unhooked]
+    said = json.loads(ended[0].stdout.splitlines()[-1])
+    assert said == {"got": [1.0, 1.0, 1.0], "source": 1, "objects": [{"rank": 0}, {"rank": 1}], "name": "all_reduce",
+                    "same": True, "wrapped": "all_reduce"}
+    assert "raised RuntimeError" in ended[0].stdout
+    traces = load_traces(tmp_path / "flight")
+    calls = traces[0].calls
+    assert [(call.op, call.src, call.dst, call.tag, call.is_async) for call in calls.posted] == [
+        ("irecv", 1, None, None, True), ("isend", None, 1, None, True), ("batch_isend_irecv", None, None, None, True),
+        ("isend", None, 1, 3, True), ("irecv", 1, None, 3, True)]
+    assert calls.counts == {"init_process_group": 1, "irecv": 1, "isend": 1, "batch_isend_irecv": 1, "recv": 1,
+                            "all_gather_object": 1, "broadcast": 1, "destroy_process_group": 1}  # no inner calls
+    assert [(call.op, call.root) for call in calls.failed] == [("broadcast", 5)]
+    assert calls.failed[0].error == "RuntimeError: ProcessGroupGloo::broadcast: invalid root rank: 5"
+    assert [call.op for call in traces[1].calls.recent][-4:] == ["batch_isend_irecv", "send", "all_gather_object",
+                                                                 "destroy_process_group"]
+
+
+SEGFAULT = """import ctypes
+
+
+def read_nothing():
+    ctypes.string_at(0)
+
+
+read_nothing()
+"""
+
+
+def test_a_segmentation_fault_writes_pythons_fatal_error_and_stack_to_stderr(tmp_path):
+    (tmp_path / "crash.py").write_text(SEGFAULT)
+    ended = subprocess.run([sys.executable, str(tmp_path / "crash.py")], capture_output=True, text=True, timeout=60,
+                           env=hook_env(tmp_path, 0, RANK="0"))  # with the SIGTERM stack of torchrun's workers too
+    assert ended.returncode == -11
+    assert "Fatal Python error: Segmentation fault" in ended.stderr and "in read_nothing" in ended.stderr
+    plain = subprocess.run([sys.executable, "-X", "faulthandler", "-c", "import faulthandler, sys; "
+                            "print(faulthandler.is_enabled(), sys.stderr.fileno())"],
+                           capture_output=True, text=True, timeout=60, env=hook_env(tmp_path, 0))
+    assert plain.stdout == "True 2\n"  # the user's own faulthandler is left as it is
+
+
+def test_a_call_log_round_trips_through_json():
+    log = {"pending": [{"op": "recv", "caller": "a.py:3 in f", "thread": "T", "src": 2, "tag": 4,
+                        "tensors": [{"shape": [2, 3], "dtype": "float32"}], "entered_at": 1.5, "timeout_s": 5.0}],
+           "failed": [{"op": "broadcast", "root": 1, "group": [0, 1], "async": True, "entered_at": 1.0,
+                       "ended_at": 2.0, "error": "DistBackendError: timed out"}],
+           "recent": [], "posted": [], "groups": [{"op": "new_group", "group": [0, 2]}],
+           "store": [{"op": "wait", "keys": ["k"], "caller": "a.py:9 in g", "at": 3.0}], "counts": {"recv": 1}}
+    calls = read_calls(json.loads(json.dumps(log)))
+    assert calls.pending == (DistCall("recv", "a.py:3 in f", "T", src=2, tag=4, tensors=(Tensor((2, 3), "float32"),),
+                                      entered_at=1.5, timeout_s=5.0),)
+    assert str(calls.failed[0]) == "broadcast(root=1, group=[0, 1])" and calls.failed[0].is_async
+    assert calls.groups[0].group == (0, 2) and calls.store == (StoreOp("wait", ("k",), "a.py:9 in g", 3.0),)
+    assert calls.blocked_in.op == "recv" and calls.counts == {"recv": 1} and read_calls(None) is None
+
+
+def _dump(reason: str, at: float, pending: list, failed: list, rank=0) -> dict:
+    return {"node": "1", "pid": 9, "rank": rank, "world_size": 2, "reason": reason, "time": at, "started": 0.5,
+            "trace": {"entries": []}, "calls": {"pending": pending, "failed": failed, "counts": {"recv": 1}}}
+
+
+def test_the_dumps_of_one_process_merge_into_its_freshest_calls(tmp_path):
+    recv = {"op": "recv", "src": 0, "entered_at": 2.0}
+    (tmp_path / "pending-node1-pid9.json").write_text(json.dumps(_dump("pending", 3.0, [recv], [], rank=None)))
+    [trace] = load_traces(tmp_path)  # killed in the recv: the snapshot is all there is, written while at work
+    assert trace.live and not trace.ended_without_error and trace.calls.blocked_in.src == 0
+    assert (trace.reached, trace.last, trace.waiting_in) == (0, None, None)
+    (tmp_path / "exit-node1-pid9.json").write_text(json.dumps(_dump("exit", 5.0, [], [{**recv, "error": "E: x"}])))
+    [trace] = load_traces(tmp_path)  # it went on to fail in it: its last words win
+    assert not trace.live and trace.rank == 0 and trace.calls.pending == () and trace.calls.blocked_in.error == "E: x"
+    (tmp_path / "live-node1-pid9.json").write_text(json.dumps(_dump("live", 4.0, [recv], [])))
+    [trace] = load_traces(tmp_path)  # where the lab asked, the state is the live dump's; the calls the freshest
+    assert trace.live and trace.calls.failed[0].error == "E: x"
