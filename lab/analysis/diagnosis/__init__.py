@@ -5,25 +5,28 @@ combined log; stack dumps when it took them; the launch facts and the lab's inje
 `Finding`s, the root cause first. The rules match torch's message families (c10d, gloo, NCCL, CUDA, torchrun, Python
 tracebacks) rather than one script's text, and use the environment and the launch facts where they are known. They
 live by family: addresses (rendezvous and network), divergence (ranks that disagree), resources (memory, shared
-memory, GPUs), crashes (a process failing on its own) and endings (how a run ended when nothing more is known).
+memory, GPUs), nodes (the nodes differ or lack what the job names: from what they answered after the run), crashes
+(a process failing on its own) and endings (how a run ended when nothing more is known).
 """
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import addresses, crashes, divergence, endings, resources
+from lab.analysis.diagnosis import addresses, crashes, divergence, endings, nodes, resources
 from lab.analysis.diagnosis.context import Context, pattern_findings
-from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, evidence_from_launch
+from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
 from lab.analysis.diagnosis.logs import failure_report_ranks, read_lines, read_tracebacks
 
-__all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "diagnose", "evidence_from_launch", "failure_report_ranks",
-           "findings_json", "format_findings", "read_lines", "PRIORITY"]
+__all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagnose", "evidence_from_launch",
+           "failure_report_ranks", "findings_json", "format_findings", "read_lines", "PRIORITY"]
 
 # Causes, most specific / most likely root first.
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "package-missing-on-nodes", "package-version-differs", "import-error", "script-not-found", "bad-arguments",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set",
+    "file-on-some-nodes-only", "file-missing-everywhere", "package-missing-on-nodes", "package-version-differs",
+    "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "duplicate-rank", "late-rank", "world-size-mismatch", "ddp-parameter-mismatch",
     "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "rank-crashed", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -42,7 +45,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines), PATTERNS)
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
-             + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx))
+             + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
     found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
