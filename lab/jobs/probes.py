@@ -110,7 +110,7 @@ def ask_nodes(transport: Transport, commands: dict[int, tuple[list[str], dict[st
     answers: dict[int, NodeFacts] = {}
 
     def ask(index: int) -> None:
-        argv, env = commands[index]
+        _, env = commands[index]
         try:
             process = transport.start(index, [transport.python, "-S", "-E", "-c", PROBE_SCRIPT,
                                               json.dumps(asked.to_dict())], env, cwd)
@@ -134,5 +134,6 @@ def ask_nodes(transport: Transport, commands: dict[int, tuple[list[str], dict[st
     launcher_env = list(TORCHRUN_ENV) if any("torch.distributed.run" in argv for argv, _ in commands.values()) else []
     return NodeProbes(nodes=[answers.get(index) or NodeFacts(index, error=f"did not answer within {timeout:g} s")
                              for index in sorted(commands)],
-                      shared=shared_folders(transport, workspace), workspace=workspace, launcher_env=launcher_env, seconds=round(time.monotonic() - started, 2))
+                      shared=shared_folders(transport, workspace), workspace=workspace, launcher_env=launcher_env,
+                      seconds=round(time.monotonic() - started, 2))
 

@@ -23,8 +23,8 @@ def sample(name: str, probes: dict | None | str = "recorded", **changes) -> Evid
     """The record's evidence as explain.py builds it, its probes as saved (or `probes` instead; None: not asked)."""
     folder, run = SAMPLES / name, recorded(name)
     codes = {int(node): code for node, code in run["exit_codes"].items()}
-    nodes = [NodeEvidence(index, f"node{index}", codes[index], lines=(folder / f"node{index}.log").read_text().splitlines())
-             for index in (0, 1)]
+    nodes = [NodeEvidence(index, f"node{index}", codes[index],
+                          lines=(folder / f"node{index}.log").read_text().splitlines()) for index in (0, 1)]
     answers = NodeProbes.from_dict(run["probes"] if probes == "recorded" else probes)
     return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"],
                     probes=answers, **changes)
@@ -71,7 +71,8 @@ def test_a_path_no_node_has_names_the_nearest_one():
     assert found.cause == "file-missing-everywhere" and found.title.endswith("is on no node: a wrong path, or the step "
                                                                              "that makes it did not run")
     assert "/shard/0.pt" in found.title and found.evidence.endswith("/work/shards")
-    assert "the nearest name there is" in found.fix and "file-on-some-nodes-only" not in causes(sample("missing_data_path"))
+    assert "the nearest name there is" in found.fix
+    assert "file-on-some-nodes-only" not in causes(sample("missing_data_path"))
 
 
 def test_a_path_one_node_lacks_on_the_shared_folder_is_not_called_missing_everywhere():
@@ -184,7 +185,8 @@ def test_what_to_ask_comes_from_the_runs_own_words():
 
 
 def test_what_to_ask_is_bounded():
-    asked = questions([f"FileNotFoundError: [Errno 2] No such file or directory: '/data/{index}'" for index in range(50)])
+    asked = questions([f"FileNotFoundError: [Errno 2] No such file or directory: '/data/{index}'"
+                       for index in range(50)])
     assert len(asked.paths) == MAX_PATHS
 
 
@@ -193,3 +195,28 @@ def test_the_answers_are_kept_in_the_step_record():
     step = StepRecord.from_dict(json.loads(json.dumps(StepRecord("main", probes=probes).to_dict())))
     assert NodeProbes.from_dict(step.probes).to_dict() == NodeProbes.from_dict(probes).to_dict()
     assert StepRecord.from_dict({"step": "main"}).probes is None  # records from before
+
+
+def test_lab_explain_shows_what_the_nodes_answered():
+    from lab.analysis.diagnosis.nodes import format_probes
+
+    shown = format_probes(NodeProbes.from_dict(recorded("file_on_one_node")["probes"]))
+    assert shown.splitlines()[1:] == [
+        "  /tmp/vocab_cache/vocab.json: node0 file, 73 bytes; node1 missing (its folder too; /tmp exists)"]
+    assert format_probes(NodeProbes.from_dict(recorded("env_not_set")["probes"])).endswith("$RANK: set on no node")
+
+
+def test_a_script_on_no_node_stays_script_not_found_and_one_on_node0_only_is_named():
+    """`python x.py` where no node has x.py: not copied (script-not-found's fix says how); on node0 only: the disks."""
+    def answers(node0_has_it: bool) -> dict:
+        return {"shared": ["/lab/shared"], "nodes": [
+            {"node": node, "paths": {"/work/x.py": {"path": "/work/x.py", "absolute": "/work/x.py",
+                                                    "kind": "file" if node0_has_it and node == 0 else None}}}
+            for node in (0, 1)]}
+
+    evidence = sample("command_not_found_shell", answers(False))
+    evidence.nodes = [replace(node, lines=["/opt/lab-venv/bin/python: can't open file '/work/x.py': [Errno 2] No such "
+                                           "file or directory"]) for node in evidence.nodes]
+    assert causes(evidence)[0] == "script-not-found"
+    evidence.probes = NodeProbes.from_dict(answers(True))
+    assert causes(evidence)[:2] == ["file-on-some-nodes-only", "script-not-found"]

@@ -95,7 +95,8 @@ class NodeProbes:
         if not data:
             return None
         return cls(nodes=[NodeFacts.from_dict(node) for node in data.get("nodes") or []],
-                   shared=list(data.get("shared") or []), workspace=data.get("workspace"), launcher_env=list(data.get("launcher_env") or []),
+                   shared=list(data.get("shared") or []), workspace=data.get("workspace"),
+                   launcher_env=list(data.get("launcher_env") or []),
                    seconds=float(data.get("seconds") or 0))
 
 

@@ -163,7 +163,8 @@ def rendezvous_findings(ctx: Context) -> list[Finding]:
         seen = "; ".join(f"node{node}: {_describe(facts)}" for node, facts in sorted(answers.items()))
         evidence = (f"{named}; " + (f"{quote(waited.line)}; " if waited else "") + f"after the run: {seen}")
         shared = probes.shared[0] if probes.shared and probes.shared != ["/"] else None
-        fix = (f"put the file on a folder every node shares ({f'file://{shared}/rendezvous-<run id>, ' if shared else ''}"
+        example = f"file://{shared}/rendezvous-<run id>, " if shared else ""
+        fix = (f"put the file on a folder every node shares ({example}"
                "a new name per run, since a file left by an earlier run breaks the next), or rendezvous over TCP: "
                "init_method='env://' (lab exec sets MASTER_ADDR and MASTER_PORT; lab torchrun too) or "
                "tcp://node0:PORT, or a TCPStore instead of the FileStore")
@@ -175,7 +176,8 @@ def rendezvous_findings(ctx: Context) -> list[Finding]:
 
 
 def file_findings(ctx: Context) -> list[Finding]:
-    """A path an error names that exists on some nodes only (each node has its own disk), or on none."""
+    """A path an error names that exists on some nodes only (each node has its own disk), or on none (a script on no
+    node stays script-not-found: it was not copied, whose fix says how)."""
     probes = ctx.evidence.probes
     if probes is None:
         return []
@@ -198,7 +200,7 @@ def file_findings(ctx: Context) -> list[Finding]:
                 f"{_shared_hint(probes)}, and read it from there on every node; or write it on every node (each rank "
                 "its own copy), or have rank 0 send its content (torch.distributed.broadcast_object_list) instead of "
                 "a file"))
-        elif not have and answers and len(answers) == ctx.evidence.nnodes:
+        elif not have and answers and len(answers) == ctx.evidence.nnodes and "can't open file" not in line.text:
             nearest = {facts.close for facts in answers.values() if facts.close}
             named = (f"; the nearest name there is {sorted(nearest)[0]}" if nearest else
                      f"; the deepest folder of it that exists is {next(iter(answers.values())).existing}")
@@ -226,9 +228,11 @@ def executable_findings(ctx: Context) -> list[Finding]:
             continue
         have = sorted(set(answers) - set(lacking))
         first = probes.of(lacking[0])
-        pythons = ", ".join(f"{each} -> {first.commands[each]}" for each in PYTHONS if first and first.commands.get(each))
+        pythons = ", ".join(f"{each} -> {first.commands[each]}" for each in PYTHONS
+                            if first and first.commands.get(each))
         evidence = (f"{quote(line)}; on the PATH of {_nodes(lacking)}: {name} missing"
-                    + (f", {pythons}" if pythons else "") + (f"; the lab's interpreter: {first.python}" if first else ""))
+                    + (f", {pythons}" if pythons else "")
+                    + (f"; the lab's interpreter: {first.python}" if first else ""))
         if re.fullmatch(r"python[\d.]*", name):
             fix = (f"run the node's interpreter, {first.python if first else 'the image’s python'}, which the lab "
                    "found with torch: `lab exec -- python ...` and `lab torchrun` run it for you; in a shell line "
@@ -307,3 +311,20 @@ def node_findings(ctx: Context) -> list[Finding]:
     """Every rule of this family, for diagnose()."""
     return rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + file_findings(ctx)
 
+
+
+def format_probes(probes: NodeProbes) -> str:
+    """What the nodes answered, one line per path, command and variable asked about ('' when nothing was asked
+    beyond their interpreter): what `lab explain` shows under the findings."""
+    answered = probes.answered()
+    lines = [f"  {path}: " + "; ".join(f"node{facts.node} {_describe(facts.paths.get(path))}" for facts in answered)
+             for path in dict.fromkeys(path for facts in answered for path in facts.paths)]
+    lines += [f"  {name}: " + "; ".join(f"node{facts.node} {facts.commands.get(name) or 'not on PATH'}"
+                                        for facts in answered)
+              for name in dict.fromkeys(name for facts in answered for name in facts.commands) if name not in PYTHONS]
+    lines += [f"  ${name}: set on {_nodes(facts.node for facts in answered if facts.env.get(name)) or 'no node'}"
+              for name in dict.fromkeys(name for facts in answered for name in facts.env)]
+    lines += [f"  node{facts.node}: {facts.error}" for facts in probes.nodes if facts.error]
+    if not lines:
+        return ""
+    return f"the nodes, asked after the run ({probes.seconds:g} s):\n" + "\n".join(lines)
