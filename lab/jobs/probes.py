@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 PROBE_TIMEOUT = 10.0  # seconds every node has to answer, all of them at once
 ANSWER_MARK = "LAB-NODE-FACTS "
+NOT_FOR_THE_PROBE = ("LAB_RESULTS_DIR",)  # over ssh, a process with it has its results copied back when it ends
 # Runs on every node with the interpreter the lab found there (-S -E: no site, no sitecustomize, no PYTHON* variables:
 # the job's hooks stay out of it). Reads only: stat, PATH lookups, the environment's names, one folder listing per
 # missing path (at most LISTED names of it), and the job's scripts (their first MiB) for a FileStore or file:// path
@@ -110,7 +111,7 @@ def ask_nodes(transport: Transport, commands: dict[int, tuple[list[str], dict[st
     answers: dict[int, NodeFacts] = {}
 
     def ask(index: int) -> None:
-        _, env = commands[index]
+        env = {key: value for key, value in commands[index][1].items() if key not in NOT_FOR_THE_PROBE}
         try:
             process = transport.start(index, [transport.python, "-S", "-E", "-c", PROBE_SCRIPT,
                                               json.dumps(asked.to_dict())], env, cwd)
