@@ -220,3 +220,19 @@ def test_a_script_on_no_node_stays_script_not_found_and_one_on_node0_only_is_nam
     assert causes(evidence)[0] == "script-not-found"
     evidence.probes = NodeProbes.from_dict(answers(True))
     assert causes(evidence)[:2] == ["file-on-some-nodes-only", "script-not-found"]
+
+
+def test_a_getenv_that_returned_none_names_the_variable():
+    """`int(os.getenv("SHARD_INDEX"))` failing with a TypeError about NoneType: the source line says which variable."""
+    found = diagnose(sample("getenv_none"))[0]
+    assert (found.cause, found.title) == ("env-not-set", "SHARD_INDEX is not set on any node: the job read it from "
+                                                         "the environment")
+    assert "--env SHARD_INDEX=VALUE" in found.fix
+
+
+def test_a_none_that_did_not_come_from_the_environment_is_no_env_finding():
+    """The same TypeError, but the source line reads no variable (a function that returned None)."""
+    evidence = sample("getenv_none")
+    evidence.nodes = [replace(node, lines=[line.replace('os.getenv("SHARD_INDEX")', "lookup_shard()")
+                                           for line in node.lines]) for node in evidence.nodes]
+    assert not {"env-not-set", "env-differs-between-nodes"} & set(causes(evidence))
