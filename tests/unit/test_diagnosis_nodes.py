@@ -236,3 +236,7 @@ def test_a_none_that_did_not_come_from_the_environment_is_no_env_finding():
     evidence.nodes = [replace(node, lines=[line.replace('os.getenv("SHARD_INDEX")', "lookup_shard()")
                                            for line in node.lines]) for node in evidence.nodes]
     assert not {"env-not-set", "env-differs-between-nodes"} & set(causes(evidence))
+
+
+def test_the_fix_for_a_torchrun_variable_gives_its_lab_exec_placeholder():
+    assert "--env RANK={rank}" in diagnose(sample("env_not_set"))[0].fix

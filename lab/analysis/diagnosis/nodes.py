@@ -37,6 +37,9 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 KEY_ERROR = re.compile(r"^'(?P<name>[A-Za-z_]\w*)'$")
 PYTHONS = ("python", "python3")
 RENDEZVOUS_CALLS = ("init_process_group", "_new_process_group_helper", "rendezvous", "_file_rendezvous_handler")
+# What `lab exec --env NAME=...` can give in place of what torchrun sets (one process per node: rank = node rank).
+EXEC_PLACEHOLDERS = {"RANK": "{rank}", "WORLD_SIZE": "{world_size}", "GROUP_RANK": "{node_rank}", "LOCAL_RANK": "0",
+                     "LOCAL_WORLD_SIZE": "1", "GROUP_WORLD_SIZE": "{nnodes}", "ROLE_RANK": "{rank}"}
 # What torchrun gives each worker, and `lab exec` does not (FACTS.md).
 TORCHRUN_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
                 "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID")
@@ -234,7 +237,8 @@ def executable_findings(ctx: Context) -> list[Finding]:
                     + (f", {pythons}" if pythons else "")
                     + (f"; the lab's interpreter: {first.python}" if first else ""))
         if re.fullmatch(r"python[\d.]*", name):
-            fix = (f"run the node's interpreter, {first.python if first else 'the image’s python'}, which the lab "
+            interpreter = first.python if first and first.python else "the interpreter `lab status` names"
+            fix = (f"run the node's interpreter, {interpreter}, which the lab "
                    "found with torch: `lab exec -- python ...` and `lab torchrun` run it for you; in a shell line "
                    f"(sh -c, a script's #! line) name it{f' ({pythons})' if pythons else ''}")
         elif have:
@@ -275,10 +279,9 @@ def env_findings(ctx: Context) -> list[Finding]:
                             f"give every node the same environment: pass it with the job (`lab exec --env {name}=...` "
                             "or `lab torchrun --env`, the same on every node, {node_rank} and the like filled per "
                             "node), not from one node's shell profile")]
-        torchrun = name in TORCHRUN_ENV
         fix = (f"{name} is set by torchrun for its workers; `lab exec` starts one plain process per node: run the "
                f"script with `lab torchrun`, or read NODE_RANK and NNODES (which lab exec sets), or pass "
-               "--env RANK={rank} --env WORLD_SIZE={world_size}" if torchrun else
+               f"--env {name}={EXEC_PLACEHOLDERS.get(name, 'VALUE')}" if name in TORCHRUN_ENV else
                f"pass it to every node: `lab exec --env {name}=VALUE` (or `lab torchrun --env`); placeholders such as "
                "{node_rank} are filled per node; or give the script a default (os.environ.get)")
         return [Finding("env-not-set", f"{name} is not set on any node: the job read it from the environment",
