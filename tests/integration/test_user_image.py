@@ -105,12 +105,14 @@ def python3_only_lab(client):
     tag = f"lab-test/python3only-{uuid.uuid4().hex[:6]}:1"
     client.images.build(fileobj=io.BytesIO(PYTHON3_ONLY_IMAGE.format(base=node_image_tag()).encode()), tag=tag, rm=True)
     name = f"it{uuid.uuid4().hex[:6]}"
-    lab_json("up", "--nodes", "2", "--name", name, "--image", tag)
-    yield name
-    lab("down", "--name", name)
-    for derived in client.images.list(filters={"label": f"io.lab.image.source={tag}"}):
-        client.images.remove(derived.id, force=True)
-    client.images.remove(tag, force=True)
+    try:
+        lab_json("up", "--nodes", "2", "--name", name, "--image", tag)
+        yield name
+    finally:  # also when `lab up` of it failed
+        lab("down", "--name", name)
+        for derived in client.images.list(filters={"label": f"io.lab.image.source={tag}"}):
+            client.images.remove(derived.id, force=True)
+        client.images.remove(tag, force=True)
 
 
 def test_python_as_the_command_of_lab_exec_runs_the_images_python3(python3_only_lab):
