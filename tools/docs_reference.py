@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 
 import click  # noqa: E402
 
-from lab.analysis.diagnosis import CAUSES, PRIORITY, Evidence, Fault, Finding, NodeEvidence, diagnose  # noqa: E402
+from lab.analysis.diagnosis import CAUSES, PRIORITY, Evidence, Fault, Finding, NodeEvidence, NodeProbes, diagnose  # noqa: E402
 from lab.analysis.diagnosis.context import PatternRule  # noqa: E402
 from lab.analysis.diagnosis import PATTERNS  # noqa: E402
 from lab.analysis.explain import failed_checks_finding  # noqa: E402
@@ -92,7 +92,7 @@ def load_evidence(folder: Path) -> Evidence:
     facts.setdefault("master_port", 29500)
     processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []
     return Evidence(nodes=nodes, command=run.get("command", []), processes=processes,
-                    traces=load_traces(folder / "flight"), **facts)
+                    traces=load_traces(folder / "flight"), probes=NodeProbes.from_dict(run.get("probes")), **facts)
 
 
 def load_sample(folder: Path) -> Sample:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lab.errors import LabError
 from lab.jobs.checks import Check
 
 if TYPE_CHECKING:
+    from lab.analysis.diagnosis import NodeProbes
     from lab.jobs.launch import LaunchResult
 
 
@@ -36,30 +36,17 @@ def launch_failed(result: LaunchResult, expendable: frozenset[int] = frozenset()
         code != 0 for index, code in result.exit_codes.items() if index not in expendable)
 
 
-def node_interfaces(transport, nodes) -> dict[int, list[str]]:
-    """Each node's network interfaces, read from the node itself (any target): what *_SOCKET_IFNAME may name."""
-    found = {}
-    for index in nodes:
-        try:
-            process = transport.start(index, ["ls", "/sys/class/net"], {})
-            names = [name for line in process.lines() for name in line.split()]
-            if process.wait() == 0:
-                found[index] = names
-        except LabError:  # a node that is gone has no interfaces to offer; the diagnosis goes on without them
-            continue
-    return found
-
-
 def explain_launch(result: LaunchResult, facts: JobFacts, faults: list[tuple[int, str]] = (),
-                   step: str | None = None, interfaces: dict[int, list[str]] | None = None) -> list[dict]:
-    """Findings about one launch, as the record keeps them (with the step's name for multi-step exercises)."""
+                   step: str | None = None, probes: NodeProbes | None = None) -> list[dict]:
+    """Findings about one launch, as the record keeps them (with the step's name for multi-step exercises);
+    `probes`: what the nodes answered after it (lab/jobs/probes.py; their network interfaces among it)."""
     from lab.analysis.diagnosis import diagnose, evidence_from_launch  # its rules load only for a run that failed
 
     nnodes = len(facts.hostnames)
     evidence = evidence_from_launch(
         result, nnodes=nnodes, nproc_per_node=facts.nproc_per_node, backend=facts.backend,
         master_addr=facts.master_addr, master_port=facts.master_port,
-        hostnames=dict(enumerate(facts.hostnames)), interfaces=interfaces,
+        hostnames=dict(enumerate(facts.hostnames)), probes=probes,
         gpus={index: len(gpus) for index, gpus in enumerate(facts.node_gpus or ())},
         memory_limit=facts.memory_limit, faults=faults, env=dict(facts.env), command=list(facts.command),
         stopped=result.stopped, processes=[stack for stack in result.stacks if stack.pid is not None],

@@ -26,7 +26,9 @@ from lab.jobs.checks import Check
 # 2: the version is kept, steps carry `command` and `expect` (None where they have none), `diagnosis` added.
 # 3: steps carry wall-clock times for the timeline (`started_at`, `node_exits`, `stopped_at`, `fault_at`),
 #    `nproc_per_node` and `master_port`; None/{} in older records.
-SCHEMA_VERSION = 3
+# 4: steps of a launch that did not end well carry `probes`: what every node answered when the lab asked it after the
+#    run (lab/jobs/probes.py; read with lab.analysis.diagnosis.NodeProbes.from_dict); None in older records.
+SCHEMA_VERSION = 4
 UNREADABLE = "unreadable"
 
 
@@ -54,6 +56,7 @@ class StepRecord:
     stopped_at: float | None = None
     fault_at: float | None = None
     hand_faults: list[tuple[float, int, str]] = field(default_factory=list)  # `lab fault` while it ran: (when, node, action)
+    probes: dict | None = None  # what the nodes answered after a launch that did not end well (NodeProbes.to_dict)
 
     def to_dict(self) -> dict:
         return {"step": self.name, "command": self.command, "expect": self.expect, "exit_codes": self.exit_codes,
@@ -62,7 +65,8 @@ class StepRecord:
                 "problem": self.problem, "nproc_per_node": self.nproc_per_node, "master_port": self.master_port,
                 "started_at": self.started_at, "node_exits": self.node_exits, "stopped_at": self.stopped_at,
                 "fault_at": self.fault_at,
-                "hand_faults": [{"at": at, "node": node, "action": action} for at, node, action in self.hand_faults]}
+                "hand_faults": [{"at": at, "node": node, "action": action} for at, node, action in self.hand_faults],
+                "probes": self.probes}
 
     @classmethod
     def from_dict(cls, data: dict) -> StepRecord:
@@ -78,7 +82,8 @@ class StepRecord:
                    node_exits={int(node): float(when) for node, when in (data.get("node_exits") or {}).items()},
                    stopped_at=data.get("stopped_at"), fault_at=data.get("fault_at"),
                    hand_faults=[(float(fault["at"]), int(fault["node"]), str(fault["action"]))
-                                for fault in data.get("hand_faults") or []])
+                                for fault in data.get("hand_faults") or []],
+                   probes=data.get("probes") or None)
 
 
 @dataclass

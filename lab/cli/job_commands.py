@@ -136,7 +136,8 @@ def exec_command(node_list, every, env_pairs, copy, timeout, copy_limit, name, o
     
     Placeholders, in COMMAND and --env values: {node_rank} {nnodes} {rank} {world_size} {master_addr} {master_port}
     (one process per node, so rank = node_rank). MASTER_ADDR/MASTER_PORT/NODE_RANK/NNODES
-    are set too. The working directory is this run's folder on the shared mount.
+    are set too. The working directory is this run's folder on the shared mount. `python` or `python3` as the
+    command runs the nodes' interpreter, the one with torch (an image's python3 or /opt/conda/bin/python alike).
 
     
     A script written for two terminals (--rank/--world-size + MASTER_ADDR/PORT):

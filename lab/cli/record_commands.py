@@ -93,7 +93,8 @@ def explain_command(run, as_json):
     Each finding names the cause, quotes its evidence with the node and rank, and gives the fix. Then one
     line per rank: how it ended (or where it waited when the lab stopped the run), the last collective it
     reached (torch's Flight Recorder) and the last thing it printed, so a rank ahead or behind stands out.
-    The ranks' stacks of a hung run are in the record's stacks/ folder (summary.txt).
+    The ranks' stacks of a hung run are in the record's stacks/ folder (summary.txt). Last, what every node
+    answered when the lab asked it right after the run: the paths, commands and variables the errors named.
 
     \b
     Examples:
@@ -101,7 +102,8 @@ def explain_command(run, as_json):
       lab explain exercise03      the newest run of exercise03
       lab explain --json          findings as JSON: cause, title, evidence, node, rank, fix
     """
-    from lab.analysis.diagnosis import Finding, format_findings
+    from lab.analysis.diagnosis import Finding, NodeProbes, format_findings
+    from lab.analysis.diagnosis.nodes import format_probes
     from lab.analysis.ranks import format_ranks
     from lab.analysis.record import load
 
@@ -121,6 +123,10 @@ def explain_command(run, as_json):
     ranks = format_ranks(record)
     if ranks:
         console.print(ranks, markup=False, highlight=False)
+    for step in record.steps:
+        answers = format_probes(probes) if (probes := NodeProbes.from_dict(step.probes)) else ""
+        if answers:
+            console.print(answers, markup=False, highlight=False)
     summary = record.stacks_dir / "summary.txt"
     if summary.is_file():
         console.print(f"stacks of every process: {summary}", markup=False)

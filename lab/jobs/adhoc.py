@@ -11,18 +11,20 @@ import string
 from pathlib import Path
 
 from lab import paths
-from lab.analysis.explain import JobFacts, explain_launch, launch_failed, node_interfaces
+from lab.analysis.explain import JobFacts, explain_launch, launch_failed
 from lab.analysis.record import RunRecord, StepRecord, recording
 from lab.errors import SpecError
 from lab.jobs.checks import Check
 from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
+from lab.jobs.probes import ask_nodes
 from lab.jobs.staging import DEFAULT_COPY_LIMIT, CopyPlan, checked_copy, copy_planned
 from lab.jobs.targets import Target
 
 PLACEHOLDERS = ("node_rank", "nnodes", "rank", "world_size", "master_addr", "master_port")
 DEFAULT_TIMEOUT = 3600
 MODULE_FLAGS = ("-m", "--module")  # `lab torchrun -m pkg.mod ARGS`: torchrun's own spelling
+NODE_PYTHONS = ("python", "python3")  # as `lab exec`'s command: the node's interpreter, whatever the image calls it
 
 
 def fill_placeholders(argv: list[str], values: dict[str, object]) -> list[str]:
@@ -39,6 +41,12 @@ def fill_placeholders(argv: list[str], values: dict[str, object]) -> list[str]:
         except ValueError as error:
             raise SpecError(f"cannot fill placeholders in '{arg}': {error}", "write a literal brace as {{ or }}") from None
     return filled
+
+
+def with_node_python(argv: list[str], python: str) -> list[str]:
+    """`python ...` / `python3 ...` run the interpreter the lab found on the nodes (the lab's venv, an image's
+    /usr/bin/python3 or /opt/conda/bin/python), which has torch, whichever of the two names the image lacks."""
+    return [python, *argv[1:]] if argv and argv[0] in NODE_PYTHONS else argv
 
 
 def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -75,7 +83,8 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
                      cwd: str, facts: JobFacts, fail_grace: float | None) -> RunRecord:
     """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost.
 
-    A run that did not pass gets a diagnosis (explain.py) from its logs, exit codes and, when it hung, stacks.
+    A run that did not pass gets a diagnosis (explain.py) from its logs, exit codes, what the nodes answered when asked
+    right after it (probes.py) and, when it hung, stacks.
     """
     step = StepRecord("main", command=list(facts.command))
     record.steps = [step]
@@ -92,8 +101,9 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
         step.hand_faults = result.hand_faults
         record.save_logs(step.name, result.logs)
         if launch_failed(result):
-            record.diagnosis = explain_launch(result, facts, target.transport.faults(),
-                                              interfaces=node_interfaces(target.transport, commands))
+            probes = ask_nodes(target.transport, commands, result.logs, cwd, target.workspace)
+            step.probes = probes.to_dict()
+            record.diagnosis = explain_launch(result, facts, target.transport.faults(), probes=probes)
     return record
 
 
@@ -120,7 +130,7 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
         node_env = readable_output_env(transport.exercises_dir, _with_workspace(target, {
             "MASTER_ADDR": transport.master_addr, "MASTER_PORT": str(port), "NODE_RANK": str(index),
             "NNODES": str(nnodes), **dict(zip(env, fill_placeholders(list(env.values()), values)))}))
-        commands[index] = (fill_placeholders(argv, values), node_env)
+        commands[index] = (with_node_python(fill_placeholders(argv, values), transport.python), node_env)
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
     facts = _job_facts(target, 1, port, env, argv)
     cwd = target.workspace if target.workspace and copy is None else node_dir  # what --copy brings is in the run's folder

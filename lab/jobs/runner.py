@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lab.analysis.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed, node_interfaces
+from lab.analysis.explain import JobFacts, explain_launch, failed_checks_finding, launch_failed
 from lab.analysis.record import RunRecord, StepRecord, recording
 from lab.jobs.checks import Check, RunOutcome, StepOutcome, exited_cleanly
 from lab.jobs.exercises import FAULT_KILL_MODES, Exercise, LaunchContext, Step, step_command, step_timeout
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
+from lab.jobs.probes import ask_nodes
 from lab.jobs.transports import Transport
 
 if TYPE_CHECKING:  # targets.py runs exercises through this module
@@ -113,8 +114,9 @@ def _run_step(exercise: Exercise, step: Step, target: Target, options: RunOption
         facts = JobFacts(target.hostnames, nproc, options.backend, transport.master_addr, port, target.node_gpus,
                          target.memory_limit, tuple(step.env), tuple(commands[0][0]) if 0 in commands else ())
         faults = transport.faults() + ([(int(fault.get("node", 1)), fault.get("action", "kill-worker"))] if injected else [])
-        findings = explain_launch(result, facts, faults, step.name if len(exercise.steps) > 1 else None,
-                                  node_interfaces(transport, commands))
+        probes = ask_nodes(transport, commands, result.logs, None, target.workspace)
+        step_record.probes = probes.to_dict()
+        findings = explain_launch(result, facts, faults, step.name if len(exercise.steps) > 1 else None, probes)
     return outcome, step_record, findings
 
 

@@ -101,6 +101,52 @@ def test_import_error_at_start(two_nodes):
 
 
 # ---------------------------------------------------------------------------------------------
+# Failures the nodes explain: the lab asks every node, after the run, about what its errors name.
+
+
+def test_a_file_written_on_node0_and_read_on_node1(two_nodes):
+    record = run_failing("exec", two_nodes, "file_on_one_node.py")
+    top = assert_diagnosed(record, "file-on-some-nodes-only", 1, 1, "node0: file, 73 bytes; node1: missing",
+                           ENDS_BY_ITSELF)
+    assert top["title"].startswith("/tmp/vocab_cache/vocab.json exists on node0 only") and "/lab/shared" in top["fix"]
+    probes = record["steps"][0]["probes"]
+    assert [node["hostname"] for node in probes["nodes"]] == ["node0", "node1"] and probes["seconds"] < 10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how, script, evidence", [
+    ("exec", "filestore_not_shared.py", 'filestore_not_shared.py:12: store = dist.FileStore("/tmp/rendezvous_store"'),
+    ("torchrun", "file_init_method_not_shared.py", 'init_method="file:///tmp/rendezvous_file"'),
+])
+def test_a_rendezvous_file_on_each_nodes_own_disk(two_nodes, how, script, evidence):
+    """The FileStore's path is only in the code (read on the nodes): the timeout names no file."""
+    record = run_failing(how, two_nodes, script)
+    top = assert_diagnosed(record, "rendezvous-path-not-shared", 0, 0, evidence, ENDS_BY_ITSELF)
+    assert "env://" in top["fix"] and "/lab/shared" in top["fix"]
+
+
+@pytest.mark.slow
+def test_a_path_no_node_has(two_nodes):
+    record = run_failing("exec", two_nodes, "missing_data_path.py")
+    top = assert_diagnosed(record, "file-missing-everywhere", 0, 0, "node1: missing", ENDS_BY_ITSELF)
+    assert top["fix"].startswith("check the path") and top["evidence"].endswith("/work/shards"), top
+
+
+@pytest.mark.slow
+def test_a_variable_torchrun_sets_read_by_a_script_run_with_lab_exec(two_nodes):
+    record = run_failing("exec", two_nodes, "env_not_set.py")
+    top = assert_diagnosed(record, "env-not-set", 0, 0, "KeyError: 'RANK'", ENDS_BY_ITSELF)
+    assert "lab torchrun" in top["fix"]
+
+
+@pytest.mark.slow
+def test_a_command_the_nodes_do_not_have(two_nodes):
+    record = run_failing("torchrun", two_nodes, "tool_not_on_nodes.py")
+    top = assert_diagnosed(record, "executable-missing", 0, 0, "nvidia-smi missing", ENDS_BY_ITSELF)
+    assert top["title"] == "'nvidia-smi' is not on the PATH of any node: the command could not start"
+
+
+# ---------------------------------------------------------------------------------------------
 # Failures that only appear across nodes: the ranks disagree about what they do.
 
 

@@ -92,3 +92,43 @@ def test_an_image_that_lacks_what_the_lab_needs_is_one_line_and_leaves_nothing(c
     assert labelled(client, fresh_name) == ([], [], [])
     if kind == "missing":
         assert "docker build" in result.stderr and "docker load" in result.stderr
+
+
+# Debian's way: the interpreter with torch is called python3 only (no `python` anywhere on the image's PATH).
+PYTHON3_ONLY_IMAGE = """FROM {base}
+RUN rm -f /opt/lab-venv/bin/python /opt/lab-venv/bin/python3.11
+"""
+
+
+@pytest.fixture(scope="module")
+def python3_only_lab(client):
+    tag = f"lab-test/python3only-{uuid.uuid4().hex[:6]}:1"
+    client.images.build(fileobj=io.BytesIO(PYTHON3_ONLY_IMAGE.format(base=node_image_tag()).encode()), tag=tag, rm=True)
+    name = f"it{uuid.uuid4().hex[:6]}"
+    try:
+        lab_json("up", "--nodes", "2", "--name", name, "--image", tag)
+        yield name
+    finally:  # also when `lab up` of it failed
+        lab("down", "--name", name)
+        for derived in client.images.list(filters={"label": f"io.lab.image.source={tag}"}):
+            client.images.remove(derived.id, force=True)
+        client.images.remove(tag, force=True)
+
+
+def test_python_as_the_command_of_lab_exec_runs_the_images_python3(python3_only_lab):
+    """`lab exec -- python ...` runs the interpreter the lab found (python3 here), as `python3 ...` does."""
+    for command in ("python", "python3"):
+        out = lab("exec", "--name", python3_only_lab, "--", command, "-c",
+                  "import sys, torch; print('FOUND', sys.executable)", check=True).stdout
+        found = [line.split("FOUND ", 1)[1].strip() for line in out.splitlines() if "| FOUND " in line]
+        assert found == ["/opt/lab-venv/bin/python3"] * 2, out
+
+
+def test_python_in_a_shell_line_on_such_an_image_is_named_with_the_interpreter_to_use(python3_only_lab):
+    """In `sh -c` the lab does not rewrite the command: the node's shell cannot find `python`; the diagnosis names
+    python3, which the nodes have, from what they answered after the run."""
+    result = lab("exec", "--name", python3_only_lab, "--json", "--", "sh", "-c", "python -c 'print(1)'")
+    assert result.returncode == 1, result.stderr
+    top = json.loads(result.stdout)["diagnosis"][0]
+    assert top["cause"] == "executable-missing" and top["title"].startswith("'python' is not on the PATH of any node")
+    assert "/opt/lab-venv/bin/python3" in top["fix"], top

@@ -5,27 +5,30 @@ combined log; stack dumps when it took them; the launch facts and the lab's inje
 `Finding`s, the root cause first. The rules match torch's message families (c10d, gloo, NCCL, CUDA, torchrun, Python
 tracebacks) rather than one script's text, and use the environment and the launch facts where they are known. They
 live by family: addresses (rendezvous and network), divergence (ranks that disagree), resources (memory, shared
-memory, GPUs), crashes (a process failing on its own), signals (a process killed by a fatal signal), waits (the ranks'
-pending calls matched across ranks: deadlocks, roots, groups, tags, store keys, timeouts) and endings (how a run
-ended when nothing more is known, saying what each rank was doing).
+memory, GPUs), nodes (the nodes differ or lack what the job names: from what they answered after the run), crashes
+(a process failing on its own), signals (a process killed by a fatal signal), waits (the ranks' pending calls matched
+across ranks: deadlocks, roots, groups, tags, store keys, timeouts) and endings (how a run ended when nothing more is
+known, saying what each rank was doing).
 """
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import addresses, crashes, divergence, endings, resources, signals, waits
+from lab.analysis.diagnosis import addresses, crashes, divergence, endings, nodes, resources, signals, waits
 from lab.analysis.diagnosis.context import Context, pattern_findings
-from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, evidence_from_launch
+from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
 from lab.analysis.diagnosis.logs import failure_report_ranks, read_lines, read_tracebacks
 
-__all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "diagnose", "evidence_from_launch", "failure_report_ranks",
-           "findings_json", "format_findings", "read_lines", "CAUSES", "PRIORITY"]
+__all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagnose", "evidence_from_launch",
+           "failure_report_ranks", "findings_json", "format_findings", "read_lines", "CAUSES", "PRIORITY"]
 
 # Causes, most specific / most likely root first.
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "package-missing-on-nodes", "package-version-differs", "import-error", "script-not-found", "bad-arguments",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set",
+    "file-on-some-nodes-only", "file-missing-everywhere", "package-missing-on-nodes", "package-version-differs",
+    "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
@@ -130,6 +133,17 @@ CAUSES = {
     "disk-full": "The disk a node writes to is full (not /dev/shm, which is `shared-memory-exhausted`).",
     "rank-exited": "A rank ended itself with a non-zero status and no Python error (sys.exit, os._exit, a failing "
                    "command): its last output says why, and the other ranks' errors follow from it.",
+    "rendezvous-path-not-shared": "A `file://` init method or a FileStore points at a folder on each node's own disk, "
+                                  "so every node made its own rendezvous file and the ranks never met.",
+    "executable-missing": "The command the job runs is not on the PATH of some or all nodes (`python` where the image "
+                          "has only `python3`, a tool installed on one node).",
+    "env-differs-between-nodes": "An environment variable the job reads is set on some nodes and not on others.",
+    "env-not-set": "An environment variable the job reads is set on no node (under `lab exec`, the variables torchrun "
+                   "would set, such as RANK, are not there).",
+    "file-on-some-nodes-only": "A file the job reads exists on some nodes only: each node has its own disk, and the "
+                               "file was written or copied on one of them.",
+    "file-missing-everywhere": "A file the job reads exists on no node: a wrong path, or a step that never ran; the "
+                               "nearest existing name is given.",
 }
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}
@@ -145,7 +159,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + pattern_findings(ctx) + signals.signal_findings(ctx) + waits.reasoning_findings(ctx)
              + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
-             + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx))
+             + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
     found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))

@@ -1,10 +1,10 @@
 """What the runner knows after a run: each node's exit, log and environment, the launch facts, the
-lab's faults and the stacks it took.
+lab's faults, the stacks it took, and what the nodes answered when asked after it (NodeProbes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Iterable, Protocol
 
 from lab.analysis.flight import RankTrace
@@ -22,6 +22,82 @@ class NodeEvidence:
     gpus: int = 0
     memory_limit: str | None = None  # e.g. '2g', as `lab up --memory` set it
     exited_at: float | None = None  # wall clock when its command ended (None: still running when stopped)
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """One path a failed run's errors named, as one node saw it after the run (lab/jobs/probes.py asks)."""
+
+    path: str  # as the error or the command wrote it
+    absolute: str  # resolved against the job's working directory on that node
+    kind: str | None  # 'file', 'dir', 'other'; None: it does not exist there
+    size: int | None = None
+    parent: bool = False  # whether its folder exists
+    existing: str = "/"  # the deepest folder of the path that exists
+    close: str | None = None  # a name in `existing` close to the missing one (a typo's likely target)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PathFacts:
+        return cls(**{key: data.get(key) for key in cls.__dataclass_fields__ if key in data})
+
+
+@dataclass
+class NodeFacts:
+    """What one node answered: its hostname and interpreter, and the paths, commands and variables asked about."""
+
+    node: int
+    hostname: str = ""
+    python: str = ""  # the interpreter the lab runs there (the image's found one)
+    interfaces: list[str] = field(default_factory=list)
+    paths: dict[str, PathFacts] = field(default_factory=dict)
+    commands: dict[str, str | None] = field(default_factory=dict)  # name -> where it is on the job's PATH (None: not)
+    env: dict[str, bool] = field(default_factory=dict)  # name -> set in the environment the job got
+    rendezvous: list[dict] = field(default_factory=list)  # FileStore/file:// paths in the job's code: path, where, text
+    error: str = ""  # why the node did not answer ('' when it did)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> NodeFacts:
+        return cls(node=int(data["node"]), hostname=str(data.get("hostname") or ""),
+                   python=str(data.get("python") or ""), interfaces=list(data.get("interfaces") or []),
+                   paths={path: PathFacts.from_dict(facts) for path, facts in (data.get("paths") or {}).items()},
+                   commands=dict(data.get("commands") or {}),
+                   env={name: bool(present) for name, present in (data.get("env") or {}).items()},
+                   rendezvous=list(data.get("rendezvous") or []),
+                   error=str(data.get("error") or ""))
+
+
+@dataclass
+class NodeProbes:
+    """Every node's answers after a run that did not end well, and what the nodes share (the record's `probes`)."""
+
+    nodes: list[NodeFacts]
+    shared: list[str] = field(default_factory=list)  # folders every node sees alike, writable one first ('/': one host)
+    workspace: str | None = None  # the project folder every node sees (`lab up --workspace`), one of `shared`
+    launcher_env: list[str] = field(default_factory=list)  # variables the launcher gives each worker (torchrun's)
+    seconds: float = 0.0  # how long asking took
+
+    def of(self, node: int) -> NodeFacts | None:
+        return next((facts for facts in self.nodes if facts.node == node and not facts.error), None)
+
+    def answered(self) -> list[NodeFacts]:
+        return [facts for facts in self.nodes if not facts.error]
+
+    def on_shared_folder(self, absolute: str) -> bool:
+        return any(absolute == folder or absolute.startswith(folder.rstrip("/") + "/") for folder in self.shared)
+
+    def to_dict(self) -> dict:
+        """As the run record keeps it (StepRecord.probes)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> NodeProbes | None:
+        """The record's `probes` (None in records from before the lab asked the nodes)."""
+        if not data:
+            return None
+        return cls(nodes=[NodeFacts.from_dict(node) for node in data.get("nodes") or []],
+                   shared=list(data.get("shared") or []), workspace=data.get("workspace"),
+                   launcher_env=list(data.get("launcher_env") or []),
+                   seconds=float(data.get("seconds") or 0))
 
 
 @dataclass(frozen=True)
@@ -46,6 +122,7 @@ class Evidence:
     stopped: str = ""  # why the run was stopped early ('interrupted', ...), '' if it was not
     processes: list[ProcessStack] = field(default_factory=list)
     traces: list[RankTrace] = field(default_factory=list)  # each process's Flight Recorder (lab/analysis/flight.py)
+    probes: NodeProbes | None = None  # what the nodes answered after the run (None: not asked)
 
     @property
     def expected_world_size(self) -> int:
@@ -72,13 +149,17 @@ def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: 
                          gpus: dict[int, int] | None = None, memory_limit: str | None = None,
                          faults: Iterable[tuple[int, str]] = (), env: dict[str, str] | None = None,
                          command: list[str] | None = None, stopped: str = "",
-                         processes: list[ProcessStack] | None = None, traces: list[RankTrace] | None = None) -> Evidence:
+                         processes: list[ProcessStack] | None = None, traces: list[RankTrace] | None = None,
+                         probes: NodeProbes | None = None) -> Evidence:
     """Evidence from a launch result plus what the runner knows of the lab.
 
     `hostnames`/`interfaces`/`gpus` are per node index (missing: 'node<i>', unknown, 0);
-    `faults` are the (node, action) pairs the lab injected during the run.
+    `faults` are the (node, action) pairs the lab injected during the run; `probes` what the nodes answered after
+    it (their interfaces too, where `interfaces` does not give them).
     """
     hostnames, interfaces, gpus = hostnames or {}, interfaces or {}, gpus or {}
+    if probes is not None:
+        interfaces = {**{facts.node: facts.interfaces for facts in probes.answered() if facts.interfaces}, **interfaces}
     nodes = [NodeEvidence(index=index, hostname=hostnames.get(index, f"node{index}"),
                           exit_code=result.exit_codes.get(index), oom_killed=index in result.oom_killed,
                           lines=result.logs.get(index, "").splitlines(), interfaces=list(interfaces.get(index, [])),
@@ -88,4 +169,4 @@ def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: 
     return Evidence(nodes=nodes, nnodes=nnodes, nproc_per_node=nproc_per_node, backend=backend,
                     master_addr=master_addr, master_port=master_port, env=dict(env or {}), command=list(command or []),
                     faults=[Fault(int(node), action) for node, action in faults], timed_out=result.timed_out,
-                    stopped=stopped, processes=list(processes or []), traces=list(traces or []))
+                    stopped=stopped, processes=list(processes or []), traces=list(traces or []), probes=probes)

@@ -1,0 +1,333 @@
+"""The nodes differ, or lack what the job names: a file on one node's own disk, a rendezvous file each node made for
+itself, a command or variable a node does not have. Told from what the nodes answered when the lab asked them after
+the run (Evidence.probes, gathered by lab/jobs/probes.py); `questions` says what to ask, from the run's own words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from lab.analysis.diagnosis.context import Context, quote
+from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LogLine, Traceback
+
+MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
+MAX_NAMES = 8  # commands and variables asked about per run
+MAX_SCRIPTS = 4  # the job's scripts read for a rendezvous path
+
+# A path an error says is missing: Python's OSError text, the shell's and coreutils' forms.
+MISSING_PATH = re.compile(r"No such file or directory: '(?P<quoted>[^']+)'"
+                          r"|can't open file '(?P<script>[^']+)': \[Errno 2\]"
+                          r"|cannot access '(?P<access>[^']+)': No such file or directory"
+                          r"|^(?:\S+: )?(?P<bare>/[^\s:']+): No such file or directory")
+# Where a rendezvous keeps its file: a file:// init_method, a FileStore built in the code a traceback quotes.
+FILE_URL = re.compile(r"file://(?P<path>/[^\s'\",)\]]+)")
+FILE_STORE = re.compile(r"FileStore\(\s*(?:file_name\s*=\s*)?['\"](?P<path>[^'\"]+)['\"]")
+# A command the node could not start: docker exec's, sh's, bash's, env's words.
+EXECUTABLE_MISSING = re.compile(r'exec: "(?P<docker>[^"]+)": executable file not found'
+                                r"|^(?:sh|bash|/bin/sh|/bin/bash)(?:: line \d+| \d+|: \d+)?: (?P<shell>[\w.+/-]+): "
+                                r"(?:command )?not found$"
+                                r"|^env: '(?P<env>[^']+)': No such file or directory")
+# A variable read from the environment, in the source line a traceback quotes.
+ENV_READ = re.compile(r"(?:os\.)?(?:environ\s*\[\s*|environ\.get\(\s*|getenv\(\s*)['\"](?P<name>[A-Za-z_]\w*)['\"]")
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+KEY_ERROR = re.compile(r"^'(?P<name>[A-Za-z_]\w*)'$")
+PYTHONS = ("python", "python3")
+RENDEZVOUS_CALLS = ("init_process_group", "_new_process_group_helper", "rendezvous", "_file_rendezvous_handler")
+# What `lab exec --env NAME=...` can give in place of what torchrun sets (one process per node: rank = node rank).
+EXEC_PLACEHOLDERS = {"RANK": "{rank}", "WORLD_SIZE": "{world_size}", "GROUP_RANK": "{node_rank}", "LOCAL_RANK": "0",
+                     "LOCAL_WORLD_SIZE": "1", "GROUP_WORLD_SIZE": "{nnodes}", "ROLE_RANK": "{rank}"}
+# What torchrun gives each worker, and `lab exec` does not (FACTS.md).
+TORCHRUN_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+                "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID")
+
+
+@dataclass
+class Questions:
+    """What to ask every node about a failed run (bounded: MAX_PATHS paths, MAX_NAMES commands and variables)."""
+
+    paths: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    env: list[str] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)  # the job's .py files, read on the node for rendezvous paths
+
+    def to_dict(self) -> dict:
+        return {"paths": self.paths, "commands": self.commands, "env": self.env, "scripts": self.scripts,
+                "rendezvous_patterns": [FILE_URL.pattern, FILE_STORE.pattern]}
+
+
+def _add(items: list[str], value: str | None, limit: int) -> None:
+    if value and value not in items and len(items) < limit:
+        items.append(value)
+
+
+def questions(lines: Iterable[str], launched: Iterable[str] = ()) -> Questions:
+    """What the run's words name: missing paths, rendezvous files, commands that would not start, variables read
+    from the environment; `launched` is what the lab ran, its arguments and environment values (a file:// init_method
+    may be there)."""
+    asked = Questions(commands=[*PYTHONS])
+    for text in launched:
+        if text.endswith(".py"):
+            _add(asked.scripts, text, MAX_SCRIPTS)
+        for found in FILE_URL.finditer(text):
+            _add(asked.paths, found["path"], MAX_PATHS)
+    for raw in lines:
+        text = raw.strip()
+        for found in [*FILE_URL.finditer(text), *FILE_STORE.finditer(text)]:
+            _add(asked.paths, found["path"], MAX_PATHS)
+        if found := MISSING_PATH.search(text):
+            path = next(value for value in found.groupdict().values() if value)
+            _add(asked.paths, path, MAX_PATHS)
+            if "/" not in path:  # 'nvidia-smi' from subprocess is a command, 'data.csv' a file: ask both
+                _add(asked.commands, path, MAX_NAMES + len(PYTHONS))
+        if found := EXECUTABLE_MISSING.search(text):
+            _add(asked.commands, found["docker"] or found["shell"] or found["env"], MAX_NAMES + len(PYTHONS))
+        for found in ENV_READ.finditer(text):
+            _add(asked.env, found["name"], MAX_NAMES)
+        if text.startswith("KeyError: ") and (key := KEY_ERROR.match(text[len("KeyError: "):])) \
+                and ENV_NAME.match(key["name"]):
+            _add(asked.env, key["name"], MAX_NAMES)
+    return asked
+
+
+def _nodes(indices: Iterable[int]) -> str:
+    return ", ".join(f"node{index}" for index in sorted(indices))
+
+
+def _describe(facts: PathFacts | None) -> str:
+    if facts is None:
+        return "not asked"
+    if facts.kind is None:
+        return "missing" + ("" if facts.parent else f" (its folder too; {facts.existing} exists)")
+    return facts.kind + (f", {facts.size} bytes" if facts.kind == "file" and facts.size is not None else "")
+
+
+def _shared_hint(probes: NodeProbes) -> str:
+    if probes.shared == ["/"]:
+        return "the 'nodes' share this host's disk"
+    if not probes.shared:
+        return ("these hosts share no folder: copy it to every host (an inventory's lab_workspace is copied to each), "
+                "or put it on a network filesystem every host mounts")
+    return f"put it on the folder every node shares, {probes.shared[0]}" + (
+        f" (or in the workspace {probes.workspace}, which every node reads)" if probes.workspace else "")
+
+
+def _path_line(ctx: Context, path: str) -> LogLine | None:
+    return next((line for line in ctx.lines if path in line.text and not line.text.startswith("    ")
+                 and (MISSING_PATH.search(line.text) or EXECUTABLE_MISSING.search(line.text))), None)
+
+
+def _rendezvous_paths(ctx: Context) -> dict[str, str]:
+    """file:// and FileStore paths, each with what names it: a log line, the job's code, its command line or --env."""
+    found: dict[str, str] = {}
+    for line in ctx.lines:
+        for match in [*FILE_URL.finditer(line.text), *FILE_STORE.finditer(line.text)]:
+            found.setdefault(match["path"], quote(line))
+    for facts in ctx.evidence.probes.answered() if ctx.evidence.probes else []:
+        for written in facts.rendezvous:
+            found.setdefault(written["path"], f"{written['where']}: {written['text']}")
+    for text in [*ctx.evidence.command, *ctx.evidence.env.values()]:
+        for match in FILE_URL.finditer(text):
+            found.setdefault(match["path"], f"the job's rendezvous: file://{match['path']}")
+    return found
+
+
+def _at_rendezvous(ctx: Context) -> bool:
+    """The run failed meeting its peers: a traceback through init_process_group or a store, or it hung."""
+    return ctx.evidence.timed_out or bool(ctx.evidence.stopped) or any(
+        "FileStore" in tb.message or "Wait timeout" in tb.message
+        or any(frame.function in RENDEZVOUS_CALLS for frame in tb.frames) for tb in ctx.tracebacks)
+
+
+def _subprocess_names(ctx: Context) -> set[str]:
+    """Names a subprocess call could not start ('nvidia-smi'), not files the job opened."""
+    return {match["quoted"] for tb in ctx.tracebacks if tb.short_type == "FileNotFoundError"
+            and any(frame.file.endswith("subprocess.py") for frame in tb.frames)
+            for match in [MISSING_PATH.search(tb.message)] if match and match["quoted"]}
+
+
+def rendezvous_findings(ctx: Context) -> list[Finding]:
+    """A file:// rendezvous or a FileStore on a folder that is each node's own: every node made its own file and
+    waited there for ranks that joined elsewhere."""
+    probes = ctx.evidence.probes
+    if probes is None or not ctx.multi_node or not _at_rendezvous(ctx):
+        return []
+    waited = next((tb for tb in ctx.tracebacks if tb.collective() == "init_process_group"), None) or \
+        next(iter(ctx.tracebacks), None)
+    for path, named in _rendezvous_paths(ctx).items():
+        answers = {facts.node: facts.paths.get(path) for facts in probes.answered() if path in facts.paths}
+        absolute = next((facts.absolute for facts in answers.values() if facts), path)
+        if not absolute.startswith("/") or probes.on_shared_folder(absolute):
+            continue
+        made = [node for node, facts in answers.items() if facts and facts.kind]
+        seen = "; ".join(f"node{node}: {_describe(facts)}" for node, facts in sorted(answers.items()))
+        evidence = (f"{named}; " + (f"{quote(waited.line)}; " if waited else "") + f"after the run: {seen}")
+        shared = probes.shared[0] if probes.shared and probes.shared != ["/"] else None
+        example = f"file://{shared}/rendezvous-<run id>, " if shared else ""
+        fix = (f"put the file on a folder every node shares ({example}"
+               "a new name per run, since a file left by an earlier run breaks the next), or rendezvous over TCP: "
+               "init_method='env://' (lab exec sets MASTER_ADDR and MASTER_PORT; lab torchrun too) or "
+               "tcp://node0:PORT, or a TCPStore instead of the FileStore")
+        each = f" ({_nodes(made)} each made its own)" if len(made) > 1 else ""
+        return [Finding("rendezvous-path-not-shared", f"the rendezvous file {path} is on each node's own disk, not a "
+                        f"folder the nodes share: the ranks never met{each}", evidence,
+                        waited.node if waited else None, waited.rank if waited else None, fix)]
+    return []
+
+
+def file_findings(ctx: Context) -> list[Finding]:
+    """A path an error names that exists on some nodes only (each node has its own disk), or on none (a script on no
+    node stays script-not-found: it was not copied, whose fix says how)."""
+    probes = ctx.evidence.probes
+    if probes is None:
+        return []
+    rendezvous, commands = set(_rendezvous_paths(ctx)), _subprocess_names(ctx)
+    found = []
+    for path in dict.fromkeys(path for facts in probes.answered() for path in facts.paths):
+        line = _path_line(ctx, path)
+        if path in rendezvous or path in commands or line is None:
+            continue
+        answers = {facts.node: facts.paths[path] for facts in probes.answered() if path in facts.paths}
+        have = sorted(node for node, facts in answers.items() if facts.kind)
+        seen = "; ".join(f"node{node}: {_describe(facts)}" for node, facts in sorted(answers.items()))
+        evidence = f"{quote(line)}; after the run: {seen}"
+        absolute = next(iter(answers.values())).absolute
+        if have and len(have) < len(answers):
+            lacking = sorted(set(answers) - set(have))
+            found.append(Finding(
+                "file-on-some-nodes-only", f"{path} exists on {_nodes(have)} only: each node has its own disk, and "
+                f"{_nodes(lacking)} never got it", evidence, line.node, line.rank,
+                f"{_shared_hint(probes)}, and read it from there on every node; or write it on every node (each rank "
+                "its own copy), or have rank 0 send its content (torch.distributed.broadcast_object_list) instead of "
+                "a file"))
+        elif not have and answers and len(answers) == ctx.evidence.nnodes and "can't open file" not in line.text:
+            nearest = {facts.close for facts in answers.values() if facts.close}
+            named = (f"; the nearest name there is {sorted(nearest)[0]}" if nearest else
+                     f"; the deepest folder of it that exists is {next(iter(answers.values())).existing}")
+            shared = "" if probes.on_shared_folder(absolute) else f"; if a step was to make it, {_shared_hint(probes)}"
+            found.append(Finding(
+                "file-missing-everywhere", f"{path} is on no node: a wrong path, or the step that makes it did not run",
+                evidence + named, line.node, line.rank,
+                f"check the path (relative paths start from the job's working directory){named}; run the step that "
+                f"writes it first{shared}"))
+    return found
+
+
+def executable_findings(ctx: Context) -> list[Finding]:
+    """A command the job starts that a node's PATH does not have; which names it has, and its Python."""
+    probes = ctx.evidence.probes
+    if probes is None:
+        return []
+    names = {match["docker"] or match["shell"] or match["env"]: line
+             for line in ctx.lines if (match := EXECUTABLE_MISSING.search(line.text))}
+    names.update({name: _traceback_line(ctx, name) for name in _subprocess_names(ctx) if name not in names})
+    for name, line in names.items():
+        answers = {facts.node: facts.commands.get(name) for facts in probes.answered() if name in facts.commands}
+        lacking = sorted(node for node, where in answers.items() if not where)
+        if not lacking or line is None:
+            continue
+        have = sorted(set(answers) - set(lacking))
+        first = probes.of(lacking[0])
+        pythons = ", ".join(f"{each} -> {first.commands[each]}" for each in PYTHONS
+                            if first and first.commands.get(each))
+        evidence = (f"{quote(line)}; on the PATH of {_nodes(lacking)}: {name} missing"
+                    + (f", {pythons}" if pythons else "")
+                    + (f"; the lab's interpreter: {first.python}" if first else ""))
+        if re.fullmatch(r"python[\d.]*", name):
+            interpreter = first.python if first and first.python else "the interpreter `lab status` names"
+            fix = (f"run the node's interpreter, {interpreter}, which the lab "
+                   "found with torch: `lab exec -- python ...` and `lab torchrun` run it for you; in a shell line "
+                   f"(sh -c, a script's #! line) name it{f' ({pythons})' if pythons else ''}")
+        elif have:
+            fix = (f"install {name} on {_nodes(lacking)} as on {_nodes(have)} (or use its full path there); "
+                   "`lab doctor` compares the nodes")
+        else:
+            fix = (f"give the nodes {name}: build it into the image (`lab up --image IMAGE` with it), `lab up --pip` "
+                   "for a Python package's command, or call it by its full path; or drop the call")
+        where = f"{_nodes(lacking)} only" if have else "any node"
+        return [Finding("executable-missing", f"'{name}' is not on the PATH of {where}: the command could not start",
+                        evidence, line.node, line.rank, fix)]
+    return []
+
+
+def _traceback_line(ctx: Context, name: str) -> LogLine | None:
+    return next((tb.line for tb in ctx.tracebacks if f"'{name}'" in tb.message), None)
+
+
+def env_findings(ctx: Context) -> list[Finding]:
+    """A variable the job read that is set on some nodes only, or on none (of what the lab passed and the nodes had)."""
+    probes = ctx.evidence.probes
+    if probes is None:
+        return []
+    for tb in ctx.tracebacks:
+        name = _env_read(ctx, tb)
+        if name is None or name in probes.launcher_env:
+            continue
+        answers = {facts.node: facts.env[name] for facts in probes.answered() if name in facts.env}
+        have = sorted(node for node, present in answers.items() if present)
+        if not answers or len(have) == len(answers):
+            continue
+        lacking = sorted(set(answers) - set(have))
+        evidence = f"node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "") + \
+            f": {tb.short_type}: {tb.message}"[:300] + f"; {name} set on: {_nodes(have) or 'no node'}"
+        if have:
+            return [Finding("env-differs-between-nodes", f"{name} is set on {_nodes(have)} only, not on "
+                            f"{_nodes(lacking)}: the nodes' environments differ", evidence, tb.node, tb.rank,
+                            f"give every node the same environment: pass it with the job (`lab exec --env {name}=...` "
+                            "or `lab torchrun --env`, the same on every node, {node_rank} and the like filled per "
+                            "node), not from one node's shell profile")]
+        fix = (f"{name} is set by torchrun for its workers; `lab exec` starts one plain process per node: run the "
+               f"script with `lab torchrun`, or read NODE_RANK and NNODES (which lab exec sets), or pass "
+               f"--env {name}={EXEC_PLACEHOLDERS.get(name, 'VALUE')}" if name in TORCHRUN_ENV else
+               f"pass it to every node: `lab exec --env {name}=VALUE` (or `lab torchrun --env`); placeholders such as "
+               "{node_rank} are filled per node; or give the script a default (os.environ.get)")
+        return [Finding("env-not-set", f"{name} is not set on any node: the job read it from the environment",
+                        evidence, tb.node, tb.rank, fix)]
+    return []
+
+
+def _env_read(ctx: Context, tb: Traceback) -> str | None:
+    """The variable a traceback failed on: KeyError of os.environ, or a source line that reads one (getenv -> None)."""
+    if tb.short_type == "KeyError" and (key := KEY_ERROR.match(tb.message)) and (
+            any(frame.file.endswith("os.py") for frame in tb.frames) or _source_reads(ctx, tb, key["name"])):
+        return key["name"]
+    if tb.short_type in ("TypeError", "ValueError", "AttributeError") and "None" in tb.message:
+        return _source_reads(ctx, tb, None)
+    return None
+
+
+def _source_reads(ctx: Context, tb: Traceback, name: str | None) -> str | None:
+    """The variable the source lines of `tb` read from the environment (`name`, or any when None)."""
+    end = next((index for index, line in enumerate(ctx.lines) if line is tb.line), None)
+    for line in reversed(ctx.lines[max(0, (end or 0) - 2 * len(tb.frames) - 2):end or 0]):
+        if line.node == tb.node and line.rank == tb.rank:
+            for found in ENV_READ.finditer(line.text):
+                if name is None or found["name"] == name:
+                    return found["name"]
+    return None
+
+
+def node_findings(ctx: Context) -> list[Finding]:
+    """Every rule of this family, for diagnose()."""
+    return rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + file_findings(ctx)
+
+
+
+def format_probes(probes: NodeProbes) -> str:
+    """What the nodes answered, one line per path, command and variable asked about ('' when nothing was asked
+    beyond their interpreter): what `lab explain` shows under the findings."""
+    answered = probes.answered()
+    lines = [f"  {path}: " + "; ".join(f"node{facts.node} {_describe(facts.paths.get(path))}" for facts in answered)
+             for path in dict.fromkeys(path for facts in answered for path in facts.paths)]
+    lines += [f"  {name}: " + "; ".join(f"node{facts.node} {facts.commands.get(name) or 'not on PATH'}"
+                                        for facts in answered)
+              for name in dict.fromkeys(name for facts in answered for name in facts.commands) if name not in PYTHONS]
+    lines += [f"  ${name}: set on {_nodes(facts.node for facts in answered if facts.env.get(name)) or 'no node'}"
+              for name in dict.fromkeys(name for facts in answered for name in facts.env)]
+    lines += [f"  node{facts.node}: {facts.error}" for facts in probes.nodes if facts.error]
+    if not lines:
+        return ""
+    return f"the nodes, asked after the run ({probes.seconds:g} s):\n" + "\n".join(lines)
