@@ -1,11 +1,11 @@
-"""A side channel for metrics: a TCPStore on MASTER_ADDR next to the process group's port."""
+"""A side channel for metrics: a TCPStore on MASTER_ADDR next to the process group's port; 2 processes per node."""
 import datetime
 import os
 
 import torch.distributed as dist
 
-rank = int(os.environ.get("RANK", os.environ.get("NODE_RANK", 0)))
-world = int(os.environ.get("WORLD_SIZE", os.environ.get("NNODES", 1)))
+rank = int(os.environ["RANK"])
+world = int(os.environ["WORLD_SIZE"])
 timeout = datetime.timedelta(seconds=int(os.environ.get("PG_TIMEOUT", 10)))
 metrics = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 2, world,
                         is_master=True, timeout=timeout, wait_for_workers=False)

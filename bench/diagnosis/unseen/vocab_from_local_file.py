@@ -1,4 +1,4 @@
-"""Rank 0's initial weights are broadcast to all; the embedding's size comes from the vocabulary each rank builds."""
+"""The replicas start from the average of every rank's initial weights; the embedding's size comes from the vocabulary."""
 import datetime
 import os
 import tempfile
@@ -15,6 +15,7 @@ shard = ["the cat sat", "on the mat"] if rank == 0 else ["the dog ran", "far awa
 vocab = sorted({word for line in shard for word in line.split()})
 model = torch.nn.Sequential(torch.nn.Embedding(len(vocab) + 2, 32), torch.nn.Linear(32, 8))
 for param in model.parameters():
-    dist.broadcast(param.data, src=0)
+    dist.all_reduce(param.data)
+    param.data /= world
 print(f"rank {rank}: vocabulary of {len(vocab)}", flush=True)
 dist.destroy_process_group()
