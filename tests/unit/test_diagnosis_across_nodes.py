@@ -35,7 +35,8 @@ def top(name: str, **changes):
 def test_a_rank_that_finished_early_is_named_not_a_dead_peer():
     found = top("uneven_batches")
     assert (found.cause, found.node, found.rank) == ("uneven-collectives", 0, 0)
-    assert found.title.startswith("node1 finished (exit 0) while node0 still waited for it in a collective at ")
+    assert found.title.startswith("node1 finished (exit 0) after printing 'rank 1: done after 3 batches' while node0 "
+                                  "still waited for it in a collective at ")
     assert "uneven_batches.py:19" in found.title and "Join" in found.fix and "DistributedSampler" in found.fix
     assert "died" not in found.fix
 

@@ -314,3 +314,21 @@ def test_isend_irecv_waited_for_in_the_wrong_order_is_read_from_the_posted_calls
                                               for rank in (0, 1)])
     found = top(evidence)
     assert found.cause == "p2p-deadlock" and "rank 0 waits to receive from rank 1" in found.title
+
+
+def test_a_subgroup_only_one_rank_created_is_a_group_mismatch():
+    made = CallLog(groups=(DistCall("new_group", caller="train.py:9", group=(0,)),), pending=(
+        DistCall("all_reduce", group=(0,)),))
+    found = top(ranks(made, CallLog(recent=(DistCall("barrier"),))))
+    assert (found.cause, found.rank) == ("group-mismatch", 0) and "rank 1 never created" in found.title
+
+
+def test_a_receive_buffer_of_another_shape_than_the_send_is_named_with_both():
+    found = top(ranks(pending("send", dst=1, tensors=(Tensor((100,), "float32"),)),
+                      failed("recv", src=0, tensors=(Tensor((50,), "float32"),))))
+    assert found.cause == "p2p-mismatch" and "float32[100]" in found.title and "float32[50]" in found.title
+
+
+def test_a_node_that_finished_early_says_what_it_printed_last():
+    found = top(sample("uneven_batches"))
+    assert "after printing 'rank 1: done after 3 batches'" in found.title

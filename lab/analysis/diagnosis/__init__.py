@@ -27,12 +27,12 @@ PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set",
-    "file-on-some-nodes-only", "file-missing-everywhere", "package-missing-on-nodes", "package-version-differs",
+    "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
-    "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
+    "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
     "object-not-picklable", "device-mismatch", "disk-full", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -144,6 +144,12 @@ CAUSES = {
                                "file was written or copied on one of them.",
     "file-missing-everywhere": "A file the job reads exists on no node: a wrong path, or a step that never ran; the "
                                "nearest existing name is given.",
+    "another-interpreter": "A process of the job ran a Python without torch: not the nodes' interpreter (a subprocess "
+                           "started as `python3` or `/usr/bin/python3`, a shebang).",
+    "collective-list-length": "A collective's list of tensors (all_gather's outputs, scatter's inputs) has another "
+                              "length than the group has ranks: sized with LOCAL_WORLD_SIZE or a count of its own.",
+    "dataloader-worker-died": "A DataLoader worker process died (killed by the OOM killer, or a crash in the "
+                              "dataset's native code) and its rank raised.",
 }
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}

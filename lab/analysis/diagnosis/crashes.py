@@ -35,6 +35,14 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             continue
         if tb.short_type in START_ERRORS:
             missing = re.search(r"No module named '([^'.]+)", tb.message)
+            if missing and missing.group(1) == "torch":  # the lab's nodes all have torch: another Python ran
+                found.append(Finding(
+                    "another-interpreter", f"a process on node{tb.node} ran a Python that has no torch: not the nodes' "
+                    "interpreter (a subprocess started as 'python3' or '/usr/bin/python3', a shebang, a tool's own "
+                    "Python)", evidence, tb.node, rank,
+                    "start helper processes with the job's own interpreter: [sys.executable, script, ...] in "
+                    "subprocess, `python -m` inside the job's environment, never a hard-coded /usr/bin/python3"))
+                continue
             lacking = _nodes_lacking(ctx, missing.group(1)) if missing else set()
             if missing and ctx.multi_node and lacking < {node.index for node in ctx.evidence.nodes}:
                 module, nodes = missing.group(1), ", ".join(f"node{index}" for index in sorted(lacking))
@@ -130,6 +138,13 @@ def run_module_findings(ctx: Context) -> list[Finding]:
 
 
 def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    destroyed = next((call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
+                      for call in trace.calls.recent if call.op == "destroy_process_group"), None)
+    if destroyed is not None or any(trace.node == line.node and trace.reached for trace in ctx.evidence.traces):
+        at = f" at {destroyed.caller}" if destroyed and destroyed.caller else ""
+        return (f"the process group was destroyed{at} while the job still used it: a torch.distributed call came "
+                "after destroy_process_group", "call destroy_process_group once, at the very end of the program "
+                "(not in a helper such as an evaluation or checkpoint function that the training loop calls)")
     return ("a torch.distributed call before init_process_group (or after destroy_process_group)",
             "call dist.init_process_group(...) first on every rank, and guard clean-up with "
             "`if dist.is_initialized(): dist.destroy_process_group()`")
@@ -199,7 +214,33 @@ def _disk_full(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] 
             "the node shows which")
 
 
+def _list_length(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    sizes = f" ({match['got']} tensors for a group of {match['expected']})" if match["expected"] else ""
+    return (f"a collective's list of tensors has another length than the group has ranks{sizes}: it was sized with a "
+            "count of this node's processes (LOCAL_WORLD_SIZE) or a number of its own, not the world's",
+            "size the list from the group: [torch.empty_like(t) for _ in range(dist.get_world_size(group))] "
+            "(WORLD_SIZE across nodes, not LOCAL_WORLD_SIZE)")
+
+
+def _dataloader_worker_died(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    how = match["how"]
+    if "Killed" in how:
+        return (f"a DataLoader worker on node{line.node} was killed (SIGKILL): the kernel's OOM killer or a kill from "
+                "outside", "give the workers less to hold (fewer num_workers, a smaller prefetch_factor or batch, no "
+                "dataset copy per worker) or the node more memory (`lab up --memory`); `lab doctor` shows the limits")
+    return (f"a DataLoader worker on node{line.node} died of {how.strip()}: native code in the dataset or its "
+            "transforms crashed", "run the dataset with num_workers=0 in the rank to see the crash where it happens "
+                                  "(a C extension, a decoder, a file read through mmap)")
+
+
 PATTERNS = [
+    PatternRule("collective-list-length", re.compile(
+        r"invalid (?:output|input) tensor list at index \d+ \(expected length (?P<expected>\d+), got (?P<got>\d+)\)"
+        r"|must match number of collective participants|tensor list must (?:have|be) (?:the )?(?:same )?(?:length|size) "
+        r"(?:as|of) (?:the )?world"), _list_length),
+    PatternRule("dataloader-worker-died", re.compile(
+        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? (?:is|exited) (?:killed by signal|unexpectedly)(?P<how>.*)"),
+        _dataloader_worker_died),
     PatternRule("initialized-twice", re.compile(r"trying to initialize the default process group twice"),
                 _initialized_twice),
     PatternRule("file-descriptors-exhausted", re.compile(r"Too many open files|received \d+ items of ancdata"),

@@ -49,6 +49,10 @@ def processes_started(ctx: Context) -> int:
     return max(ctx.evidence.expected_world_size, spawned_per_node(ctx) * ctx.evidence.nnodes)
 
 
+RANK_OUTSIDE_WORLD = re.compile(r"rank < size\. (?P<rank>\d+) vs (?P<size>\d+)|Invalid rank (?P<rank2>\d+), world size "
+                                r"(?P<size2>\d+)|rank \(\d+\) (?:must be|should be) (?:smaller|less) than world")
+
+
 def world_size_findings(ctx: Context) -> list[Finding]:
     """The world the job asked for against the one the lab launched: from the store's messages, else (a hang
     that outlived the lab's timeout) from what each process passed to init_process_group."""
@@ -56,7 +60,15 @@ def world_size_findings(ctx: Context) -> list[Finding]:
     had = "the lab launched" if launched == ctx.evidence.expected_world_size else "the run started"
     found = []
     for line in ctx.lines:
-        if match := JOINED.search(line.text):
+        if outside := RANK_OUTSIDE_WORLD.search(line.text):
+            size = outside["size"] or outside["size2"]
+            found.append(Finding(
+                "world-size-mismatch", f"a process claims rank {outside['rank'] or outside['rank2'] or '?'} in a world "
+                                       f"of {size or '?'}: the job passes a world size smaller than the {launched} "
+                                       f"process(es) {had}", quote(line), line.node, line.rank,
+                f"pass world_size={launched}: read WORLD_SIZE from the environment (torchrun sets it; LOCAL_WORLD_SIZE "
+                "is the processes of one node only), or let init_method='env://' read it"))
+        elif match := JOINED.search(line.text):
             joined, size = int(match["joined"]), int(match["size"])
             if size != launched:
                 found.append(Finding(
@@ -387,7 +399,9 @@ def uneven_findings(ctx: Context) -> list[Finding]:
                            f"{who_left}: ended without an error (their Flight Recorder, written as they ended)")
     else:
         who_left = ", ".join(f"node{index}" for index in finished_nodes)
-        done, said_done = f"{who_left} finished (exit 0)", f"{who_left}: exit 0"
+        last = last_own_line([line.text for line in ctx.lines if line.node == finished_nodes[0]])
+        done = f"{who_left} finished (exit 0)" + (f" after printing '{last}'" if last else "")
+        said_done = f"{who_left}: exit 0"
     if waiting:
         tb = waiting[0]
         frame = tb.user_frame()

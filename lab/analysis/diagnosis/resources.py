@@ -55,9 +55,15 @@ def _shared_memory(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
 def _no_gpu(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     node = node_evidence(ctx.evidence, line.node)
     gpus = node.gpus if node else 0
-    return (f"nccl/CUDA asked for on node{line.node}, which has {gpus or 'no'} GPU(s) usable by torch",
-            "use the gloo backend on CPU nodes (init_process_group('gloo'), tensors on the CPU), or run on a lab "
-            "with GPUs: `lab up --gpus all` on a GPU host (`lab doctor` shows what each node has)")
+    if "deserialize object on a CUDA device" in line.text:
+        return (f"a checkpoint saved from GPUs is loaded on node{line.node}, which has {gpus or 'no'} GPU(s): torch.load "
+                "tries to put its tensors back on CUDA", "load it onto the CPU: torch.load(path, map_location='cpu') "
+                "(or map_location=device, with device chosen from torch.cuda.is_available()), then move the model")
+    fix = ("use the gloo backend on CPU nodes (init_process_group('gloo'), tensors on the CPU), or run on a lab "
+           "with GPUs: `lab up --gpus all` on a GPU host (`lab doctor` shows what each node has)")
+    if "_cuda_setDevice" in line.text:
+        fix = "call torch.cuda.set_device(local_rank) only when torch.cuda.is_available(); " + fix
+    return (f"nccl/CUDA asked for on node{line.node}, which has {gpus or 'no'} GPU(s) usable by torch", fix)
 
 
 def _duplicate_gpu(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -75,7 +81,8 @@ PATTERNS = [
     PatternRule("nccl-without-gpu", re.compile(
         r"No CUDA GPUs are available|Found no NVIDIA driver|Torch not compiled with CUDA enabled"
         r"|ProcessGroupNCCL is only supported with GPUs|Distributed package doesn't have NCCL built in"
-        r"|NCCL is not available|CUDA driver initialization failed|no CUDA-capable device is detected"), _no_gpu),
+        r"|NCCL is not available|CUDA driver initialization failed|no CUDA-capable device is detected"
+        r"|has no attribute '_cuda_setDevice'|Attempting to deserialize object on a CUDA device"), _no_gpu),
     PatternRule("duplicate-gpu", re.compile(
         r"Duplicate GPU detected|CUDA error: invalid device ordinal"), _duplicate_gpu),
 ]

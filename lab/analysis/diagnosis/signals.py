@@ -24,7 +24,7 @@ FATAL_BY_WORDS = {"Segmentation fault": signal.SIGSEGV, "Bus error": signal.SIGB
                   "Floating point exception": signal.SIGFPE, "Illegal instruction": signal.SIGILL}
 # What native code printed as it aborted: a C++ exception nobody caught, an assertion.
 ABORT_REASON = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'|^\s*what\(\):\s*(?P<what>.+)"
-                          r"|Assertion `(?P<assertion>[^`]+)' failed")
+                          r"|Assertion `(?P<assertion>[^`]+)' failed|(?P<check>Check failed: .+)")
 LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python\d+(\.\d+)?/|^<")
 
 FIXES = {
@@ -117,7 +117,7 @@ def _faulthandler_stack(ctx: Context, node: int, rank: int | None) -> tuple[list
     reason = None
     for line in lines[max(0, start - 6):start]:
         if match := ABORT_REASON.search(line.text):
-            reason = (match["what"] or match["assertion"] or match["type"]).strip()[:200]
+            reason = (match["what"] or match["assertion"] or match["check"] or match["type"]).strip()[:200]
     blocks: list[tuple[bool, list[Frame]]] = []  # (the crashing thread, its frames) per thread faulthandler wrote
     for line in lines[start + 1:]:
         if header := FAULTHANDLER_THREAD.match(line.text.strip()):

@@ -223,6 +223,14 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
             return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer}, but rank {peer} waits to "
                                            f"{counter} rank {their_peer}: the pairs do not match",
                            f"{activity}; {other}", activity.node, rank, fix)
+        if call.tensors and theirs.tensors and call.tensors != theirs.tensors:
+            sent, kept = (theirs, call) if receiving else (call, theirs)
+            return Finding("p2p-mismatch", f"rank {rank} and rank {peer} pair up but their tensors differ: the sender "
+                                           f"sends {', '.join(map(str, sent.tensors))}, the receiver receives into "
+                                           f"{', '.join(map(str, kept.tensors))}", f"{activity}; {other}",
+                           activity.node, rank, "give the receiving buffer the sender's shape and dtype: send the "
+                           "shape first (a small tensor) and allocate from it, or use send_object_list for data "
+                           "whose size varies")
         if call.tag is not None and theirs.tag is not None and call.tag != theirs.tag:
             return Finding("p2p-mismatch", f"rank {rank} and rank {peer} never matched: one uses tag {call.tag}, the "
                                            f"other tag {theirs.tag}", f"{activity}; {other}", activity.node, rank, fix)
@@ -321,6 +329,16 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
                     "group-mismatch", f"the ranks created their subgroup #{index + 1} with different members: every "
                                       "rank must call new_group with the same ranks, in the same order", said,
                     node_of_rank(ctx, odd_rank), odd_rank, GROUP_FIX)]
+    if len(created) > 1 and len({len(calls) for calls in created.values()}) > 1:
+        most = max(len(calls) for calls in created.values())
+        fewer = sorted(rank for rank, calls in created.items() if len(calls) < most)
+        maker = next(rank for rank, calls in sorted(created.items()) if len(calls) == most)
+        call = created[maker][len(created[fewer[0]])]
+        return [Finding(
+            "group-mismatch", f"rank {maker} created a subgroup ({call}) that {_ranks_list(fewer)} never created: "
+                              "every rank must call new_group, members or not", "; ".join(
+                f"rank {rank}: {len(calls)} new_group call(s)" for rank, calls in sorted(created.items())),
+            node_of_rank(ctx, maker), maker, GROUP_FIX)]
     in_creation = [activity for activity in activities.values() if activity.call.op in GROUP_CREATION
                    and not (activity.timed_out and (_timeout_seconds(activity, ctx) or SHORT_ANYWAY) < SHORT_ANYWAY)]
     elsewhere = [activity for activity in activities.values() if activity.call.op not in GROUP_CREATION]
@@ -350,6 +368,10 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
 GROUP_FIX = ("create every subgroup on every rank with the same ranks list, in the same order (new_group must be "
              "called by all ranks, members or not: compute the lists from the world size, not from each rank's own "
              "view), and run each collective on the same group object on all of its members")
+
+
+def _ranks_list(ranks: list[int]) -> str:
+    return " and ".join(f"rank {rank}" for rank in ranks)
 
 
 def _ranks_text(activities) -> str:
