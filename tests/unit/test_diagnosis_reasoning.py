@@ -332,3 +332,11 @@ def test_a_receive_buffer_of_another_shape_than_the_send_is_named_with_both():
 def test_a_node_that_finished_early_says_what_it_printed_last():
     found = top(sample("uneven_batches"))
     assert "after printing 'rank 1: done after 3 batches'" in found.title
+
+
+def test_a_ring_whose_ranks_receive_from_the_neighbour_they_send_to_is_named_with_the_fix():
+    """A real record with the hooks' calls (2 nodes x 2): each rank posted isend(dst=right) and waits in
+    recv(src=right)."""
+    found = top(sample("ring_exchange_wrong_neighbour"))
+    assert found.cause == "p2p-mismatch" and "receives from the neighbour it sends to" in found.title
+    assert "src=(rank - 1) % world_size" in found.fix

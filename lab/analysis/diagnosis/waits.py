@@ -158,6 +158,14 @@ def point_to_point_findings(ctx: Context, activities: dict[int, Activity]) -> li
             verb = "receive from" if _direction(p2p[cycle[0]].call.op) == "recv" else "send to"
             chain = ", ".join(f"rank {rank} waits to {verb} rank {peers[rank]}" for rank in cycle)
             first = p2p[cycle[0]]
+            if verb == "receive from" and len(cycle) > 2 and all(
+                    peers[rank] in _sent_to(ctx, rank) for rank in cycle):
+                return [Finding(
+                    "p2p-mismatch", f"every rank receives from the neighbour it sends to ({chain}, each also sending "
+                                    "to that same rank): around a ring the data comes from the other side",
+                    _listing(p2p[rank] for rank in cycle), first.node, first.rank,
+                    "receive from the neighbour that sends to you: with dst=(rank + 1) % world_size, receive with "
+                    "src=(rank - 1) % world_size (or send left and receive from the right)")]
             return [Finding(
                 "p2p-deadlock", f"the ranks deadlock in point-to-point calls: {chain}; each waits for the other, "
                                 f"so none ever {'sends' if verb.startswith('receive') else 'receives'}",
@@ -248,6 +256,13 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
                                    "communication in different orders", f"{activity}; {other}", activity.node, rank,
                    "make both ranks make the matching calls in the same order (a send on one rank needs its receive "
                    "on the other before either goes on to a collective)")
+
+
+def _sent_to(ctx: Context, rank: int) -> set[int]:
+    """The peers a rank's hooks saw it send to (posted isends, finished or pending sends)."""
+    trace = next((trace for trace in ctx.evidence.traces if trace.rank == rank and trace.calls), None)
+    calls = (trace.calls.posted + trace.calls.recent + trace.calls.pending) if trace else ()
+    return {call.dst for call in calls if call.op in SENDS and call.dst is not None}
 
 
 def _sent_before_ending(ctx: Context, peer: int, rank: int, receiving: bool) -> DistCall | None:
