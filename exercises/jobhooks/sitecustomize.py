@@ -356,7 +356,7 @@ def _record_store_operations(store_type) -> None:
                 keys = [keys] if isinstance(keys, (str, bytes)) else list(keys or [])[:KEYS_DESCRIBED]
                 record = {"op": op, "keys": [key.decode(errors="replace") if isinstance(key, bytes) else str(key)
                                              for key in keys],
-                          "caller": _caller(frame), "at": time.time()}
+                          "caller": _caller(frame), "at": time.time(), "store": type(self).__name__}
                 with CALLS.lock:
                     CALLS.pending_store[id(record)] = record
                     CALLS.kept["store"].append(record)

@@ -22,7 +22,8 @@ MAX_SCRIPTS = 4  # the job's scripts read for a rendezvous path
 MISSING_PATH = re.compile(r"No such file or directory: '(?P<quoted>[^']+)'"
                           r"|can't open file '(?P<script>[^']+)': \[Errno 2\]"
                           r"|cannot access '(?P<access>[^']+)': No such file or directory"
-                          r"|^(?:\S+: )?(?P<bare>/[^\s:']+): No such file or directory")
+                          r"|^(?:\S+: )?(?P<bare>/[^\s:']+): No such file or directory"
+                          r"|Parent directory (?P<parent>/\S+?)\.? does not exist")  # torch.save's words
 # Where a rendezvous keeps its file: a file:// init_method, a FileStore built in the code a traceback quotes.
 FILE_URL = re.compile(r"file://(?P<path>/[^\s'\",)\]]+)")
 FILE_STORE = re.compile(r"FileStore\(\s*(?:file_name\s*=\s*)?['\"](?P<path>[^'\"]+)['\"]")

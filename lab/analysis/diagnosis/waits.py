@@ -68,9 +68,9 @@ def rank_activities(ctx: Context) -> dict[int, Activity]:
         if not op and (direction := GLOO_DIRECTION.search(tb.message)):  # a Work's wait() after isend/irecv
             asynchronous = "irecv" if direction["direction"] == "recv" else "isend"
             call = next((call for call in reversed(posted.get(tb.rank, ())) if call.op == asynchronous), None)
-            found[tb.rank] = Activity(tb.rank, tb.node, replace(call, error=error) if call else DistCall(
-                asynchronous, _where(tb.user_frame()), error=error), bool(TIMED_OUT.search(tb.message)),
-                "hooks" if call else "traceback")
+            if call is not None:  # else a collective run from C++ (DDP's buckets), not the job's own p2p
+                found[tb.rank] = Activity(tb.rank, tb.node, replace(call, error=error),
+                                          bool(TIMED_OUT.search(tb.message)), "hooks")
         elif op:
             found[tb.rank] = Activity(tb.rank, tb.node, DistCall(op, _where(tb.user_frame()), error=error),
                                       bool(TIMED_OUT.search(tb.message)), "traceback")
@@ -216,7 +216,32 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
     if other is None:
         sent = _sent_before_ending(ctx, peer, rank, receiving)
         if sent is None:
+            if _left_without_error(ctx, peer):
+                half = "send" if receiving else "receive"
+                return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer}, which ended without ever "
+                                               f"making that call: the {half} is in code rank {peer} did not run (a "
+                                               "condition true on one side only)", str(activity), activity.node, rank,
+                               "make the matching call on both sides under the same condition: decide it once (on "
+                               "one rank, then broadcast the flag) or send a placeholder (an empty message) when "
+                               "there is nothing to send")
             return None
+        if call.tensors and sent.tensors and call.tensors != sent.tensors:
+            return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer} into "
+                                           f"{', '.join(map(str, call.tensors))}, but rank {peer} used "
+                                           f"{', '.join(map(str, sent.tensors))} ({sent})", f"{activity}; rank {peer}: "
+                                           f"{sent}", activity.node, rank,
+                           "give the receiving buffer the sender's shape and dtype: send the shape first (a small "
+                           "tensor) and allocate from it, or use send_object_list for data whose size varies")
+        made, matched = _exchanges(ctx, rank, peer, receiving), _exchanges(ctx, peer, rank, not receiving)
+        if made + 1 > matched and _left_without_error(ctx, peer):
+            return Finding("p2p-mismatch", f"rank {rank} waits for its {_ordinal(made + 1)} {call.op} with rank {peer}, "
+                                           f"which made only {matched} matching call(s) and ended: the two sides "
+                                           "decide how many messages to exchange differently (a condition, a "
+                                           "count or a loop of each rank's own)", f"{activity}; rank {peer}: "
+                                           f"{matched} x {sent}", activity.node, rank,
+                           "make both sides agree on every message: decide the condition or the count once and "
+                           "share it (broadcast a flag or the count first), or always send (an empty placeholder "
+                           "when there is nothing new)")
         if call.tag is not None and sent.tag is not None and sent.tag != call.tag:
             return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer} with tag {call.tag}, but rank "
                                            f"{peer} used tag {sent.tag} ({sent}) and went on",
@@ -256,6 +281,26 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
                                    "communication in different orders", f"{activity}; {other}", activity.node, rank,
                    "make both ranks make the matching calls in the same order (a send on one rank needs its receive "
                    "on the other before either goes on to a collective)")
+
+
+def _exchanges(ctx: Context, rank: int, peer: int, receiving: bool) -> int:
+    """How many point-to-point calls toward `peer` (receives from it, or sends to it) the rank's hooks saw return."""
+    trace = next((trace for trace in ctx.evidence.traces if trace.rank == rank and trace.calls), None)
+    wanted = RECEIVES if receiving else SENDS
+    return sum(1 for call in (trace.calls.recent if trace else ()) if call.op in wanted and call.peer in (peer, None))
+
+
+def _ordinal(number: int) -> str:
+    return f"{number}{'th' if 10 <= number % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(number % 10, 'th')}"
+
+
+def _left_without_error(ctx: Context, rank: int) -> bool:
+    """The rank's hooks say it ended without an exception, or its node (one process per node) exited 0."""
+    trace = next((trace for trace in ctx.evidence.traces if trace.rank == rank), None)
+    if trace is not None and trace.calls is not None and trace.ended_without_error:
+        return True
+    node = next((node for node in ctx.evidence.nodes if node.index == rank), None)
+    return ctx.evidence.nproc_per_node == 1 and node is not None and node.exit_code == 0 and trace is not None
 
 
 def _sent_to(ctx: Context, rank: int) -> set[int]:
@@ -393,6 +438,35 @@ def _ranks_text(activities) -> str:
     return " and ".join(f"rank {activity.rank} ({activity.call.op})" for activity in activities)
 
 
+def member_elsewhere_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """A rank waits in a collective on a subgroup while another member of that group is in another call: that member
+    made fewer calls on the group (it skipped one), whatever the ranks outside the group were doing."""
+    for activity in activities.values():
+        call = activity.call
+        if call.group is None or call.op in POINT_TO_POINT + GROUP_CREATION:
+            continue
+        for member in call.group:
+            other = activities.get(member)
+            if member == activity.rank or other is None or (other.call.op, other.call.group) == (call.op, call.group):
+                continue
+            mine, theirs = _calls_on_group(ctx, activity.rank, call), _calls_on_group(ctx, member, call)
+            at = f" at {other.call.caller}" if other.call.caller else ""
+            return [Finding(
+                "collective-mismatch", f"rank {activity.rank} waits in its {_ordinal(mine + 1)} {call.op} on group "
+                                       f"{list(call.group)}, but rank {member}, a member of that group, went on to "
+                                       f"{other.call.op}{at} after {theirs}: it skipped one",
+                f"{activity}; {other}", activity.node, activity.rank,
+                f"every member of a group must make the same calls on it: a member with nothing to add this step (no "
+                f"tokens routed to it, an empty batch) still joins the {call.op}, with zeros, or the members agree "
+                "first (all_reduce a flag) to skip it together")]
+    return []
+
+
+def _calls_on_group(ctx: Context, rank: int, call: DistCall) -> int:
+    trace = next((trace for trace in ctx.evidence.traces if trace.rank == rank and trace.calls), None)
+    return sum(1 for done in (trace.calls.recent if trace else ()) if (done.op, done.group) == (call.op, call.group))
+
+
 def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
     """Members of one group in different collectives, or in one with tensors of other shapes or dtypes, as the hooks
     saw the calls (with the user's line of each)."""
@@ -528,16 +602,33 @@ DIGITS = re.compile(r"\d+")  # keys that differ only in numbers are other ranks'
 def store_findings(ctx: Context) -> list[Finding]:
     """A store key a rank waited for (get/wait) until its timeout, which no rank set: the nearest key set instead."""
     sets: dict[str, list[int]] = {}
+    stores: dict[str, set[str | None]] = {}  # the kinds of store each key was set on
     waits: list[tuple[int | None, int | None, StoreOp]] = []
     for trace in ctx.evidence.traces:
+        rank = trace.rank if trace.rank is not None or ctx.evidence.nproc_per_node != 1 else trace.node
         for op in trace.calls.store if trace.calls else ():
             if op.waits and (op.ended_at is None or _timed_out(op.error)):
-                waits.append((trace.rank, trace.node, op))
+                waits.append((rank, trace.node, op))
             elif not op.waits and op.op not in ("check", "delete_key"):
                 for key in op.keys:
-                    sets.setdefault(key, []).append(trace.rank)
+                    sets.setdefault(key, []).append(rank)
+                    stores.setdefault(key, set()).add(op.store)
     if not sets and not waits:
         return _store_wait_in_the_logs(ctx)
+    for rank, node, op in waits:  # the same name on another kind of store: a PrefixStore's keys are other keys
+        for key in op.keys:
+            if key in sets and op.store not in stores[key] and "PrefixStore" in stores[key] | {op.store}:
+                where = f" at {op.caller}" if op.caller else ""
+                setters = " and ".join(f"rank {setter}" for setter in sorted(set(sets[key]), key=str))
+                return [Finding(
+                    "store-key-never-set", f"rank {rank} waited for the store key '{key}'{where} on a {op.store}, "
+                                           f"while {setters} set '{key}' on a "
+                                           f"{' / '.join(sorted(str(kind) for kind in stores[key]))}: a PrefixStore "
+                                           "puts its prefix before every key, so these are two different keys",
+                    f"rank {rank}: {op.op}({list(op.keys)}) on {op.store}; {setters}: set on "
+                    f"{', '.join(sorted(str(kind) for kind in stores[key]))}", node, rank,
+                    "read and write through the same store object: wrap the store in the same PrefixStore on every "
+                    "rank (same prefix), or use the bare store on both sides")]
     candidates = []
     for rank, node, op in waits:
         for key in op.keys:
@@ -675,7 +766,8 @@ def reasoning_findings(ctx: Context) -> list[Finding]:
     """Every rule that matches the ranks' calls, in the order a root cause is most likely."""
     activities = rank_activities(ctx)
     return (point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
-            + group_findings(ctx, activities) + store_findings(ctx) + call_mismatch_findings(ctx, activities)
+            + group_findings(ctx, activities) + store_findings(ctx) + member_elsewhere_findings(ctx, activities)
+            + call_mismatch_findings(ctx, activities)
             + timeout_findings(ctx, activities) + dataloader_findings(ctx))
 
 
