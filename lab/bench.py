@@ -10,7 +10,7 @@ from lab.errors import RunError, SpecError
 from lab import paths
 
 BENCH_SCRIPT = paths.REPO_ROOT / "bench" / "run.py"
-PARTS = ("up", "memory", "allreduce", "exercise03", "links", "jobs", "overhead", "packages")
+PARTS = ("up", "memory", "allreduce", "exercise03", "links", "jobs", "overhead", "packages", "forecast")
 
 
 def bench_argv(parts: list[str], max_nodes: int, cold: bool, rounds: int, name: str, keep: bool,

@@ -30,7 +30,7 @@ MERGE_NS = 50_000  # the training thread's ops closer than this are one busy int
 COLLECTIVE_PREFIXES = ("gloo:", "nccl:")  # how the backends' worker threads name a collective in the profiler
 
 _state = {"bounds": [], "source": "optimizer", "profiler": None, "window": None, "written": False, "folder": None,
-          "skip": 5, "steps": 4}
+          "skip": 4, "steps": 6}
 _lock = threading.Lock()
 
 

@@ -39,6 +39,8 @@ HALF_OPS = {"all_gather", "allgather", "_allgather_base", "all_gather_into_tenso
 REDUCING = {"reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced"}
 GATHERING = {"all_gather", "allgather", "_allgather_base", "all_gather_into_tensor", "allgather_into_tensor_coalesced"}
 TREE_OPS = {"broadcast", "barrier", "reduce", "gather", "scatter"}
+FACTOR_RANGE = (0.05, 50.0)  # the in-job factor is looked for in here
+HIDDEN_SHARE = 0.01  # a step that waited less than this share of itself hid its collectives
 
 
 @dataclass(frozen=True)
@@ -144,27 +146,28 @@ def model_durations(step: StepTrace, link: LinkModel, ranks: int, rehearsal_rank
 
 
 def fit_in_job_factor(steps: tuple[StepTrace, ...], link: LinkModel, ranks: int, compute_scale: float = 1.0) -> float:
-    """The factor on the model's collective times for which the replay of the profiled steps at the rehearsal's size
-    takes as long as they did (bisection; the replay only grows with it). Where the steps waited for nothing the
-    collectives were hidden: any factor up to where they would show fits, and 1 is taken if it does."""
-    measured = sum(step.seconds for step in steps)
+    """The factor on the model's collective times for which the replay of a profiled step at the rehearsal's size
+    takes as long as it did (bisection; the replay only grows with it), the median over the steps that waited (a step
+    slowed by other work on the host moves one of them, not the fit). Where no step waited the collectives were
+    hidden: any factor up to where they would show fits, and 1 is taken if it does."""
+    def fitted(step: StepTrace) -> float:
+        def replayed(factor: float) -> float:
+            return replay(step, model_durations(step, link, ranks, ranks, factor), compute_scale).seconds
 
-    def replayed(factor: float) -> float:
-        return sum(replay(step, model_durations(step, link, ranks, ranks, factor), compute_scale).seconds
-                   for step in steps)
-
-    low, high = 0.05, 50.0
-    if replayed(low) >= measured:
+        low, high = FACTOR_RANGE
+        if replayed(low) >= step.seconds:
+            return low
+        if replayed(high) <= step.seconds:
+            return high
+        for _ in range(30):
+            middle = math.sqrt(low * high)
+            low, high = (middle, high) if replayed(middle) <= step.seconds else (low, middle)
         return low
-    if replayed(high) <= measured:
-        return high
-    for _ in range(40):
-        middle = math.sqrt(low * high)
-        low, high = (middle, high) if replayed(middle) <= measured else (low, middle)
-    waited = sum(step.waited for step in steps)
-    if waited < 0.01 * measured:
-        return min(1.0, low)
-    return low
+
+    waiting = [step for step in steps if step.waited >= HIDDEN_SHARE * step.seconds]
+    if waiting:
+        return statistics.median(fitted(step) for step in waiting)
+    return min(1.0, statistics.median(fitted(step) for step in steps))
 
 
 def median(values) -> float:

@@ -89,11 +89,11 @@ class RankProfile:
 
     @property
     def profiled_seconds(self) -> float:
-        return statistics.mean(step.seconds for step in self.window)
+        return statistics.median(step.seconds for step in self.window)
 
     @property
     def waited_seconds(self) -> float:
-        return statistics.mean(step.waited for step in self.window)
+        return statistics.median(step.waited for step in self.window)
 
     @property
     def profiler_compute_scale(self) -> float:
@@ -201,7 +201,7 @@ def load_rehearsal(folder: Path, run: str = "RUN") -> Rehearsal:
     if not ranks:
         seen = max((len(data.get("steps") or []) for data in raw), default=0)
         raise ForecastError(f"run {run} has no profiled steps: its processes saw {seen} training step(s) "
-                            f"(a step ends at optimizer.step(); the profile needs 13: 5 warm-up, 4 profiled, 4 after)",
+                            f"(a step ends at optimizer.step(); the profile needs 16: 4 warm-up, 6 profiled, 6 after)",
                             "train for more steps, or mark each step with `import lab_profile; lab_profile.mark_step()`")
     if not any(step.collectives for rank in ranks for step in rank.window):
         raise ForecastError(f"run {run} ran no collectives in its profiled steps: nothing is communicated to forecast",

@@ -1,0 +1,134 @@
+"""`lab bench --only forecast`: the forecast checked against the lab's own bigger runs, side by side in one run.
+
+Per link rate and workload: rehearse on 2 nodes (`lab torchrun --profile`), forecast 4 and 8 nodes from that record
+alone, then run the same job on 4 and 8 nodes with the same per-node CPU limit and link, and compare step time and
+communication's share. Nothing measured at 4 or 8 nodes feeds the fit: the forecast is made from the 2-node record
+before those runs are read. A change of link alone: the rehearsal on one rate forecast on the other, against the run
+on the other rate at the same size.
+
+Workloads: bench/forecast_workload.py (an 8-layer MLP under DDP whose 8.4 MB of gradients go in 8 buckets of
+1 MiB), and exercise04's minGPT (`train.py --epochs 2`, one small bucket). Every node gets FORECAST_CPUS of a CPU, so
+8 nodes ask 8 x that of this machine's 2 cores (shared with other work: the load is printed beside each run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO))
+
+from lab.analysis.record import load as load_record  # noqa: E402
+from lab.forecast.forecast import Target, forecast  # noqa: E402
+from lab.forecast.rehearsal import PROFILE_FOLDER, load_rehearsal  # noqa: E402
+from lab.model.spec import EXERCISES_MOUNT  # noqa: E402
+
+FORECAST_CPUS = 0.2
+FORECAST_LINKS = ("100mbit", "400mbit")
+FORECAST_SIZES = (2, 4, 8)
+WORKLOADS = {
+    "ddp-mlp (8 buckets)": (BENCH / "forecast_workload.py", ["--steps", "18"], {}),
+    "exercise04 minGPT": (REPO / "exercises" / "exercise04_mingpt" / "train.py", ["--epochs", "2"],
+                          {"PYTHONPATH": EXERCISES_MOUNT}),
+}
+TARGETS = {4: 0.10, 8: 0.15}  # step-time error allowed by nodes
+SHARE_POINTS = 0.05
+LINK_TARGET = 0.10
+
+
+def _load() -> str:
+    return "%.1f" % os.getloadavg()[0]
+
+
+def profiled_run(cli, name: str, workload: str) -> dict:
+    script, args, env = WORKLOADS[workload]
+    env_args = [option for key, value in env.items() for option in ("--env", f"{key}={value}")]
+    before = _load()
+    started = time.monotonic()
+    _, output = cli("torchrun", "--name", name, "--profile", "--json", "--timeout", "900", *env_args, str(script),
+                    *args, timeout=1200)
+    record = json.loads(output.stdout)
+    return {"run": record["run_id"], "seconds": round(time.monotonic() - started, 1), "load": f"{before}->{_load()}"}
+
+
+def measured(run_id: str) -> dict:
+    record = load_record(run_id)
+    rehearsal = load_rehearsal(record.path / PROFILE_FOLDER, run_id)
+    return {"step_ms": rehearsal.step_seconds * 1000, "comm_share": rehearsal.comm_share}
+
+
+def predicted(run_id: str, nodes: tuple[int, ...], link: str | None = None) -> dict[int, dict]:
+    record = load_record(run_id)
+    result = forecast(load_rehearsal(record.path / PROFILE_FOLDER, run_id), Target(nodes, link=link))
+    return {row.nodes: {"step_ms": row.step_ms, "comm_share": row.comm_share} for row in result.rows}
+
+
+def bench_forecast(cli, name: str, results_dir: Path, table) -> dict:
+    runs: dict[str, dict] = {}
+    started_load = _load()
+    for link in FORECAST_LINKS:
+        for nodes in FORECAST_SIZES:
+            cli("up", "--nodes", str(nodes), "--name", name, "--recreate", "--cpus", str(FORECAST_CPUS), "--link", link,
+                "--nproc-per-node", "1", timeout=600)
+            time.sleep(3)
+            for workload in WORKLOADS:
+                key = f"{workload}|{link}|{nodes}"
+                runs[key] = profiled_run(cli, name, workload)
+                print(f"  {key}: run {runs[key]['run']} in {runs[key]['seconds']} s, load {runs[key]['load']}",
+                      flush=True)
+    rows, link_rows = [], []
+    for workload in WORKLOADS:
+        for link in FORECAST_LINKS:
+            rehearsal = runs[f"{workload}|{link}|2"]["run"]
+            forecasts = predicted(rehearsal, tuple(n for n in FORECAST_SIZES if n != 2))  # the 2-node record only
+            for nodes, guess in forecasts.items():
+                seen = measured(runs[f"{workload}|{link}|{nodes}"]["run"])
+                rows.append(_compare(workload, link, nodes, guess, seen, runs[f"{workload}|{link}|{nodes}"]["load"]))
+            other = next(rate for rate in FORECAST_LINKS if rate != link)
+            for nodes, guess in predicted(rehearsal, FORECAST_SIZES, other).items():
+                seen = measured(runs[f"{workload}|{other}|{nodes}"]["run"])
+                link_rows.append(_compare(workload, f"{link} -> {other}", nodes, guess, seen,
+                                          runs[f"{workload}|{other}|{nodes}"]["load"]))
+    headers = ["workload", "link", "nodes", "forecast step (ms)", "measured step (ms)", "error", "forecast comm",
+               "measured comm", "points", "load"]
+    print(f"\n## forecast vs measured: rehearsed on 2 nodes, {FORECAST_CPUS} CPU per node ({started_load} -> {_load()})")
+    print(table(headers, [_cells(row) for row in rows]))
+    print("\n## a change of link alone: rehearsed on one rate, forecast on the other (2-node rows: the link alone)")
+    print(table(headers, [_cells(row) for row in link_rows]))
+    return {"cpus_per_node": FORECAST_CPUS, "runs": runs, "rows": rows, "link_rows": link_rows}
+
+
+def _compare(workload: str, link: str, nodes: int, guess: dict, seen: dict, load: str) -> dict:
+    return {"workload": workload, "link": link, "nodes": nodes, "forecast_ms": round(guess["step_ms"], 1),
+            "measured_ms": round(seen["step_ms"], 1), "error": round(guess["step_ms"] / seen["step_ms"] - 1, 4),
+            "forecast_share": round(guess["comm_share"], 3), "measured_share": round(seen["comm_share"], 3),
+            "points": round((guess["comm_share"] - seen["comm_share"]) * 100, 1), "load": load}
+
+
+def _cells(row: dict) -> list:
+    return [row["workload"], row["link"], row["nodes"], row["forecast_ms"], row["measured_ms"], f"{row['error']:+.1%}",
+            f"{row['forecast_share']:.0%}", f"{row['measured_share']:.0%}", f"{row['points']:+.1f}", row["load"]]
+
+
+def verdicts(result: dict) -> list[list]:
+    out = []
+    for nodes, allowed in TARGETS.items():
+        errors = [abs(row["error"]) for row in result["rows"] if row["nodes"] == nodes]
+        if errors:
+            out.append([f"forecast step-time error at {nodes} nodes (worst of {len(errors)})", f"<= {allowed:.0%}",
+                        f"{max(errors):.1%} (median {statistics.median(errors):.1%})", max(errors) <= allowed])
+    points = [abs(row["points"]) for row in result["rows"]]
+    if points:
+        out.append(["forecast comm share (worst)", f"<= {SHARE_POINTS * 100:.0f} points", f"{max(points):.1f} points",
+                    max(points) <= SHARE_POINTS * 100])
+    link_errors = [abs(row["error"]) for row in result["link_rows"] if row["nodes"] == 2]
+    if link_errors:
+        out.append(["forecast of a change of link alone (2 nodes, worst)", f"<= {LINK_TARGET:.0%}",
+                    f"{max(link_errors):.1%}", max(link_errors) <= LINK_TARGET])
+    return out
