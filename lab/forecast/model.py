@@ -155,10 +155,10 @@ def fit_in_job_factor(steps: tuple[StepTrace, ...], link: LinkModel, ranks: int,
             return replay(step, model_durations(step, link, ranks, ranks, factor), compute_scale).seconds
 
         low, high = FACTOR_RANGE
+        if replayed(high) <= step.seconds * (1 + 1e-9):  # the step never waits for them, however slow
+            return high
         if replayed(low) >= step.seconds:
             return low
-        if replayed(high) <= step.seconds:
-            return high
         for _ in range(30):
             middle = math.sqrt(low * high)
             low, high = (middle, high) if replayed(middle) <= step.seconds else (low, middle)
