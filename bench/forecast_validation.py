@@ -13,7 +13,6 @@ Workloads: bench/forecast_workload.py (an 8-layer MLP under DDP whose 8.4 MB of 
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -27,6 +26,7 @@ sys.path.insert(0, str(REPO))
 from lab.analysis.record import load as load_record  # noqa: E402
 from lab.forecast.forecast import Target, forecast  # noqa: E402
 from lab.forecast.rehearsal import PROFILE_FOLDER, load_rehearsal  # noqa: E402
+from lab.jobs import adhoc, targets  # noqa: E402
 from lab.model.spec import EXERCISES_MOUNT  # noqa: E402
 
 FORECAST_CPUS = 0.2
@@ -46,20 +46,29 @@ def _load() -> str:
     return "%.1f" % os.getloadavg()[0]
 
 
-def profiled_run(cli, name: str, workload: str) -> dict:
+class _Quiet:
+    def line(self, node: int, text: str) -> None:
+        pass
+
+    def event(self, text: str) -> None:
+        pass
+
+
+def profiled_run(name: str, workload: str, calibrate: bool) -> dict:
+    """`lab torchrun --profile` through the library (a run only measured skips the link's calibration)."""
     script, args, env = WORKLOADS[workload]
-    env_args = [option for key, value in env.items() for option in ("--env", f"{key}={value}")]
     before = _load()
     started = time.monotonic()
-    _, output = cli("torchrun", "--name", name, "--profile", "--json", "--timeout", "900", *env_args, str(script),
-                    *args, timeout=1200)
-    record = json.loads(output.stdout)
-    return {"run": record["run_id"], "seconds": round(time.monotonic() - started, 1), "load": f"{before}->{_load()}"}
+    record = adhoc.run_torchrun(targets.resolve(None, name), 1, "static", script, args, env, 900, _Quiet(),
+                                profile=True, calibrate=calibrate)
+    if not record.passed:
+        raise SystemExit(f"{workload} on {name} failed: see {record.path}")
+    return {"run": record.run_id, "seconds": round(time.monotonic() - started, 1), "load": f"{before}->{_load()}"}
 
 
 def measured(run_id: str) -> dict:
     record = load_record(run_id)
-    rehearsal = load_rehearsal(record.path / PROFILE_FOLDER, run_id)
+    rehearsal = load_rehearsal(record.path / PROFILE_FOLDER, run_id, calibrated=False)
     return {"step_ms": rehearsal.step_seconds * 1000, "comm_share": rehearsal.comm_share}
 
 
@@ -79,7 +88,7 @@ def bench_forecast(cli, name: str, results_dir: Path, table) -> dict:
             time.sleep(3)
             for workload in WORKLOADS:
                 key = f"{workload}|{link}|{nodes}"
-                runs[key] = profiled_run(cli, name, workload)
+                runs[key] = profiled_run(name, workload, calibrate=nodes == 2)
                 print(f"  {key}: run {runs[key]['run']} in {runs[key]['seconds']} s, load {runs[key]['load']}",
                       flush=True)
     rows, link_rows = [], []

@@ -185,8 +185,9 @@ def rank_profile(data: dict) -> RankProfile | None:
                        inside[0][0], str(data.get("step_source") or "optimizer"))
 
 
-def load_rehearsal(folder: Path, run: str = "RUN") -> Rehearsal:
-    """The rehearsal in a record's profile folder; a ForecastError naming what it lacks otherwise."""
+def load_rehearsal(folder: Path, run: str = "RUN", calibrated: bool = True) -> Rehearsal:
+    """The rehearsal in a record's profile folder; a ForecastError naming what it lacks otherwise. `calibrated`
+    False: a run read only for what it measured (its step time and communication share), no calibration needed."""
     facts_path = folder / FACTS_FILE
     dumps = sorted(folder.glob("profile-*.json")) if folder.is_dir() else []
     if not folder.is_dir() or (not dumps and not facts_path.exists()):
@@ -207,7 +208,7 @@ def load_rehearsal(folder: Path, run: str = "RUN") -> Rehearsal:
         raise ForecastError(f"run {run} ran no collectives in its profiled steps: nothing is communicated to forecast",
                             "is it distributed (DDP, FSDP, torch.distributed calls)?")
     calibration = facts.get("calibration") or {}
-    if "error" in calibration or not calibration.get("all_reduce"):
+    if calibrated and ("error" in calibration or not calibration.get("all_reduce")):
         raise ForecastError(f"run {run} has no calibration of its link: {calibration.get('error', 'none taken')}",
                             "rehearse again with --profile on a lab of 2 or more nodes")
     return Rehearsal(int(facts["nodes"]), int(facts["nproc_per_node"]), facts.get("link"), facts.get("cpus"),

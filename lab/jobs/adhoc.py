@@ -73,7 +73,8 @@ def _stage(target: Target, run_id: str, copy: Path | None, plan: CopyPlan | None
 
 
 def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout: int | None, reporter: Reporter,
-                     cwd: str, facts: JobFacts, fail_grace: float | None, profile: bool = False) -> RunRecord:
+                     cwd: str, facts: JobFacts, fail_grace: float | None, profile: bool = False,
+                     calibrate: bool = True) -> RunRecord:
     """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost.
 
     A run that did not pass gets a diagnosis (explain.py) from its logs, exit codes and, when it hung, stacks.
@@ -99,7 +100,8 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
             record.diagnosis = explain_launch(result, facts, target.transport.faults(),
                                               interfaces=node_interfaces(target.transport, commands))
         elif profile:
-            gather_rehearsal(target, record.path, record.run_id, facts.nproc_per_node, list(facts.command), reporter)
+            gather_rehearsal(target, record.path, record.run_id, facts.nproc_per_node, list(facts.command), reporter,
+                             calibrate)
     return record
 
 
@@ -137,7 +139,7 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
 def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: Path, args: list[str],
                  env: dict[str, str], timeout: int | None, reporter: Reporter,
                  master_port: int | None = None, fail_grace: float | None = FAILED_NODE_GRACE,
-                 copy_limit: int = DEFAULT_COPY_LIMIT, profile: bool = False) -> RunRecord:
+                 copy_limit: int = DEFAULT_COPY_LIMIT, profile: bool = False, calibrate: bool = True) -> RunRecord:
     """torchrun an unmodified script (or, with SCRIPT `-m`, a module) on every node.
 
     A script in the lab's workspace runs where it is, from the workspace; any other script's folder is copied to the
@@ -176,7 +178,7 @@ def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: 
     name = program[-1] if module else script.name
     reporter.event(f"torchrun {name} on {target.nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
     facts = _job_facts(target, nproc_per_node, port, env, [name, *args])
-    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace, profile)
+    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace, profile, calibrate)
 
 
 def _with_workspace(target: Target, env: dict[str, str]) -> dict[str, str]:

@@ -55,13 +55,16 @@ def calibrate_link(target: Target, run_id: str) -> dict:
 
 
 def gather_rehearsal(target: Target, record_path: Path, run_id: str, nproc_per_node: int, command: list[str],
-                     reporter: Reporter) -> Path:
-    """Write the rehearsal's facts and the link's calibration beside the processes' profiles; the folder."""
+                     reporter: Reporter, calibrate: bool = True) -> Path:
+    """Write the rehearsal's facts and the link's calibration beside the processes' profiles; the folder. Without
+    `calibrate` (a run only measured, as `lab bench` does at the sizes it checks a forecast against) no calibration."""
     folder = record_path / PROFILE_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     facts = {"nodes": target.nnodes, "nproc_per_node": nproc_per_node, "link": target.link, "cpus": target.cpus,
              "lab": target.label, "command": command, "profiles": len(list(folder.glob("profile-*.json")))}
-    if target.nnodes >= 2:
+    if not calibrate:
+        facts["calibration"] = {"error": "not taken: this run was only measured"}
+    elif target.nnodes >= 2:
         reporter.event("profile: calibrating the link between node0 and node1 (all_reduce sizes swept, a few seconds)")
         facts["calibration"] = calibrate_link(target, run_id)
     else:

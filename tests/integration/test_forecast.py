@@ -1,0 +1,40 @@
+"""`lab torchrun --profile` then `lab forecast`: the whole path on a real 2-node lab with a shaped link.
+
+The rehearsal is bench/forecast_workload.py (DDP, 8 buckets of 1 MiB): every process writes its profiled steps, the
+lab calibrates the link between node0 and node1, and the forecast reads only the record.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import lab, lab_json
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+WORKLOAD = Path(__file__).resolve().parents[2] / "bench" / "forecast_workload.py"
+
+
+def test_a_profiled_rehearsal_forecasts_bigger_labs(fresh_name):
+    lab("up", "--nodes", "2", "--name", fresh_name, "--link", "200mbit", "--nproc-per-node", "1", check=True)
+    [record] = [lab_json("torchrun", "--name", fresh_name, "--profile", str(WORKLOAD), "--steps", "18",
+                         timeout=900)]
+    folder = Path(record["path"]) / "profile"
+    profiles = sorted(folder.glob("profile-*.json"))
+    assert len(profiles) == 2, list(folder.iterdir())
+    facts = json.loads((folder / "lab.json").read_text())
+    assert facts["link"] == "200mbit" and facts["nodes"] == 2
+    assert len(facts["calibration"]["all_reduce"]) >= 5, facts["calibration"]
+    window = json.loads(profiles[0].read_text())["window"]
+    assert window["collectives"] and all(c["bytes"] == 1050624 for c in window["collectives"])
+    assert all(c["issued_ns"] <= c["started_ns"] < c["ended_ns"] for c in window["collectives"])
+
+    rows = lab_json("forecast", record["run_id"], "--nodes", "4,8")
+    assert [row["nodes"] for row in rows] == [4, 8]
+    assert rows[0]["step_ms"] < rows[1]["step_ms"] and rows[1]["efficiency"] < 1
+    assert (Path(record["path"]) / "forecast.png").is_file()
+
+    plain = lab_json("torchrun", "--name", fresh_name, str(WORKLOAD), "--steps", "2", timeout=600)
+    refused = lab("forecast", plain["run_id"])
+    assert refused.returncode == 2 and "was not profiled" in refused.stderr
