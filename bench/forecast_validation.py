@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -141,3 +142,41 @@ def verdicts(result: dict) -> list[list]:
         out.append(["forecast of a change of link alone (2 nodes, worst)", f"<= {LINK_TARGET:.0%}",
                     f"{max(link_errors):.1%}", max(link_errors) <= LINK_TARGET])
     return out
+
+
+TRIVIAL = "import torch.distributed as dist\ndist.init_process_group('gloo')\ndist.barrier()\ndist.destroy_process_group()\n"
+COST_ROUNDS = 2
+
+
+def recording_cost(name: str, table) -> dict:
+    """What --profile costs, side by side on one lab, rounds alternating: the job itself (its launch to its end) with
+    and without it, for a trivial job (init, barrier: no optimizer, nothing profiled) and exercise04 (one epoch:
+    6 steps profiled); and the link calibration --profile adds after the job."""
+    trivial = Path(tempfile.mkdtemp()) / "trivial.py"
+    trivial.write_text(TRIVIAL)
+    jobs = {"trivial": (trivial, [], {}),
+            "exercise04 (1 epoch)": (WORKLOADS["exercise04 minGPT"][0], ["--epochs", "1"], WORKLOADS["exercise04 minGPT"][2])}
+    seconds: dict[tuple[str, bool], list[float]] = {}
+    calibration: list[float] = []
+    started_load = _load()
+    target = targets.resolve(None, name)
+    for _ in range(COST_ROUNDS):
+        for job, (script, args, env) in jobs.items():
+            for profile in (False, True):
+                began = time.monotonic()
+                record = adhoc.run_torchrun(target, 1, "static", script, args, env, 900, _Quiet(), profile=profile)
+                if not record.passed:
+                    raise SystemExit(f"{job} failed: see {record.path}")
+                seconds.setdefault((job, profile), []).append(record.steps[0].seconds)
+                if profile:
+                    calibration.append(time.monotonic() - began - record.steps[0].seconds)
+    rows = []
+    for job in jobs:
+        plain, profiled = min(seconds[(job, False)]), min(seconds[(job, True)])
+        rows.append([job, round(plain, 2), round(profiled, 2), f"{profiled / plain:.3f}",
+                     ", ".join(f"{s:.1f}" for s in seconds[(job, False)]), ", ".join(f"{s:.1f}" for s in seconds[(job, True)])])
+    print(f"\n## what --profile costs, best of {COST_ROUNDS} ({started_load} -> {_load()})")
+    print(table(["job", "plain (s)", "--profile (s)", "ratio", "plain rounds", "--profile rounds"], rows))
+    print(f"link calibration after a --profile run: {min(calibration):.1f} s at best "
+          f"({', '.join(f'{s:.1f}' for s in calibration)})")
+    return {"rows": rows, "calibration_seconds": calibration}

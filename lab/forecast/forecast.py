@@ -78,20 +78,30 @@ class Forecast:
 
 
 class _Ranks:
-    """Everything per rank the forecast replays: its profiled steps, compute scale and fitted factor."""
+    """Everything per rank the forecast replays: its profiled steps, the in-job factor fitted on them, and the
+    anchoring of its computation to the steps outside the profiled window.
+
+    Anchoring: the profiled steps ran under the profiler (which slows what it watches) and, on a shared host, beside
+    other work; the steps outside the window give the rehearsal's measured step time. What the replay at the
+    rehearsal's own size misses of it is computation no collective overlaps (added after the step's last wait; the
+    communication the window measured is kept), so the forecast at the rehearsal's size is what was measured there
+    and every other size differs from it by what the model says changes."""
 
     def __init__(self, rehearsal: Rehearsal, link: LinkModel, compute_scale: float):
         self.entries = []
+        world = rehearsal.world_size
         for rank in rehearsal.ranks:
-            scale = rank.profiler_compute_scale
-            factor = fit_in_job_factor(rank.window, link, rehearsal.world_size, scale)
-            self.entries.append((rank, scale * compute_scale, factor))
+            factor = fit_in_job_factor(rank.window, link, world, 1.0)
+            replays = [replay(step, model_durations(step, link, world, world, factor)) for step in rank.window]
+            compute = statistics.median(result.compute for result in replays)
+            offset = rank.unprofiled_seconds - statistics.median(result.seconds for result in replays)
+            self.entries.append((rank, compute_scale, factor, max(offset, -0.5 * compute)))
 
     def step(self, link: LinkModel, ranks: int, world: int, extra_scale: float = 1.0,
              bytes_scale: float = 1.0, merge: int = 1, accumulate: int = 1) -> tuple[float, float, float]:
         """Median over ranks of the median profiled step replayed: (seconds, compute, comm)."""
         per_rank = []
-        for rank, scale, factor in self.entries:
+        for rank, scale, factor, offset in self.entries:
             replays = []
             for trace in rank.window:
                 trace = _merged(trace, merge) if merge > 1 else trace
@@ -99,8 +109,9 @@ class _Ranks:
                                if c.op in ("allreduce", "all_reduce")} if bytes_scale != 1 else None
                 durations = model_durations(trace, link, ranks, world, factor, scale_bytes)
                 result = replay(trace, durations, scale * extra_scale)
-                extra = (accumulate - 1) * result.compute  # the micro-batches under no_sync: computation only
-                replays.append((result.seconds + extra, result.compute + extra, result.comm))
+                unhidden = offset * scale * extra_scale
+                extra = (accumulate - 1) * (result.compute + unhidden)  # the micro-batches under no_sync
+                replays.append((result.seconds + unhidden + extra, result.compute + unhidden + extra, result.comm))
             per_rank.append(tuple(statistics.median(values) for values in zip(*replays)))
         return tuple(statistics.median(values) for values in zip(*per_rank))
 

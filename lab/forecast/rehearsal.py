@@ -21,7 +21,6 @@ FACTS_FILE = "lab.json"
 WAIT_MIN_S = 0.0002  # a shorter gap between ops is Python, not a wait
 WAIT_SLACK_S = 0.002  # the thread wakes this long after the collective it waited for ended, at most
 WARM_UP_STEPS = 2  # first steps left out of the unprofiled step times
-PROFILER_SCALE = (0.6, 1.05)  # the profiler slows computation; a step outside the window faster than this is noise
 
 
 class ForecastError(LabError):
@@ -95,18 +94,6 @@ class RankProfile:
     def waited_seconds(self) -> float:
         return statistics.median(step.waited for step in self.window)
 
-    @property
-    def profiler_compute_scale(self) -> float:
-        """How much slower the profiled steps computed than the others (the profiler's own cost): their computation
-        is scaled back by this. Told only where computation is most of a step: where waiting is, the steps outside
-        the window (whose waits are unknown) say nothing about it, and the profile is taken as it is."""
-        profiled = self.profiled_seconds - self.waited_seconds
-        unprofiled = self.unprofiled_seconds - self.waited_seconds
-        if profiled <= 0 or unprofiled <= 0 or self.waited_seconds > 0.5 * self.profiled_seconds:
-            return 1.0
-        return min(PROFILER_SCALE[1], max(PROFILER_SCALE[0], unprofiled / profiled))
-
-
 @dataclass(frozen=True)
 class Rehearsal:
     nodes: int
@@ -128,8 +115,9 @@ class Rehearsal:
 
     @property
     def comm_share(self) -> float:
-        """The measured share of a step the training thread waited for communication (profiled steps)."""
-        return statistics.median(rank.waited_seconds / rank.profiled_seconds for rank in self.ranks)
+        """The measured share of a step the training thread waited for communication: its waits in the profiled
+        steps over its step time outside them (the profiler slows computation, not the link)."""
+        return statistics.median(min(1.0, rank.waited_seconds / rank.unprofiled_seconds) for rank in self.ranks)
 
 
 def step_trace(start_ns: int, end_ns: int, collectives: list[dict], busy: list[list[int]]) -> StepTrace:
