@@ -92,6 +92,14 @@ def bench_forecast(cli, name: str, results_dir: Path, table) -> dict:
                 runs[key] = profiled_run(name, workload, calibrate=nodes == 2)
                 print(f"  {key}: run {runs[key]['run']} in {runs[key]['seconds']} s, load {runs[key]['load']}",
                       flush=True)
+    result = compare(runs)
+    print_tables(result, table, f"{started_load} -> {_load()}")
+    return result
+
+
+def compare(runs: dict[str, dict]) -> dict:
+    """Forecast against measured for every workload and link, from the runs' records alone (so the comparison can be
+    made again from a results file, with the model as it is now)."""
     rows, link_rows = [], []
     for workload in WORKLOADS:
         for link in FORECAST_LINKS:
@@ -105,13 +113,16 @@ def bench_forecast(cli, name: str, results_dir: Path, table) -> dict:
                 seen = measured(runs[f"{workload}|{other}|{nodes}"]["run"])
                 link_rows.append(_compare(workload, f"{link} -> {other}", nodes, guess, seen,
                                           runs[f"{workload}|{other}|{nodes}"]["load"]))
+    return {"cpus_per_node": FORECAST_CPUS, "runs": runs, "rows": rows, "link_rows": link_rows}
+
+
+def print_tables(result: dict, table, load: str) -> None:
     headers = ["workload", "link", "nodes", "forecast step (ms)", "measured step (ms)", "error", "forecast comm",
                "measured comm", "points", "load"]
-    print(f"\n## forecast vs measured: rehearsed on 2 nodes, {FORECAST_CPUS} CPU per node ({started_load} -> {_load()})")
-    print(table(headers, [_cells(row) for row in rows]))
+    print(f"\n## forecast vs measured: rehearsed on 2 nodes, {FORECAST_CPUS} CPU per node ({load})")
+    print(table(headers, [_cells(row) for row in result["rows"]]))
     print("\n## a change of link alone: rehearsed on one rate, forecast on the other (2-node rows: the link alone)")
-    print(table(headers, [_cells(row) for row in link_rows]))
-    return {"cpus_per_node": FORECAST_CPUS, "runs": runs, "rows": rows, "link_rows": link_rows}
+    print(table(headers, [_cells(row) for row in result["link_rows"]]))
 
 
 def _compare(workload: str, link: str, nodes: int, guess: dict, seen: dict, load: str) -> dict:
@@ -180,3 +191,23 @@ def recording_cost(name: str, table) -> dict:
     print(f"link calibration after a --profile run: {min(calibration):.1f} s at best "
           f"({', '.join(f'{s:.1f}' for s in calibration)})")
     return {"rows": rows, "calibration_seconds": calibration}
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    from run import table as markdown_table
+
+    parser = argparse.ArgumentParser(description="Compare again the runs of a results file (lab bench --only "
+                                                 "forecast), with the model as it is now; or time what --profile costs.")
+    parser.add_argument("--results", type=Path, help="a latest.json holding a forecast part")
+    parser.add_argument("--cost", metavar="LAB", help="time --profile on this 2-node lab instead")
+    options = parser.parse_args()
+    if options.cost:
+        print(json.dumps(recording_cost(options.cost, markdown_table)))
+    else:
+        again = compare(json.loads(options.results.read_text())["forecast"]["runs"])
+        print_tables(again, markdown_table, "loads as measured then")
+        print(markdown_table(["what", "target", "measured", "met"], verdicts(again)))
+        print(json.dumps(again))

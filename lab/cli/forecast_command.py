@@ -95,7 +95,7 @@ def print_forecast(result, run_id: str, picture: Path) -> None:
     for column in columns:
         table.add_column(column, justify="right")
     for row, rehearsal in [(result.rehearsal_row, True)] + [(row, False) for row in result.rows]:
-        cells = [f"{row.nodes}" + (" (rehearsal, model)" if rehearsal else ""), str(row.ranks), f"{row.step_ms:.1f}",
+        cells = [f"{row.nodes}" + (" (rehearsal size)" if rehearsal else ""), str(row.ranks), f"{row.step_ms:.1f}",
                  f"{row.compute_ms:.1f}", f"{row.comm_exposed_ms:.1f}", f"{row.comm_share:.0%}",
                  f"{row.efficiency:.2f}"]
         cells += [f"{row.run_hours:.2f}" if row.run_hours is not None else "-"] * with_time
@@ -105,7 +105,8 @@ def print_forecast(result, run_id: str, picture: Path) -> None:
     console.print("assumptions:")
     for line in result.assumptions:
         console.print(f"  - {escape(line)}")
-    for nodes, levers in result.levers.items():
+    if result.levers:  # the largest size where communication dominates (--json has them for every such size)
+        nodes, levers = max(result.levers.items())
         row = next(row for row in result.rows if row.nodes == nodes)
         console.print(f"communication is {row.comm_share:.0%} of a step at {nodes} nodes; levers, each forecast alone:")
         for lever in levers:
