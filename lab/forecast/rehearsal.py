@@ -20,6 +20,7 @@ PROFILE_FOLDER = "profile"
 FACTS_FILE = "lab.json"
 WAIT_MIN_S = 0.0002  # a shorter gap between ops is Python, not a wait
 WAIT_SLACK_S = 0.002  # the thread wakes this long after the collective it waited for ended, at most
+CLOCK_TOLERANCE_S = 0.0001  # the profiler's and the Flight Recorder's times of one moment differ by this, at most
 WARM_UP_STEPS = 2  # first steps left out of the unprofiled step times
 
 
@@ -143,8 +144,9 @@ def step_trace(start_ns: int, end_ns: int, collectives: list[dict], busy: list[l
     for begin, finish in gaps:
         if finish - begin < WAIT_MIN_S:
             continue
-        ended = [index for index, c in enumerate(steps) if c.issued <= begin + WAIT_SLACK_S
-                 and begin < c.ended <= finish + WAIT_SLACK_S and finish - c.ended <= WAIT_SLACK_S]
+        # the thread can wait only for what it issued before, and wakes after (never before) the collective ended
+        ended = [index for index, c in enumerate(steps) if c.issued <= begin + CLOCK_TOLERANCE_S
+                 and finish - WAIT_SLACK_S <= c.ended <= finish + CLOCK_TOLERANCE_S and c.ended > begin]
         if ended:
             moments.append((begin, "wait", max(ended, key=lambda index: steps[index].ended), finish))
     actions, clock = [], 0.0

@@ -252,3 +252,18 @@ def test_command_on_a_run_that_was_not_profiled_says_what_it_lacks(own_lab_home)
     record.save()
     result = lab("forecast", record.run_id)
     assert result.returncode == 2 and "was not profiled" in result.stderr and "--profile" in result.stderr
+
+
+def test_fsdp2_all_gathers_and_their_waits_inside_fsdp_spans_are_read():
+    rehearsal = load_rehearsal(SAMPLES / "fsdp2-1x2-native")
+    step = rehearsal.ranks[0].window[0]
+    assert {c.op for c in step.collectives} >= {"all_gather"}
+    gathers = [index for index, c in enumerate(step.collectives) if c.op == "all_gather"]
+    waited = {action.index for action in step.actions if action.kind == "wait"}
+    assert set(gathers[:4]) <= waited  # forward waits for each layer's parameters
+    for action in step.actions:  # never a wait for what was not yet issued
+        if action.kind == "wait":
+            issued = [a for a in step.actions if a.kind == "issue" and a.index == action.index]
+            assert issued and step.actions.index(issued[0]) < step.actions.index(action)
+    result = forecast(rehearsal, Target((2, 4), nproc_per_node=2))
+    assert result.rows[1].comm_ms > result.rows[0].comm_ms
