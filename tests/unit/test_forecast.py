@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lab.analysis.record import RunRecord
+from lab.analysis.record import RunRecord, load
+from lab.analysis.report import render
 from lab.cli import cli
 from lab.forecast.forecast import Target, forecast
 from lab.forecast.model import LinkModel, fit_in_job_factor, fit_link, model_durations, replay
@@ -227,6 +228,7 @@ def test_command_prints_a_table_the_assumptions_and_draws_the_curve(profiled_rec
     assert result.exit_code == 0, result.output
     assert "assumptions:" in result.output and "levers" in result.output and "cost" in result.output
     assert (profiled_record.path / "forecast.png").stat().st_size > 10_000
+    assert "<h2>Forecast</h2>" in render(load(profiled_record.run_id))  # `lab report` shows the curve
 
 
 def test_command_json_has_one_object_per_size(profiled_record):
