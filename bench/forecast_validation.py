@@ -68,15 +68,31 @@ def profiled_run(name: str, workload: str, calibrate: bool) -> dict:
 
 
 def measured(run_id: str) -> dict:
+    """What a run measured: its step time and communication share, and (to tell the model's parts apart) the
+    computation of a step and the time the link was busy with collectives (their union: gloo runs two at once)."""
     record = load_record(run_id)
     rehearsal = load_rehearsal(record.path / PROFILE_FOLDER, run_id, calibrated=False)
-    return {"step_ms": rehearsal.step_seconds * 1000, "comm_share": rehearsal.comm_share}
+    compute = statistics.median(statistics.median(step.compute for step in rank.window) for rank in rehearsal.ranks)
+    busy = statistics.median(statistics.median(_union(step) for step in rank.window) for rank in rehearsal.ranks)
+    return {"step_ms": rehearsal.step_seconds * 1000, "comm_share": rehearsal.comm_share, "compute_ms": compute * 1000,
+            "comm_ms": busy * 1000}
+
+
+def _union(step) -> float:
+    total, reach = 0.0, None
+    for start, end in sorted((c.started, c.ended) for c in step.collectives):
+        if reach is None or start > reach:
+            total, reach = total + end - start, end
+        elif end > reach:
+            total, reach = total + end - reach, end
+    return total
 
 
 def predicted(run_id: str, nodes: tuple[int, ...], link: str | None = None) -> dict[int, dict]:
     record = load_record(run_id)
     result = forecast(load_rehearsal(record.path / PROFILE_FOLDER, run_id), Target(nodes, link=link))
-    return {row.nodes: {"step_ms": row.step_ms, "comm_share": row.comm_share} for row in result.rows}
+    return {row.nodes: {"step_ms": row.step_ms, "comm_share": row.comm_share, "compute_ms": row.compute_ms,
+                        "comm_ms": row.comm_ms} for row in result.rows}
 
 
 def bench_forecast(cli, name: str, results_dir: Path, table) -> dict:
@@ -118,7 +134,8 @@ def compare(runs: dict[str, dict]) -> dict:
 
 def print_tables(result: dict, table, load: str) -> None:
     headers = ["workload", "link", "nodes", "forecast step (ms)", "measured step (ms)", "error", "forecast comm",
-               "measured comm", "points", "load"]
+               "measured comm", "points", "compute (ms) forecast / measured", "link busy (ms) forecast / measured",
+               "load"]
     print(f"\n## forecast vs measured: rehearsed on 2 nodes, {FORECAST_CPUS} CPU per node ({load})")
     print(table(headers, [_cells(row) for row in result["rows"]]))
     print("\n## a change of link alone: rehearsed on one rate, forecast on the other (2-node rows: the link alone)")
@@ -129,12 +146,16 @@ def _compare(workload: str, link: str, nodes: int, guess: dict, seen: dict, load
     return {"workload": workload, "link": link, "nodes": nodes, "forecast_ms": round(guess["step_ms"], 1),
             "measured_ms": round(seen["step_ms"], 1), "error": round(guess["step_ms"] / seen["step_ms"] - 1, 4),
             "forecast_share": round(guess["comm_share"], 3), "measured_share": round(seen["comm_share"], 3),
-            "points": round((guess["comm_share"] - seen["comm_share"]) * 100, 1), "load": load}
+            "points": round((guess["comm_share"] - seen["comm_share"]) * 100, 1), "load": load,
+            "forecast_compute_ms": round(guess["compute_ms"], 1), "measured_compute_ms": round(seen["compute_ms"], 1),
+            "forecast_comm_ms": round(guess["comm_ms"], 1), "measured_comm_ms": round(seen["comm_ms"], 1)}
 
 
 def _cells(row: dict) -> list:
     return [row["workload"], row["link"], row["nodes"], row["forecast_ms"], row["measured_ms"], f"{row['error']:+.1%}",
-            f"{row['forecast_share']:.0%}", f"{row['measured_share']:.0%}", f"{row['points']:+.1f}", row["load"]]
+            f"{row['forecast_share']:.0%}", f"{row['measured_share']:.0%}", f"{row['points']:+.1f}",
+            f"{row['forecast_compute_ms']:.0f} / {row['measured_compute_ms']:.0f}",
+            f"{row['forecast_comm_ms']:.0f} / {row['measured_comm_ms']:.0f}", row["load"]]
 
 
 def verdicts(result: dict) -> list[list]:

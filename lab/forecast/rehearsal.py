@@ -2,9 +2,9 @@
 steps cut into what the training thread did (compute, issue a collective, wait for one).
 
 Read only from the record's `profile/` folder (written by exercises/jobhooks/lab_profile.py in each process and by
-lab/jobs/profiling.py as the run ended). A wait is a gap in the training thread's ops that ends as a collective ends
-(the thread blocked until it did: DDP's finalize, a synchronous all_reduce); every other moment of the step is
-computation, Python's time between ops included.
+lab/jobs/profiling.py as the run ended). A wait is a gap in the training thread's ops during which a collective it had issued ended (the
+thread blocked until it did: DDP's finalize, a synchronous all_reduce), from the gap's start to that end; every
+other moment of the step is computation, Python's time between ops and a throttled node's time off the CPU included.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from lab.errors import LabError
 PROFILE_FOLDER = "profile"
 FACTS_FILE = "lab.json"
 WAIT_MIN_S = 0.0002  # a shorter gap between ops is Python, not a wait
-WAIT_SLACK_S = 0.002  # the thread wakes this long after the collective it waited for ended, at most
 CLOCK_TOLERANCE_S = 0.0001  # the profiler's and the Flight Recorder's times of one moment differ by this, at most
 WARM_UP_STEPS = 2  # first steps left out of the unprofiled step times
 
@@ -144,11 +143,14 @@ def step_trace(start_ns: int, end_ns: int, collectives: list[dict], busy: list[l
     for begin, finish in gaps:
         if finish - begin < WAIT_MIN_S:
             continue
-        # the thread can wait only for what it issued before, and wakes after (never before) the collective ended
+        # The thread can wait only for what it issued before, and wakes after (never before) the collective ended.
+        # It waits until the last such end in the gap; what follows (a node over its CPU quota is throttled for up
+        # to most of a 100 ms period before it runs again) is not waiting for the link, and counts as computation.
         ended = [index for index, c in enumerate(steps) if c.issued <= begin + CLOCK_TOLERANCE_S
-                 and finish - WAIT_SLACK_S <= c.ended <= finish + CLOCK_TOLERANCE_S and c.ended > begin]
+                 and begin < c.ended <= finish + CLOCK_TOLERANCE_S]
         if ended:
-            moments.append((begin, "wait", max(ended, key=lambda index: steps[index].ended), finish))
+            last = max(ended, key=lambda index: steps[index].ended)
+            moments.append((begin, "wait", last, min(finish, steps[last].ended)))
     actions, clock = [], 0.0
     for at, kind, index, until in sorted(moments, key=lambda moment: (moment[0], moment[1] == "wait")):
         if at > clock:
