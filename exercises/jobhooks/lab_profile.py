@@ -14,7 +14,8 @@ folder is on every job's PYTHONPATH); once a mark came, only marks count.
 The profiler runs for LAB_PROFILE_STEPS steps after LAB_PROFILE_SKIP warm-up steps, is then stopped, and one JSON
 file per process is written into LAB_PROFILE_DIR: every step's start and end (up to MAX_STEPS), and for the profiled
 window the collectives (issued, started, ended; operation, bytes and group from the Flight Recorder) and the
-training thread's busy intervals. A process that ends before the window closes writes its steps at exit. Standard
+training thread's busy intervals: its operators' (a framework's own spans, FSDP's all_gather or DDP's forward, can
+hold a wait inside). A process that ends before the window closes writes its steps at exit. Standard
 library at import; torch only once the job imported torch.optim.
 """
 
@@ -28,6 +29,7 @@ import time
 MAX_STEPS = 2000  # step boundaries kept
 MERGE_NS = 50_000  # the training thread's ops closer than this are one busy interval (Python between ops)
 COLLECTIVE_PREFIXES = ("gloo:", "nccl:")  # how the backends' worker threads name a collective in the profiler
+OPERATOR_SCOPE = 0  # at::RecordScope::FUNCTION: a dispatcher operator (aten::, c10d::), not a record_function span
 
 _state = {"bounds": [], "source": "optimizer", "profiler": None, "window": None, "written": False, "folder": None,
           "skip": 4, "steps": 6}
@@ -79,8 +81,8 @@ def _stop_profiler(now: int) -> None:
     try:
         profiler.stop()
         results = profiler.profiler.kineto_results
-        events = [(event.name(), event.start_thread_id(), event.start_ns(), event.end_ns())  # wall clock, ns
-                  for event in results.events()]
+        events = [(event.name(), event.start_thread_id(), event.start_ns(), event.end_ns(),  # wall clock, ns
+                   event.scope() == OPERATOR_SCOPE) for event in results.events()]
         window.update(_window_activity(window, events))
     except Exception as error:  # noqa: BLE001 - the job must go on whatever the profiler does
         window["error"] = f"{type(error).__name__}: {error}"
@@ -111,17 +113,19 @@ def _write() -> None:
 def _window_activity(window, events) -> dict:
     """The window's collectives (profiler run times joined with the Flight Recorder's issue times and sizes, in
     order) and the training thread's busy intervals."""
-    runs = sorted((start, end, name.split(":", 1)[1], thread) for name, thread, start, end in events
+    runs = sorted((start, end, name.split(":", 1)[1], thread) for name, thread, start, end, _ in events
                   if name.startswith(COLLECTIVE_PREFIXES))
-    issued = [(start, thread) for name, thread, start, _ in events if name.startswith("c10d::")]
+    issued = [(start, thread) for name, thread, start, _, _ in events if name.startswith("c10d::")]
     threads = {}
-    for _, thread, _, _ in events:
+    for _, thread, _, _, _ in events:
         threads[thread] = threads.get(thread, 0) + 1
     collective_threads = {thread for *_, thread in runs}
     main = min(issued)[1] if issued else max((t for t in threads if t not in collective_threads),
                                               key=threads.get, default=None)
     busy = []
-    for start, end in sorted((start, end) for name, thread, start, end in events if thread == main):
+    # Operators only: a framework's own spans (FSDP::all_gather, DDP's forward, Optimizer.step) may hold a wait.
+    for start, end in sorted((start, end) for _, thread, start, end, operator in events
+                             if thread == main and operator):
         if busy and start <= busy[-1][1] + MERGE_NS:
             busy[-1][1] = max(busy[-1][1], end)
         else:
@@ -200,7 +204,8 @@ def install(folder: str) -> None:
                     return
                 except Exception:  # noqa: BLE001 - half imported: try again
                     pass
-            time.sleep(0.05)
+            time.sleep(0.05 if time.monotonic() - watching < 10 else 0.5)  # a process without torch: rarely
 
+    watching = time.monotonic()
     threading.Thread(target=hook_optimizer, name="lab-profile", daemon=True).start()
     atexit.register(_at_exit)

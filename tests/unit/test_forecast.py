@@ -38,9 +38,10 @@ def hook_module():
 
 def test_hook_keeps_collective_run_times_and_merges_the_training_threads_ops():
     hook = hook_module()
-    events = [("aten::mm", 1, 0, 2 * MS), ("aten::add", 1, 2 * MS + 10_000, 3 * MS),  # 10 µs apart: one interval
-              ("c10d::allreduce_", 1, 3 * MS, 3 * MS + 50_000), ("gloo:all_reduce", 7, 3 * MS + 60_000, 9 * MS),
-              ("aten::mm", 1, 9 * MS + 100_000, 10 * MS)]
+    events = [("aten::mm", 1, 0, 2 * MS, True), ("aten::add", 1, 2 * MS + 10_000, 3 * MS, True),  # one interval
+              ("c10d::allreduce_", 1, 3 * MS, 3 * MS + 50_000, True),
+              ("FSDP::all_gather (0)", 1, 3 * MS, 9 * MS + 50_000, False),  # a framework's span holding the wait
+              ("gloo:all_reduce", 7, 3 * MS + 60_000, 9 * MS, False), ("aten::mm", 1, 9 * MS + 100_000, 10 * MS, True)]
     activity = hook._window_activity({"start_ns": 0, "end_ns": 10 * MS}, events)
     assert activity["busy"] == [[0, 3 * MS + 50_000], [9 * MS + 100_000, 10 * MS]]
     [collective] = activity["collectives"]
