@@ -28,8 +28,8 @@ def forecast_lab():
 def test_a_profiled_rehearsal_forecasts_bigger_labs(forecast_lab):
     fresh_name = forecast_lab
     lab("up", "--nodes", "2", "--name", fresh_name, "--link", "200mbit", "--nproc-per-node", "1", check=True)
-    [record] = [lab_json("torchrun", "--name", fresh_name, "--profile", str(WORKLOAD), "--steps", "18",
-                         timeout=900)]
+    record = json.loads(lab("torchrun", "--name", fresh_name, "--profile", "--json", str(WORKLOAD), "--steps", "18",
+                            timeout=900, check=True).stdout)  # --json before the script: after it, it is the script's
     folder = Path(record["path"]) / "profile"
     profiles = sorted(folder.glob("profile-*.json"))
     assert len(profiles) == 2, list(folder.iterdir())
@@ -45,6 +45,7 @@ def test_a_profiled_rehearsal_forecasts_bigger_labs(forecast_lab):
     assert rows[0]["step_ms"] < rows[1]["step_ms"] and rows[1]["efficiency"] < 1
     assert (Path(record["path"]) / "forecast.png").is_file()
 
-    plain = lab_json("torchrun", "--name", fresh_name, str(WORKLOAD), "--steps", "2", timeout=600)
+    plain = json.loads(lab("torchrun", "--name", fresh_name, "--json", str(WORKLOAD), "--steps", "2", timeout=600,
+                           check=True).stdout)
     refused = lab("forecast", plain["run_id"])
     assert refused.returncode == 2 and "was not profiled" in refused.stderr
