@@ -45,7 +45,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from lab.analysis.record import RunRecord  # noqa: E402
-from lab.bench import PARTS  # noqa: E402
+from lab.bench import DEFAULT_PARTS, PARTS  # noqa: E402
 from lab.jobs import adhoc, targets  # noqa: E402
 
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
@@ -554,7 +554,7 @@ def verdicts(results: dict) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--only", default=",".join(DEFAULT_PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
     parser.add_argument("--max-nodes", type=int, default=32, help="largest lab for the `up` part (2, 4, 8, ... up to it)")
     parser.add_argument("--cold", action="store_true", help="also time a full node image rebuild (minutes)")
     parser.add_argument("--name", default="bench", help="lab used (and removed at the end unless --keep)")

@@ -270,3 +270,18 @@ def test_fsdp2_all_gathers_and_their_waits_inside_fsdp_spans_are_read():
             assert issued and step.actions.index(issued[0]) < step.actions.index(action)
     result = forecast(rehearsal, Target((2, 4), nproc_per_node=2))
     assert result.rows[1].comm_ms > result.rows[0].comm_ms
+
+
+def test_profiled_launch_asks_the_hook_and_keeps_its_profiles_even_when_the_run_passed(tmp_path):
+    from lab.jobs.flight import FlightRecording
+
+    recording = FlightRecording("/lab/shared/flight/run", tmp_path / "flight")
+    assert "LAB_PROFILE_DIR" not in recording.env({})
+    assert recording.env({}, profile=True)["LAB_PROFILE_DIR"] == "/lab/shared/flight/run"
+    (tmp_path / "flight").mkdir()
+    (tmp_path / "flight" / "profile-node0-pid7.json").write_text("{}")
+    (tmp_path / "flight" / "exit-node0-pid7.json").write_text("{}")
+    assert recording.keep_profiles(tmp_path / "record" / "profile") == 1
+    recording.keep(None)  # the run passed: its recorders go, the profile stayed in the record
+    assert (tmp_path / "record" / "profile" / "profile-node0-pid7.json").is_file()
+    assert not (tmp_path / "flight").exists()
