@@ -25,7 +25,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 
 from lab.analysis.record import load as load_record  # noqa: E402
-from lab.forecast.forecast import Target, forecast  # noqa: E402
+from lab.forecast.forecast import TargetCluster, forecast  # noqa: E402
 from lab.forecast.rehearsal import PROFILE_FOLDER, load_rehearsal  # noqa: E402
 from lab.jobs import adhoc, targets  # noqa: E402
 from lab.model.spec import EXERCISES_MOUNT  # noqa: E402
@@ -90,7 +90,7 @@ def _union(step) -> float:
 
 def predicted(run_id: str, nodes: tuple[int, ...], link: str | None = None) -> dict[int, dict]:
     record = load_record(run_id)
-    result = forecast(load_rehearsal(record.path / PROFILE_FOLDER, run_id), Target(nodes, link=link))
+    result = forecast(load_rehearsal(record.path / PROFILE_FOLDER, run_id), TargetCluster(nodes, link=link))
     return {row.nodes: {"step_ms": row.step_ms, "comm_share": row.comm_share, "compute_ms": row.compute_ms,
                         "comm_ms": row.comm_ms} for row in result.rows}
 

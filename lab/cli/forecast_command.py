@@ -64,7 +64,7 @@ def forecast_command(run, sizes, nproc_per_node, link, compute_ms, compute_scale
     """
     from lab.analysis.record import load
     from lab.analysis.report import FORECAST_PICTURE
-    from lab.forecast.forecast import Target, forecast
+    from lab.forecast.forecast import TargetCluster, forecast
     from lab.forecast.plot import draw_forecast
     from lab.forecast.rehearsal import PROFILE_FOLDER, load_rehearsal
     from lab.model.spec import parse_link
@@ -74,7 +74,7 @@ def forecast_command(run, sizes, nproc_per_node, link, compute_ms, compute_scale
         parse_link(link)  # a bad profile is a one-line error before anything is read
     record = load(run)
     rehearsal = load_rehearsal(record.path / PROFILE_FOLDER, record.run_id)
-    result = forecast(rehearsal, Target(nodes, nproc_per_node, link, compute_ms, compute_scale, price, steps))
+    result = forecast(rehearsal, TargetCluster(nodes, nproc_per_node, link, compute_ms, compute_scale, price, steps))
     title = f"{' '.join(rehearsal.command) or record.run_id}: forecast from {rehearsal.nodes} node(s)" + (
         f", link {link}" if link else "")
     picture = draw_forecast(result, output or record.path / FORECAST_PICTURE, title)

@@ -11,8 +11,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from lab.forecast.model import LinkModel, fit_in_job_factor, fit_link, model_durations, replay
-from lab.forecast.rehearsal import ForecastError, Rehearsal
-from lab.model.spec import LinkProfile, format_rate, parse_link
+from lab.errors import ForecastError
+from lab.forecast.rehearsal import Rehearsal
+from lab.model.spec import format_rate, parse_link
 
 DOMINATES = 0.3  # from this share of exposed communication on, the forecast names the levers
 ACCUMULATION = 4  # micro-batches per optimizer step in the accumulation what-if
@@ -20,7 +21,7 @@ BUCKET_MERGE = 4  # the bucket what-if: this many of the step's all_reduces beco
 
 
 @dataclass(frozen=True)
-class Target:
+class TargetCluster:
     nodes: tuple[int, ...]
     nproc_per_node: int | None = None  # None: the rehearsal's
     link: str | None = None  # a profile parse_link reads; None: the rehearsal's
@@ -152,7 +153,7 @@ def _merged(trace, group: int):
     return StepTrace(trace.seconds, tuple(collectives), tuple(actions))
 
 
-def forecast(rehearsal: Rehearsal, target: Target) -> Forecast:
+def forecast(rehearsal: Rehearsal, target: TargetCluster) -> Forecast:
     if target.compute_ms is not None and target.compute_scale != 1.0:
         raise ForecastError("--compute-ms and --compute-scale both set the computation", "give one of them")
     rehearsal_link = parse_link(rehearsal.link) if rehearsal.link else None
@@ -183,7 +184,7 @@ def forecast(rehearsal: Rehearsal, target: Target) -> Forecast:
 
 
 def _row(ranks: _Ranks, link: LinkModel, nodes: int, nproc: int, world0: int, compute_scale: float,
-         base_ms: float | None, target: Target) -> Row:
+         base_ms: float | None, target: TargetCluster) -> Row:
     seconds, compute, comm = ranks.step(link, nodes * nproc, world0, compute_scale)
     step_ms = seconds * 1000
     hours = target.steps * seconds / 3600 if target.steps else None
@@ -220,7 +221,7 @@ def _levers(ranks: _Ranks, link: LinkModel, row: Row, world0: int, compute_scale
     ]
 
 
-def _assumptions(rehearsal: Rehearsal, target: Target, fitted: LinkModel, link: LinkModel, factor: float,
+def _assumptions(rehearsal: Rehearsal, target: TargetCluster, fitted: LinkModel, link: LinkModel, factor: float,
                  compute_scale: float, nproc: int) -> list[str]:
     said = [
         f"rehearsal: {rehearsal.nodes} node(s) x {rehearsal.nproc_per_node} process(es), link "

@@ -168,7 +168,3 @@ def fit_in_job_factor(steps: tuple[StepTrace, ...], link: LinkModel, ranks: int,
     if waiting:
         return statistics.median(fitted(step) for step in waiting)
     return min(1.0, statistics.median(fitted(step) for step in steps))
-
-
-def median(values) -> float:
-    return statistics.median(list(values))

@@ -14,19 +14,13 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.errors import LabError
+from lab.errors import ForecastError
 
 PROFILE_FOLDER = "profile"
 FACTS_FILE = "lab.json"
 WAIT_MIN_S = 0.0002  # a shorter gap between ops is Python, not a wait
 CLOCK_TOLERANCE_S = 0.0001  # the profiler's and the Flight Recorder's times of one moment differ by this, at most
 WARM_UP_STEPS = 2  # first steps left out of the unprofiled step times
-
-
-class ForecastError(LabError):
-    """What a run lacks for a forecast, or a forecast asked for wrongly."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from lab.analysis.record import RunRecord, load
 from lab.analysis.report import render
 from lab.cli import cli
-from lab.forecast.forecast import Target, forecast
+from lab.forecast.forecast import TargetCluster, forecast
 from lab.forecast.model import LinkModel, fit_in_job_factor, fit_link, model_durations, replay
-from lab.forecast.rehearsal import (Action, Collective, ForecastError, StepTrace, load_rehearsal, step_trace)
+from lab.errors import ForecastError
+from lab.forecast.rehearsal import Action, Collective, StepTrace, load_rehearsal, step_trace
 from lab.model.spec import parse_link
 
 SAMPLES = Path(__file__).parent / "forecast_samples"
@@ -157,7 +158,7 @@ def test_recorded_ddp_rehearsal_reads_back_with_its_buckets_and_waits():
 
 def test_forecast_of_the_recorded_rehearsal_reproduces_it_and_slows_with_size():
     rehearsal = load_rehearsal(DDP)
-    result = forecast(rehearsal, Target((4, 8, 16)))
+    result = forecast(rehearsal, TargetCluster((4, 8, 16)))
     assert result.rehearsal_row.step_ms == pytest.approx(rehearsal.step_seconds * 1000, rel=0.1)
     steps = [result.rehearsal_row.step_ms] + [row.step_ms for row in result.rows]
     assert steps == sorted(steps) and all(0 < row.efficiency < 1 for row in result.rows)
@@ -172,21 +173,21 @@ def test_forecast_of_the_recorded_rehearsal_reproduces_it_and_slows_with_size():
 
 def test_a_faster_link_and_a_given_computation_change_the_forecast_as_said():
     rehearsal = load_rehearsal(DDP)
-    slow = forecast(rehearsal, Target((8,)))
-    fast = forecast(rehearsal, Target((8,), link="10gbit"))
+    slow = forecast(rehearsal, TargetCluster((8,)))
+    fast = forecast(rehearsal, TargetCluster((8,), link="10gbit"))
     # 50x the rate, but the reduction on a CPU limited to 0.5 of a core stays: far less than 50x faster
     assert slow.rows[0].comm_exposed_ms / 50 < fast.rows[0].comm_exposed_ms < slow.rows[0].comm_exposed_ms / 2
-    gpu = forecast(rehearsal, Target((8,), compute_ms=5.0))
+    gpu = forecast(rehearsal, TargetCluster((8,), compute_ms=5.0))
     assert gpu.what_if and gpu.rows[0].compute_ms == pytest.approx(5.0, rel=0.01)
     assert any("WHAT-IF" in line for line in gpu.assumptions)
     with pytest.raises(ForecastError):
-        forecast(rehearsal, Target((8,), compute_ms=5.0, compute_scale=0.5))
+        forecast(rehearsal, TargetCluster((8,), compute_ms=5.0, compute_scale=0.5))
 
 
 def test_recorded_mingpt_rehearsal_has_one_small_bucket_a_step():
     rehearsal = load_rehearsal(MINGPT)
     assert all(len(step.collectives) == 1 for rank in rehearsal.ranks for step in rank.window)
-    result = forecast(rehearsal, Target((4, 8)))
+    result = forecast(rehearsal, TargetCluster((4, 8)))
     assert result.rows[1].step_ms >= result.rows[0].step_ms
 
 
@@ -268,7 +269,7 @@ def test_fsdp2_all_gathers_and_their_waits_inside_fsdp_spans_are_read():
         if action.kind == "wait":
             issued = [a for a in step.actions if a.kind == "issue" and a.index == action.index]
             assert issued and step.actions.index(issued[0]) < step.actions.index(action)
-    result = forecast(rehearsal, Target((2, 4), nproc_per_node=2))
+    result = forecast(rehearsal, TargetCluster((2, 4), nproc_per_node=2))
     assert result.rows[1].comm_ms > result.rows[0].comm_ms
 
 

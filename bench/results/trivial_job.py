@@ -1,0 +1,4 @@
+import torch.distributed as dist
+dist.init_process_group('gloo')
+dist.barrier()
+dist.destroy_process_group()
