@@ -1,4 +1,0 @@
-import torch.distributed as dist
-dist.init_process_group('gloo')
-dist.barrier()
-dist.destroy_process_group()
