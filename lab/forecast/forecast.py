@@ -169,8 +169,8 @@ def forecast(rehearsal: Rehearsal, target: TargetCluster) -> Forecast:
     if target.compute_ms is not None:
         _, compute, _ = ranks.step(fitted, world0, world0)
         compute_scale = target.compute_ms / 1000 / compute
-    # The rehearsal's size on the target's link and computation: what every size's efficiency is against.
-    base = _row(ranks, link, rehearsal.nodes, rehearsal.nproc_per_node, world0, compute_scale, None, target)
+    # The rehearsal's node count on the target's link, processes and computation: what efficiency is against.
+    base = _row(ranks, link, rehearsal.nodes, nproc, world0, compute_scale, None, target)
     rows = [_row(ranks, link, nodes, nproc, world0, compute_scale, base.step_ms, target) for nodes in target.nodes]
     base = Row(**{**asdict(base), "efficiency": 1.0})
     factor = statistics.median(entry[2] for entry in ranks.entries)
