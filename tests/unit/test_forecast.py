@@ -179,7 +179,7 @@ def test_a_faster_link_and_a_given_computation_change_the_forecast_as_said():
     assert slow.rows[0].comm_exposed_ms / 50 < fast.rows[0].comm_exposed_ms < slow.rows[0].comm_exposed_ms / 2
     doubled = forecast(rehearsal, TargetCluster((4,), nproc_per_node=2))
     assert (doubled.rehearsal_row.ranks, doubled.rows[0].ranks) == (4, 8)  # efficiency against 2 nodes x 2
-    assert doubled.rows[0].compute_ms == pytest.approx(2 * slow.rows[0].compute_ms)  # 2 processes share 0.5 CPU
+    assert doubled.rows[0].compute_ms == pytest.approx(2 * slow.rows[0].compute_ms, rel=1e-3)  # 2 share 0.5 CPU
     gpu = forecast(rehearsal, TargetCluster((8,), compute_ms=5.0))
     assert gpu.what_if and gpu.rows[0].compute_ms == pytest.approx(5.0, rel=0.01)
     assert any("WHAT-IF" in line for line in gpu.assumptions)
