@@ -224,9 +224,26 @@ if __name__ == "__main__":
                                                  "forecast), with the model as it is now; or time what --profile costs.")
     parser.add_argument("--results", type=Path, help="a latest.json holding a forecast part")
     parser.add_argument("--cost", metavar="LAB", help="time --profile on this 2-node lab instead")
+    parser.add_argument("--repeat", metavar="LAB", help="one more round of the comm-bound case alone (the MLP on "
+                                                        f"{FORECAST_LINKS[0]}, 2, 4 and 8 nodes) on a lab of this name")
     options = parser.parse_args()
     if options.cost:
         print(json.dumps(recording_cost(options.cost, markdown_table)))
+    elif options.repeat:
+        from run import cli
+
+        workload, link, runs = next(iter(WORKLOADS)), FORECAST_LINKS[0], {}
+        for nodes in FORECAST_SIZES:
+            cli("up", "--nodes", str(nodes), "--name", options.repeat, "--recreate", "--cpus", str(FORECAST_CPUS),
+                "--link", link, "--nproc-per-node", "1", timeout=600)
+            runs[f"{workload}|{link}|{nodes}"] = profiled_run(options.repeat, workload, calibrate=nodes == 2)
+        cli("down", "--name", options.repeat)
+        rehearsal = runs[f"{workload}|{link}|2"]["run"]
+        rows = [_compare(workload, link, nodes, guess, measured(runs[f"{workload}|{link}|{nodes}"]["run"]),
+                         runs[f"{workload}|{link}|{nodes}"]["load"])
+                for nodes, guess in predicted(rehearsal, FORECAST_SIZES).items()]
+        print_tables({"rows": rows, "link_rows": []}, markdown_table, "one more round")
+        print(json.dumps({"runs": runs, "rows": rows}))
     else:
         again = compare(json.loads(options.results.read_text())["forecast"]["runs"])
         print_tables(again, markdown_table, "loads as measured then")
