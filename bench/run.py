@@ -17,6 +17,8 @@ Parts (each prints a table and its ratio to the target; targets in verdicts()):
               profile (`lab up --link`: unshaped, ethernet-10g, ethernet-1g), plot links.png
   jobs        `lab run --all --jobs N` for N = 1, 2, 3 on the 2-node lab (N-1 copies of it made and removed by
               the run): wall time of all 13 exercises and its ratio to one at a time (about 10 minutes)
+  forecast    `lab forecast` from 2-node rehearsals against the same jobs run on 4 and 8 nodes, two workloads x two
+              link rates (bench/forecast_validation.py; about 15 minutes)
 
 Rounds alternate containers and native so that load from other work on the machine hits both;
 the best round of each is compared. Results go to bench/results/ (latest.json, allreduce.png).
@@ -43,7 +45,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from lab.analysis.record import RunRecord  # noqa: E402
-from lab.bench import PARTS  # noqa: E402
+from lab.bench import DEFAULT_PARTS, PARTS  # noqa: E402
 from lab.jobs import adhoc, targets  # noqa: E402
 
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
@@ -541,6 +543,9 @@ def verdicts(results: dict) -> list[list[str]]:
                      added <= UNCHANGED_TARGET])
         faster = results["packages"]["install_pip_over_uv"]
         rows.append(["the layer's installer (uv) against pip, same wheels", ">= 1 (pip/uv)", f"{faster}x", faster >= 1])
+    if "forecast" in results:
+        from forecast_validation import verdicts as forecast_verdicts
+        rows += forecast_verdicts(results["forecast"])
     if "memory" in results:
         worst = max(node["docker_stats_mib"] for node in results["memory"]["nodes"].values())
         rows.append(["idle node memory (docker stats)", "<= 30 MB", f"{worst} MiB", worst * 1.048576 <= 30])
@@ -549,7 +554,7 @@ def verdicts(results: dict) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--only", default=",".join(DEFAULT_PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
     parser.add_argument("--max-nodes", type=int, default=32, help="largest lab for the `up` part (2, 4, 8, ... up to it)")
     parser.add_argument("--cold", action="store_true", help="also time a full node image rebuild (minutes)")
     parser.add_argument("--name", default="bench", help="lab used (and removed at the end unless --keep)")
@@ -586,6 +591,9 @@ def main() -> None:
                 results["overhead"] = bench_overhead(args.name, args.rounds)
             elif part == "packages":
                 results["packages"] = bench_packages(args.name)
+            elif part == "forecast":
+                from forecast_validation import bench_forecast
+                results["forecast"] = bench_forecast(cli, args.name, args.results, table)
             else:
                 results["jobs"] = bench_jobs(args.name)
     finally:

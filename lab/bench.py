@@ -10,7 +10,8 @@ from lab.errors import RunError, SpecError
 from lab import paths
 
 BENCH_SCRIPT = paths.REPO_ROOT / "bench" / "run.py"
-PARTS = ("up", "memory", "allreduce", "exercise03", "links", "jobs", "overhead", "packages")
+PARTS = ("up", "memory", "allreduce", "exercise03", "links", "jobs", "overhead", "packages", "forecast")
+DEFAULT_PARTS = tuple(part for part in PARTS if part != "forecast")  # forecast (half an hour) only when named
 
 
 def bench_argv(parts: list[str], max_nodes: int, cold: bool, rounds: int, name: str, keep: bool,

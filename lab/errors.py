@@ -57,6 +57,12 @@ class RunError(LabError):
     exit_code = 7
 
 
+class ForecastError(LabError):
+    """What a run lacks for `lab forecast`, or a forecast asked for wrongly."""
+
+    exit_code = 2
+
+
 class HostError(LabError):
     """This machine refused: disk full, permission denied, read-only filesystem."""
 

@@ -521,6 +521,15 @@ def _stack_when_terminated(folder: str) -> None:
     atexit.register(ended_otherwise)
 
 
+def _profile_steps(folder: str) -> None:
+    """A few steady steps profiled for `lab forecast` (lab_profile.py beside this file; LAB_PROFILE_DIR)."""
+    try:
+        import lab_profile
+    except ImportError:
+        return
+    lab_profile.install(folder)
+
+
 def _run_shadowed_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != here]
@@ -537,4 +546,6 @@ if os.environ.get("LAB_FLIGHT_DIR"):
     write_dump = _write_dumps(os.environ["LAB_FLIGHT_DIR"])  # write_dump(reason): what bench/hook_cost.py times
     if os.environ.get("RANK"):
         _stack_when_terminated(os.environ["LAB_FLIGHT_DIR"])
+if os.environ.get("LAB_PROFILE_DIR"):
+    _profile_steps(os.environ["LAB_PROFILE_DIR"])
 _run_shadowed_sitecustomize()

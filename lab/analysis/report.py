@@ -42,6 +42,9 @@ details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 """
 
 
+FORECAST_PICTURE = "forecast.png"  # `lab forecast RUN` draws it into the record
+
+
 def report_path(record: RunRecord) -> Path:
     return record.path / REPORT_FILE
 
@@ -58,6 +61,8 @@ def render(record: RunRecord) -> str:
     sections = [_header(record), _verdict(record), _findings(record), _ranks(record), _checks(record), _steps(record),
                 _picture("Timeline", timeline_path(record), "who ran when: one row per node and per rank"),
                 _picture("Loss", record.path / "loss.png", "training loss per rank"),
+                _picture("Forecast", record.path / FORECAST_PICTURE,
+                         "how the job scales: step time, exposed communication and efficiency per size (lab forecast)"),
                 _stacks(record), _logs(record)]
     body = "\n".join(section for section in sections if section)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

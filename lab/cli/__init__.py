@@ -23,7 +23,7 @@ COMMANDS = {
     "exec": ("job_commands", "exec_command"), "torchrun": ("job_commands", "torchrun_command"),
     "export": ("export_commands", "export"), "runs": ("record_commands", "runs_command"),
     "show": ("record_commands", "show_command"), "explain": ("record_commands", "explain_command"),
-    "bench": ("bench_command", "bench"), "stacks": ("stack_commands", "stacks_command"),
+    "bench": ("bench_command", "bench"), "forecast": ("forecast_command", "forecast_command"), "stacks": ("stack_commands", "stacks_command"),
     "graph": ("graph_commands", "graph_command"), "report": ("graph_commands", "report_command"),
     "sbatch": ("slurm_commands", "sbatch_command"), "ssh": ("slurm_commands", "ssh_command"),
 }

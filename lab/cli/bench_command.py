@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from lab.bench import PARTS as BENCH_PARTS
+from lab.bench import DEFAULT_PARTS, PARTS as BENCH_PARTS
 
 
 @click.command()
-@click.option("--only", default=",".join(BENCH_PARTS), show_default=True, metavar="PARTS",
-              help=f"Comma-separated parts: {', '.join(BENCH_PARTS)}.")
+@click.option("--only", default=",".join(DEFAULT_PARTS), show_default=True, metavar="PARTS",
+              help=f"Comma-separated parts: {', '.join(BENCH_PARTS)} (forecast, half an hour, only when named).")
 @click.option("--max-nodes", type=click.IntRange(2, 64), default=32, show_default=True,
               help="Largest lab timed by the `up` part (2, 4, 8, ... up to this).")
 @click.option("--cold", is_flag=True, help="Also time a full node image rebuild (a minute or more).")
@@ -35,6 +35,7 @@ def bench(only, max_nodes, cold, rounds, name, keep, results, as_json):
       lab bench                              every part (about 5 minutes on 2 cores)
       lab bench --only allreduce --rounds 3  the bandwidth comparison only
       lab bench --only up --max-nodes 4      lab up of 2 and 4 nodes (default 2 to 32), s/node, plot
+      lab bench --only forecast --name forecast  lab forecast from 2 nodes against real 4- and 8-node runs
     """
     from lab.bench import bench_argv, run_bench
 

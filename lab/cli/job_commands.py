@@ -128,9 +128,11 @@ def _finish_adhoc(record, as_json, verbose) -> None:
 @click.option("--copy", type=click.Path(path_type=Path), default=None,
               help="Copy this file or folder into the run's working directory on the shared folder first.")
 @user_job_options
+@click.option("--profile", is_flag=True,
+              help="Profile a few steady steps of every process and calibrate the link, for `lab forecast RUN`.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def exec_command(node_list, every, env_pairs, copy, timeout, copy_limit, name, on, nodes, inventory, master_port,
-                 fail_grace, verbose, as_json, command):
+                 fail_grace, verbose, as_json, profile, command):
     """Run COMMAND on the nodes, with placeholders filled in per node.
 
     
@@ -151,7 +153,8 @@ def exec_command(node_list, every, env_pairs, copy, timeout, copy_limit, name, o
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(as_json) as reporter:
         record = adhoc.run_exec(target, sorted(set(node_list)) if node_list and not every else None, list(command),
-                                env, copy, timeout, reporter, master_port, fail_grace or None, copy_limit=copy_limit)
+                                env, copy, timeout, reporter, master_port, fail_grace or None, copy_limit=copy_limit,
+                                profile=profile)
     _finish_adhoc(record, as_json, verbose)
 
 
@@ -161,10 +164,12 @@ def exec_command(node_list, every, env_pairs, copy, timeout, copy_limit, name, o
 @click.option("--rdzv", type=click.Choice(["static", "c10d"]), default="static", show_default=True,
               help="static: exact --node-rank placement; c10d: elastic rendezvous on node0.")
 @user_job_options
+@click.option("--profile", is_flag=True,
+              help="Profile a few steady steps of every process and calibrate the link, for `lab forecast RUN`.")
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, copy_limit, name, on, nodes, inventory, master_port,
-                     fail_grace, verbose, as_json, script, args):
+                     fail_grace, verbose, as_json, profile, script, args):
     """Run an unmodified training SCRIPT with torchrun on every node.
 
     The script's folder is copied to the run's folder on the shared mount and the job runs
@@ -180,6 +185,7 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, copy_limit, name,
     Examples:
       lab torchrun --nproc-per-node 2 my_project/train.py --epochs 3
       lab torchrun -m mypkg.train --epochs 3          (on a lab up with --workspace)
+      lab torchrun --profile train.py                 then `lab forecast --nodes 4,8,16`
     """
     from lab.jobs import adhoc, targets
 
@@ -187,6 +193,6 @@ def torchrun_command(nproc_per_node, rdzv, env_pairs, timeout, copy_limit, name,
     target = targets.resolve(on, name, inventory, nodes)
     with LiveReporter(as_json) as reporter:
         record = adhoc.run_torchrun(target, nproc_per_node, rdzv, script, list(args), env, timeout, reporter, master_port,
-                                    fail_grace or None, copy_limit=copy_limit)
+                                    fail_grace or None, copy_limit=copy_limit, profile=profile)
     _finish_adhoc(record, as_json, verbose)
 

@@ -18,6 +18,7 @@ from lab.jobs.checks import Check
 from lab.jobs.exercises import LaunchContext, readable_output_env, torchrun_argv
 from lab.jobs.launch import FAILED_NODE_GRACE, Reporter, launch
 from lab.jobs.probes import ask_nodes
+from lab.jobs.profiling import PROFILE_FOLDER, gather_rehearsal
 from lab.jobs.staging import DEFAULT_COPY_LIMIT, CopyPlan, checked_copy, copy_planned
 from lab.jobs.targets import Target
 
@@ -80,17 +81,21 @@ def _stage(target: Target, run_id: str, copy: Path | None, plan: CopyPlan | None
 
 
 def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout: int | None, reporter: Reporter,
-                     cwd: str, facts: JobFacts, fail_grace: float | None) -> RunRecord:
+                     cwd: str, facts: JobFacts, fail_grace: float | None, profile: bool = False,
+                     calibrate: bool = True) -> RunRecord:
     """launch() and keep a run record whatever happens: passed, failed, interrupted or engine lost.
 
     A run that did not pass gets a diagnosis (explain.py) from its logs, exit codes, what the nodes answered when asked
     right after it (probes.py) and, when it hung, stacks.
+    `profile`: its processes profile a few steady steps, and a run that passed gets the rehearsal's facts and a
+    calibration of the link (profiling.py) for `lab forecast`.
     """
     step = StepRecord("main", command=list(facts.command))
     record.steps = [step]
     with recording(record):
         result = launch(target.transport, commands, record.run_id, timeout or DEFAULT_TIMEOUT, reporter, cwd=cwd,
-                        fail_grace=fail_grace, stacks_dir=record.stacks_dir)
+                        fail_grace=fail_grace, stacks_dir=record.stacks_dir,
+                        profile_dir=record.path / PROFILE_FOLDER if profile else None)
         failed = {node: code for node, code in result.exit_codes.items() if code != 0}
         record.checks = [Check("every node exited 0", not failed, f"exit codes {failed}" if failed else "")]
         record.status = "passed" if not failed else "failed"
@@ -104,12 +109,16 @@ def _launch_recorded(record: RunRecord, target: Target, commands: dict, timeout:
             probes = ask_nodes(target.transport, commands, result.logs, cwd, target.workspace)
             step.probes = probes.to_dict()
             record.diagnosis = explain_launch(result, facts, target.transport.faults(), probes=probes)
+        elif profile:
+            gather_rehearsal(target, record.path, record.run_id, facts.nproc_per_node, list(facts.command), reporter,
+                             calibrate)
     return record
 
 
 def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict[str, str], copy: Path | None,
              timeout: int | None, reporter: Reporter, master_port: int | None = None,
-             fail_grace: float | None = FAILED_NODE_GRACE, copy_limit: int = DEFAULT_COPY_LIMIT) -> RunRecord:
+             fail_grace: float | None = FAILED_NODE_GRACE, copy_limit: int = DEFAULT_COPY_LIMIT,
+             profile: bool = False) -> RunRecord:
     """Run `argv` on `nodes` (None: every node), one process per node, placeholders filled per node."""
     if not argv:
         raise SpecError("no command given", "put it after --, e.g. lab exec --all -- hostname")
@@ -134,13 +143,13 @@ def run_exec(target: Target, nodes: list[int] | None, argv: list[str], env: dict
     reporter.event(f"exec on {', '.join(f'node{i}' for i in nodes)}: {' '.join(argv)}")
     facts = _job_facts(target, 1, port, env, argv)
     cwd = target.workspace if target.workspace and copy is None else node_dir  # what --copy brings is in the run's folder
-    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace)
+    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace, profile)
 
 
 def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: Path, args: list[str],
                  env: dict[str, str], timeout: int | None, reporter: Reporter,
                  master_port: int | None = None, fail_grace: float | None = FAILED_NODE_GRACE,
-                 copy_limit: int = DEFAULT_COPY_LIMIT) -> RunRecord:
+                 copy_limit: int = DEFAULT_COPY_LIMIT, profile: bool = False, calibrate: bool = True) -> RunRecord:
     """torchrun an unmodified script (or, with SCRIPT `-m`, a module) on every node.
 
     A script in the lab's workspace runs where it is, from the workspace; any other script's folder is copied to the
@@ -179,7 +188,7 @@ def run_torchrun(target: Target, nproc_per_node: int | None, rdzv: str, script: 
     name = program[-1] if module else script.name
     reporter.event(f"torchrun {name} on {target.nnodes} node(s) x {nproc_per_node} ({rdzv} rendezvous)")
     facts = _job_facts(target, nproc_per_node, port, env, [name, *args])
-    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace)
+    return _launch_recorded(record, target, commands, timeout, reporter, cwd, facts, fail_grace, profile, calibrate)
 
 
 def _with_workspace(target: Target, env: dict[str, str]) -> dict[str, str]:

@@ -34,9 +34,20 @@ class FlightRecording:
     node_dir: str
     host_dir: Path
 
-    def env(self, env: dict[str, str]) -> dict[str, str]:
-        """`env` with the folder the job's processes write their recorders to."""
-        return {**env, "LAB_FLIGHT_DIR": self.node_dir}
+    def env(self, env: dict[str, str], profile: bool = False) -> dict[str, str]:
+        """`env` with the folder the job's processes write their recorders to (and, `profile`, their profiled steps:
+        exercises/jobhooks/lab_profile.py)."""
+        return {**env, "LAB_FLIGHT_DIR": self.node_dir, **({"LAB_PROFILE_DIR": self.node_dir} if profile else {})}
+
+    def keep_profiles(self, destination: Path) -> int:
+        """Move the processes' profiled steps into the run record (`destination`), whether the run passed or not;
+        how many there were."""
+        profiles = sorted(self.host_dir.glob("profile-*.json")) if self.host_dir.is_dir() else []
+        if profiles:
+            destination.mkdir(parents=True, exist_ok=True)
+            for profile in profiles:
+                shutil.move(profile, destination / profile.name)
+        return len(profiles)
 
     def dump_live(self) -> None:
         """Ask every live process of the run to write its recorder, and give them a moment: until no new dump has

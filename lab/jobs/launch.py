@@ -64,7 +64,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
            timeout: float, reporter: Reporter, on_timeout: Callable[[dict], None] | None = None,
            watch: Callable[[], None] | None = None, cwd: str | None = None,
            fail_grace: float | None = FAILED_NODE_GRACE, expendable: frozenset[int] = frozenset(),
-           stacks_dir: Path | None = None) -> LaunchResult:
+           stacks_dir: Path | None = None, profile_dir: Path | None = None) -> LaunchResult:
     """Start one command per node, stream their output, and wait; kill everything at the timeout.
 
     `watch` is called while waiting (fault injection); `on_timeout` gets the exit codes seen so far.
@@ -72,7 +72,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
     `fail_grace` seconds later (None or 0: wait for the timeout); nodes in `expendable` (taken away by a
     fault on purpose) do not count. Before a timeout or such a stop kills anything, the stacks of every
     process are captured into `stacks_dir`. A node whose stream never ends (paused container, lost
-    engine) is given up GRACE_SECONDS after the kill.
+    engine) is given up GRACE_SECONDS after the kill. With `profile_dir` (and a folder shared with the nodes), every
+    process profiles a few steady steps for `lab forecast` and the profiles land there.
     """
     events: queue.Queue = queue.Queue()
     logs: dict[int, list[str]] = {index: [] for index in commands}
@@ -112,7 +113,7 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
 
     try:
         for index, (argv, env) in commands.items():
-            env = flight.env(env) if flight is not None else env
+            env = flight.env(env, profile_dir is not None) if flight is not None else env
             process = transport.start(index, argv, {**env, "LAB_RUN_ID": process_run_id}, cwd)
             pump(process, lambda text, i=index: events.put(("line", i, text)),
                  lambda code, i=index: events.put(("exit", i, code)))
@@ -157,6 +158,8 @@ def launch(transport: Transport, commands: dict[int, tuple[list[str], dict[str, 
         raise
     finally:
         if flight is not None:  # a run that ended well by itself keeps no recorders
+            if profile_dir is not None:
+                flight.keep_profiles(profile_dir)
             ended_well = (stopped_at is None and len(exit_codes) == len(commands)
                           and all(code == 0 for code in exit_codes.values()))
             flight.keep(None if ended_well else stacks_dir / FLIGHT_FOLDER)

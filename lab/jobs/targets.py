@@ -43,6 +43,8 @@ class Target:
     memory_limit: str | None = None  # each node's memory limit, as `lab status` shows it; None: none or unknown
     workspace: str | None = None  # the project folder every node sees at this same path (`lab up --workspace`)
     packages: tuple[str, ...] = ()  # the distributions the lab's requirements name (`lab doctor` compares them)
+    link: str | None = None  # how the lab's links are shaped (`lab up --link`, normalised); None: unshaped or unknown
+    cpus: float | None = None  # each node's CPU limit (`lab up --cpus`); None: none or unknown
 
     @property
     def nnodes(self) -> int:
@@ -77,7 +79,7 @@ def containers(name: str) -> Target:
                   tuple(state.hostname for state in states), name,
                   node_gpus=tuple(tuple(state.gpus) for state in states), nproc_per_node=spec.nproc_per_node,
                   memory_limit=format_bytes(spec.memory) if spec.memory else None, workspace=spec.workspace,
-                  packages=tuple(requirement_names(spec.requirements)))
+                  packages=tuple(requirement_names(spec.requirements)), link=spec.link, cpus=spec.cpus)
 
 
 def host_processes(nodes: int) -> Target:

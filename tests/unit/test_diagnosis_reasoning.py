@@ -340,3 +340,10 @@ def test_a_ring_whose_ranks_receive_from_the_neighbour_they_send_to_is_named_wit
     found = top(sample("ring_exchange_wrong_neighbour"))
     assert found.cause == "p2p-mismatch" and "receives from the neighbour it sends to" in found.title
     assert "src=(rank - 1) % world_size" in found.fix
+
+
+def test_a_group_only_rank_0_created_is_named_from_the_hooks_record():
+    """A real record: rank 0 called new_group([0]) for its evaluation, rank 1 never did; the store wait that follows
+    is not 'ranks that never arrived'."""
+    found = top(sample("eval_group_created_by_rank0"))
+    assert found.cause == "group-mismatch" and "same ranks" in found.fix
