@@ -515,8 +515,9 @@ def collective_findings(ctx: Context) -> list[Finding]:
         collective, caller = collective_in(process.frames)
         where[process.rank] = (collective or "", caller, f"stack of pid {process.pid} on node{process.node}")
     if not where:
-        for tb in ctx.tracebacks:
-            if tb.rank is not None and tb.collective() and tb.rank not in where:
+        for tb in ctx.tracebacks:  # ranks that waited and gave up (one that raised of its own crashed: not an order)
+            if tb.rank is not None and tb.collective() and tb.rank not in where and \
+                    SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
                 where[tb.rank] = (tb.collective(), tb.user_frame(), quote(tb.line))
     in_collective = {rank: spot for rank, spot in where.items() if spot[0]}
     if not in_collective:
@@ -591,6 +592,12 @@ def _odd_one_out(where: dict[int, tuple[str, Frame | None, str]]) -> int | None:
 def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
     if out_of_step_findings(ctx):
         return None  # different calls met, not one call with other sizes
+    sent = next((call for trace in ctx.evidence.traces if trace.calls for call in trace.calls.recent + trace.calls.pending
+                 if call.op in ("send", "isend") and call.dst is not None and call.dst == line.rank), None)
+    if sent is not None:
+        return (f"rank {line.rank} received a message of another size than its buffer: {sent}",
+                "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
+                "allocate from it, or use send_object_list for data whose size varies")
     return ("the ranks passed tensors of different sizes to the same collective",
             "make every rank pass the same shape and dtype to each collective (pad or drop the uneven last batch, "
             "e.g. DistributedSampler(drop_last=True)); if the sizes are of different tensors altogether, the ranks "

@@ -139,7 +139,7 @@ def _rendezvous_paths(ctx: Context) -> dict[str, str]:
 def _at_rendezvous(ctx: Context) -> bool:
     """The run failed meeting its peers: a traceback through init_process_group or a store, or it hung."""
     return ctx.evidence.timed_out or bool(ctx.evidence.stopped) or any(
-        "FileStore" in tb.message or "Wait timeout" in tb.message
+        "FileStore" in tb.message or "Wait timeout" in tb.message or "Timeout waiting for key" in tb.message
         or any(frame.function in RENDEZVOUS_CALLS for frame in tb.frames) for tb in ctx.tracebacks)
 
 

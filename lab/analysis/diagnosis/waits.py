@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
-from lab.analysis.diagnosis.context import Context, node_of_rank
+from lab.analysis.diagnosis.context import SYMPTOM, Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
 from lab.analysis.stacks import Frame, ProcessStack
@@ -80,7 +80,14 @@ def rank_activities(ctx: Context) -> dict[int, Activity]:
             last_returned = max((call.ended_at or 0 for call in trace.calls.recent), default=0)
             if rank not in found and calls and (calls[-1].entered_at or 0) >= last_returned:
                 found[rank] = Activity(rank, trace.node, calls[-1], False, "hooks")
-    return dict(sorted(found.items()))
+    return {rank: activity for rank, activity in sorted(found.items()) if not _raised_of_its_own(activity)}
+
+
+def _raised_of_its_own(activity: Activity) -> bool:
+    """The call raised an error of the rank's own (pickling, a bad argument), not a wait that ran out or a peer that
+    went away: that rank crashed in it, it did not wait; the crash rules speak for it."""
+    error = activity.call.error
+    return bool(error) and not activity.timed_out and not SYMPTOM.search(error)
 
 
 def _blocked_call(calls) -> DistCall | None:
@@ -629,6 +636,23 @@ def store_findings(ctx: Context) -> list[Finding]:
                     f"{', '.join(sorted(str(kind) for kind in stores[key]))}", node, rank,
                     "read and write through the same store object: wrap the store in the same PrefixStore on every "
                     "rank (same prefix), or use the bare store on both sides")]
+    for rank, node, op in waits:  # set by another rank, never seen by this one: they were not on one store
+        for key in op.keys:
+            others = sorted({setter for setter in sets.get(key, []) if setter != rank}, key=str)
+            if others and op.ended_at is not None:
+                file_store = op.store == "FileStore" or "Timeout waiting for key" in (op.error or "")
+                where = f" at {op.caller}" if op.caller else ""
+                return [Finding(
+                    "store-key-never-set", f"rank {rank} waited for the store key '{key}'{where}, which "
+                                           f"{' and '.join(f'rank {other}' for other in others)} set, and never saw it: "
+                                           + ("each node's FileStore file is its own, not one shared file" if file_store
+                                              else "the ranks set and read it on different stores (another host, "
+                                                   "port or prefix)"), f"rank {rank}: {op.op}({list(op.keys)}) "
+                    f"timed out; rank {others[0]} set '{key}'", node, rank,
+                    "put the FileStore's file on a folder every node shares (the lab's /lab/shared, a network "
+                    "filesystem), or use a TCPStore on one host that every rank dials" if file_store else
+                    "give every rank the same store: the same host and port (MASTER_ADDR, not each node's own "
+                    "address), created with is_master=True on one rank only, and the same PrefixStore prefix")]
     candidates = []
     for rank, node, op in waits:
         for key in op.keys:
@@ -658,7 +682,8 @@ def store_findings(ctx: Context) -> list[Finding]:
 
 # torch's own keys (gloo's rendezvous, the store barrier, torchrun's rendezvous): not a key the job chose
 INTERNAL_KEY = re.compile(r"^/?(?:default_pg/|\d+//|torchelastic/|rdzv|store_based_barrier_key|init/|/?\d+/cpu/)")
-STORE_WAIT_KEYS = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)$")
+STORE_WAIT_KEYS = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)$"
+                             r"|Timeout waiting for key: (?P<key>\S+) after (?P<ms2>\d+) ?ms")  # TCPStore's, FileStore's
 
 
 def _store_wait_in_the_logs(ctx: Context) -> list[Finding]:
@@ -666,16 +691,25 @@ def _store_wait_in_the_logs(ctx: Context) -> list[Finding]:
     alone before keys that differ only in a number (a per-rank barrier the stuck rank never reached)."""
     waits = []
     for tb in ctx.tracebacks:
-        if (found := STORE_WAIT_KEYS.search(tb.message)) and found["keys"]:
-            keys = [key.strip().lstrip("/") for key in found["keys"].split(",")]
+        if (found := STORE_WAIT_KEYS.search(tb.message)) and (found["keys"] or found["key"]):
+            keys = [key.strip().lstrip("/") for key in (found["keys"] or found["key"]).split(",")]
             if not any(INTERNAL_KEY.match(key) for key in keys):
                 family = len({DIGITS.sub("#", key) for key in keys}) < len(keys)
-                waits.append((family, tb, keys, int(found["ms"]) / 1000))
+                waits.append((family, tb, keys, int(found["ms"] or found["ms2"]) / 1000, bool(found["key"])))
     if not waits:
         return []
-    family, tb, keys, seconds = min(waits, key=lambda wait: wait[0])
+    family, tb, keys, seconds, file_store = min(waits, key=lambda wait: wait[0])
     frame = tb.user_frame()
     where = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    waiting = {wait[1].rank for wait in waits if wait[4]}
+    if file_store and ctx.multi_node and len(waiting) > 1:  # every rank waited for keys the others set: apart
+        return [Finding(
+            "store-key-never-set", f"{' and '.join(f'rank {rank}' for rank in sorted(waiting, key=str))} each waited "
+                                   f"for keys the others set on a FileStore (rank {tb.rank} for '{keys[0]}'{where}), "
+                                   "and none arrived: each node's FileStore file is its own, not one shared file",
+            f"{tb.line.where()}: {tb.exc_type}: {tb.message}"[:400], tb.node, tb.rank,
+            "put the FileStore's file on a folder every node shares (the lab's /lab/shared, a network filesystem), "
+            "or use a TCPStore on one host that every rank dials")]
     return [Finding(
         "store-key-never-set", f"rank {tb.rank} waited {seconds:g} s for the store key '{keys[0]}'{where}, which no "
                                "rank set in that time", f"{tb.line.where()}: {tb.exc_type}: {tb.message}"[:400],
@@ -698,11 +732,15 @@ def dataloader_findings(ctx: Context) -> list[Finding]:
     """A rank waits in the DataLoader for its next batch while one of its worker processes is busy in the dataset's
     code (or stuck anywhere but waiting for work): the rank cannot reach its next collective."""
     processes = ctx.evidence.processes
+    pids = {process.pid for process in processes}
     for rank_process in processes:
-        if rank_process.role == "agent" or rank_process.rank is None:
+        if rank_process.role == "agent" or not any(DATALOADER_FILE in (frame.short_file or frame.file)
+                                                   for frame in rank_process.frames):
             continue
-        if not any(DATALOADER_FILE in (frame.short_file or frame.file) for frame in rank_process.frames):
-            continue
+        if rank_process.rank is None:  # lab exec: one process per node is its rank, whatever it started
+            if ctx.evidence.nproc_per_node != 1 or rank_process.ppid in pids:
+                continue
+            rank_process = replace(rank_process, rank=rank_process.node)
         for child in processes:
             if child.ppid != rank_process.pid or child.node != rank_process.node or child is rank_process:
                 continue
