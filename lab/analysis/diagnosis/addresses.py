@@ -11,7 +11,7 @@ from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, Context, Pattern
                                             rendezvous_host)
 from lab.analysis.diagnosis.evidence import Evidence
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine
+from lab.analysis.diagnosis.logs import LIBRARY_FILE, LogLine
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
@@ -71,9 +71,23 @@ def _port_in_use(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str
     named = re.search(r"port: (\d+)|address \('[^']*', (\d+)\)", line.text)
     port = next(filter(None, named.groups()), None) if named else ctx.evidence.master_port
     port_text = f"port {port}" if port else "the rendezvous port"
+    own = [tb for tb in ctx.tracebacks if tb.node == line.node and _user_made_store(tb)]
+    if own and ctx.evidence.nproc_per_node > 1 and str(port) != str(ctx.evidence.master_port):
+        return (f"{port_text} on node{line.node} is held by another process of this job: more than one rank creates "
+                "a TCPStore server (is_master=True) on it",
+                "create the store's server on one rank only: TCPStore(host, port, world_size, is_master=(rank == 0)), "
+                "every other rank a client dialling that host (MASTER_ADDR, not each node's own address)")
     return (f"{port_text} is already in use on node{line.node}: the store could not listen on it",
             f"pick a free MASTER_PORT (lab: --master-port PORT) or stop what holds {port_text} "
             f"(a previous run still alive? `ss -ltnp` on node{line.node} shows it)")
+
+
+def _user_made_store(tb) -> bool:
+    """The job's own code built the store that could not listen (the error comes straight from its line), not torch's
+    rendezvous inside init_process_group."""
+    functions = [frame.function for frame in tb.frames]
+    return bool(tb.frames) and not LIBRARY_FILE.search(tb.frames[-1].file) and \
+        "init_process_group" not in functions and "_create_c10d_store" not in functions
 
 
 def _ifname_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:

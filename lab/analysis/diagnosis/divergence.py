@@ -406,12 +406,14 @@ def uneven_findings(ctx: Context) -> list[Finding]:
         tb = waiting[0]
         frame = tb.user_frame()
         node, rank, at = tb.node, tb.rank, f" at {frame.file}:{frame.line}" if frame else ""
+        at = (f" ({tb.collective()})" if tb.collective() else "") + at
         said = (f"{said_done}; node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
                 + f": {tb.exc_type}: {tb.message.split('. ')[0]}"[:300])
     elif stuck is not None and (ctx.evidence.timed_out or ctx.evidence.stopped):
         where = stuck.waiting()
         node, rank = stuck.node, stuck.rank
-        at = f" at {where.user_frame.file}:{where.user_frame.line}" if where.user_frame else ""
+        at = (f" ({where.call})" if where.call else "") + (
+            f" at {where.user_frame.file}:{where.user_frame.line}" if where.user_frame else "")
         said = f"{said_done}; node{stuck.node}" + (f" rank {stuck.rank}" if stuck.rank is not None else "") + \
             f": still in {where.call} when the lab stopped the run (its stack)"
     else:
@@ -424,7 +426,10 @@ def uneven_findings(ctx: Context) -> list[Finding]:
                     "give every rank the same number of steps: shard with DistributedSampler (drop_last=True, or "
                     "padding), or wrap DDP's loop in torch.distributed.algorithms.Join([model]) for uneven inputs; "
                     "never return or break early on one rank only (decide early stopping together: all_reduce the "
-                    "flag), and call no collective in code only some ranks run (an evaluation under `if rank == 0`)")]
+                    "flag), never skip a step on one rank only (an exception caught and `continue`, a non-finite loss "
+                    "that skips backward: zero the loss instead, or all_reduce a skip flag so all skip together), "
+                    "call a final barrier on every rank (outside any early return), and call no collective in code "
+                    "only some ranks run (an evaluation under `if rank == 0`)")]
 
 
 def _ranks_that_finished(ctx: Context) -> list[int]:

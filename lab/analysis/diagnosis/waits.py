@@ -667,6 +667,16 @@ def store_findings(ctx: Context) -> list[Finding]:
             setters = " and ".join(f"rank {setter}" for setter in sorted(set(sets[nearest[0]]), key=str))
             title = (f"rank {rank} waited for the store key '{key}'{where}, which no rank set; {setters} set "
                      f"'{nearest[0]}' instead")
+        elif len(waiters := {other for other, _, other_op in waits if key in other_op.keys}) > 1 and \
+                len(waiters) >= len({trace.rank for trace in ctx.evidence.traces if trace.calls}):
+            return [Finding(
+                "store-key-never-set", f"every rank waited for the store key '{key}'{where} and none set it: the "
+                                       "code that sets it ran on no rank (the condition that picks the rank to set "
+                                       "it, such as a hostname, a variable or a file, held on none)",
+                f"{', '.join(f'rank {other}' for other in sorted(waiters, key=str))}: {op.op}({list(op.keys)}) timed out; "
+                "no rank set it", node, rank,
+                "choose the rank that sets it by its rank (`if rank == 0: store.set(...)`), which every job has, not by "
+                "a hostname, a node's variable or a file that may hold on no node (or on several)")]
         else:
             title = f"rank {rank} waited for the store key '{key}'{where}, which no rank set"
         said = "; ".join(f"rank {setter} set '{name}'" for name, setters in sets.items() for setter in setters)
