@@ -89,6 +89,34 @@ def test_ranks_that_both_receive_from_each_other_leave_the_recv_its_peer_and_a_s
 
 
 @SLOW
+def test_a_snapshot_is_written_again_once_the_call_it_caught_pending_returns(tmp_path):
+    """Rank 0 waits 2 s in a recv, gets its data and sleeps: SIGKILLed then, it must not seem to wait in the recv."""
+    processes = start_ranks(tmp_path, """if rank == 0:
+    dist.recv(torch.zeros(1), src=1)
+    print("received", flush=True)
+    time.sleep(60)
+else:
+    time.sleep(2)
+    dist.send(torch.zeros(1), dst=0)
+""", timeout=30)
+    try:
+        assert processes[0].stdout.readline().strip() == "received"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            calls = read_calls(dumps(tmp_path, "pending").get(0, {}).get("calls"))
+            if calls is not None and not calls.pending:
+                break
+            time.sleep(0.1)
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    [trace] = [trace for trace in load_traces(tmp_path / "flight") if trace.rank == 0]
+    assert trace.live and trace.calls.pending == () and trace.calls.blocked_in is None
+    assert [call.op for call in trace.calls.recent] == ["init_process_group", "recv"]
+
+
+@SLOW
 def test_a_broadcast_whose_ranks_name_different_roots_says_each_root(tmp_path):
     """mp.spawn children (a fresh interpreter each) record too, and `from torch import distributed` is the same
     module."""
