@@ -14,8 +14,8 @@ Fatal signals: faulthandler writes 'Fatal Python error: Segmentation fault' and 
 
 When LAB_FLIGHT_DIR is set (lab/jobs/flight.py), each process writes JSON into it when it ends, when the lab asks a
 hung run before stopping it (a thread waits for the request: a Python signal handler would only run once the hung call
-returned), and when one of its calls has been pending for a second (ranks stuck in C are later ended by SIGTERM or
-SIGKILL, with no atexit: the snapshot is their last word). Each dump holds:
+returned), and when one of its calls has been pending for a second, again once it returns (ranks stuck in C are later
+ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). Each dump holds:
 - torch's Flight Recorder (`trace`): the last collectives (sequence number, operation, sizes, entry time, state), kept
   by torch for gloo and NCCL but written nowhere unless asked; with when the process started.
 - its torch.distributed calls (`calls`, read by lab/analysis/calls.py): the recorder has no send/recv, no store and
@@ -471,8 +471,10 @@ def _write_dumps(folder: str):
             time.sleep(WATCH_SECONDS)
             if identity["rank"] is None:
                 learn_rank()
+            # a call pending for a second that no snapshot holds yet, or the end of those it holds (a process killed
+            # later, with no last words, must not seem to wait where it waited once)
             waiting = CALLS.long_pending(time.time())
-            if not waiting <= written:  # a call pending for a second that no snapshot holds yet
+            if waiting != written:
                 dump("pending")
             written = waiting
             try:

@@ -16,7 +16,7 @@ from lab.analysis.flight import load_traces
 from lab.jobs.exercises import JOB_HOOKS_DIR, exercises_root
 from tests.unit.test_flight import free_port
 
-pytestmark = pytest.mark.slow  # each test starts Pythons that import torch (2-8 s on 2 cores)
+SLOW = pytest.mark.slow  # starts Pythons that import torch: 6-20 s on 2 busy cores
 
 INIT = """import datetime, os, sys, time, torch, torch.distributed as dist
 rank = int(sys.argv[2])
@@ -61,28 +61,62 @@ def dumps(tmp_path: Path, reason: str) -> dict[int, dict]:
     return found
 
 
+@SLOW
 def test_ranks_that_both_receive_from_each_other_leave_the_recv_its_peer_and_a_snapshot_taken_while_they_waited(
         tmp_path):
     """Only send/recv, which the Flight Recorder does not keep: the dumps are written for the calls alone."""
     ended = run_ranks(tmp_path, "dist.recv(torch.zeros(4), src=1 - rank, tag=7)\n")
-    assert [end.returncode for end in ended] == [1, 1] and "Timed out waiting 2000ms" in ended[0].stdout
+    assert [end.returncode for end in ended] == [1, 1]
     traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
     assert sorted(traces) == [0, 1]
     for rank, trace in traces.items():
         assert (trace.reached, trace.last, trace.live, trace.exception) == (0, None, False, "RuntimeError")
         [recv] = trace.calls.failed
         assert str(recv) == f"recv(float32[4], src={1 - rank}, tag=7) at job.py:5 in <module>"
-        assert recv.timeout_s == 2 and recv.error.startswith("RuntimeError: ") and "Timed out" in recv.error
+        # the first to time out says so; the other may learn first that its peer's connection closed
+        assert recv.timeout_s == 2 and recv.error.startswith("RuntimeError: ")
         assert trace.calls.blocked_in == recv and trace.calls.pending == ()
         assert [call.op for call in trace.calls.recent] == ["init_process_group"]
         assert trace.calls.counts == {"init_process_group": 1, "recv": 1}
+    assert any("Timed out waiting 2000ms for recv" in trace.calls.failed[0].error for trace in traces.values())
     # written by the watcher a second into the wait: what a rank SIGKILLed there would have left
-    for rank, data in dumps(tmp_path, "pending").items():
+    snapshots = dumps(tmp_path, "pending")
+    assert sorted(snapshots) == [0, 1]
+    for rank, data in snapshots.items():
         [pending] = read_calls(data["calls"]).pending
         assert (pending.op, pending.src, pending.ended_at, data["trace"]["entries"]) == ("recv", 1 - rank, None, [])
         assert pending.entered_at + 1 <= data["time"]
 
 
+@SLOW
+def test_a_snapshot_is_written_again_once_the_call_it_caught_pending_returns(tmp_path):
+    """Rank 0 waits 2 s in a recv, gets its data and sleeps: SIGKILLed then, it must not seem to wait in the recv."""
+    processes = start_ranks(tmp_path, """if rank == 0:
+    dist.recv(torch.zeros(1), src=1)
+    print("received", flush=True)
+    time.sleep(60)
+else:
+    time.sleep(2)
+    dist.send(torch.zeros(1), dst=0)
+""", timeout=30)
+    try:
+        assert processes[0].stdout.readline().strip() == "received"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            calls = read_calls(dumps(tmp_path, "pending").get(0, {}).get("calls"))
+            if calls is not None and not calls.pending:
+                break
+            time.sleep(0.1)
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    [trace] = [trace for trace in load_traces(tmp_path / "flight") if trace.rank == 0]
+    assert trace.live and trace.calls.pending == () and trace.calls.blocked_in is None
+    assert [call.op for call in trace.calls.recent] == ["init_process_group", "recv"]
+
+
+@SLOW
 def test_a_broadcast_whose_ranks_name_different_roots_says_each_root(tmp_path):
     """mp.spawn children (a fresh interpreter each) record too, and `from torch import distributed` is the same
     module."""
@@ -112,6 +146,7 @@ if __name__ == "__main__":
         assert trace.last.operation == "broadcast"  # the Flight Recorder's side of the same call
 
 
+@SLOW
 def test_new_group_with_different_members_per_rank_keeps_the_members_each_passed(tmp_path):
     """Rank 1 makes a group of itself and ends; rank 0 waits in new_group([0, 1]) for it past any timeout, until it
     is killed (SIGKILL, as the lab stops a hung run): its snapshot from a second into the wait is what is left."""
@@ -139,6 +174,7 @@ store.wait(["written-by-nobody"], datetime.timedelta(seconds=1.5))
 """
 
 
+@SLOW
 def test_a_store_wait_for_a_key_nobody_set_is_kept_with_its_key_and_error_and_torchs_own_store_use_is_not(tmp_path):
     (tmp_path / "store_job.py").write_text(STORE_JOB)
     ended = subprocess.run([sys.executable, str(tmp_path / "store_job.py"), str(free_port())],
@@ -176,13 +212,17 @@ dist.destroy_process_group()
 """
 
 
+@SLOW
 def test_the_wrapped_calls_return_and_raise_what_torchs_do_and_posted_operations_are_kept(tmp_path):
     ended = run_ranks(tmp_path, "import json\n" + TRANSPARENT_JOB, timeout=60)
-    assert [end.returncode for end in ended] == [0, 0], ended[0].stdout
+    assert all('{"got"' in end.stdout for end in ended), ended[0].stdout  # the exit code: gloo may abort at exit
     unhooked = run_ranks(tmp_path, "import json\n" + TRANSPARENT_JOB, timeout=60, hooked=False)
-    assert [end.stdout.splitlines()[-1] for end in ended] == [end.stdout.splitlines()[-1] for end in unhooked]
-    said = json.loads(ended[0].stdout.splitlines()[-1])
-    assert said == {"got": [1.0, 1.0, 1.0], "source": 1, "objects": [{"rank": 0}, {"rank": 1}], "name": "all_reduce",
+
+    def said(end: subprocess.CompletedProcess) -> dict:  # gloo may abort the exit after it: 'terminate called ...'
+        return json.loads(next(line for line in end.stdout.splitlines() if line.startswith('{"got"')))
+
+    assert [said(end) for end in ended] == [said(end) for end in unhooked]
+    assert said(ended[0]) == {"got": [1.0, 1.0, 1.0], "source": 1, "objects": [{"rank": 0}, {"rank": 1}], "name": "all_reduce",
                     "same": True, "wrapped": "all_reduce"}
     assert "raised RuntimeError" in ended[0].stdout
     traces = load_traces(tmp_path / "flight")
