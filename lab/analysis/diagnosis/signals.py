@@ -55,6 +55,8 @@ def signal_findings(ctx: Context) -> list[Finding]:
         if number == signal.SIGABRT and any(explained_by_rule(ctx, other.text) for other in ctx.lines
                                             if other.node == node):
             continue  # an abort whose message a rule already reads (gloo's checks on sizes, NCCL's errors)
+        if number == signal.SIGABRT and any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks):
+            continue  # gloo aborting in its teardown after the process had raised: the exception is the story
         frames, reason = _faulthandler_stack(ctx, node, rank)
         name = signal.Signals(number).name
         own = next((frame for frame in frames if not LIBRARY.search(frame.file)), None)
