@@ -614,7 +614,7 @@ def store_findings(ctx: Context) -> list[Finding]:
     for trace in ctx.evidence.traces:
         rank = trace.rank if trace.rank is not None or ctx.evidence.nproc_per_node != 1 else trace.node
         for op in trace.calls.store if trace.calls else ():
-            if op.waits and (op.ended_at is None or _timed_out(op.error)):
+            if op.waits and (op.ended_at is None or op.error):  # still waiting, timed out, or its server went away
                 waits.append((rank, trace.node, op))
             elif not op.waits and op.op not in ("check", "delete_key"):
                 for key in op.keys:
