@@ -357,6 +357,7 @@ def test_a_group_only_rank_0_created_is_named_from_the_hooks_record():
     ("subgroup_only_ranks_with_data", "collective-mismatch", "rank 3, a member of that group, went on to barrier"),
     ("p2p_buffer_too_small", "shape-mismatch", "received a message of another size than its buffer"),
     ("store_prefix_mismatch", "store-key-never-set", "a PrefixStore puts its prefix before every key"),
+    ("dtype_differs_metric", "shape-mismatch", "different dtypes to all_reduce: rank 1 float64[2]"),
 ])
 def test_unseen_scripts_of_the_held_out_set_are_named_from_their_real_records(name, cause, says):
     """Records of bench/diagnosis/unseen/ scripts run on a 2-node lab with the hooks (first try: a generic ending or

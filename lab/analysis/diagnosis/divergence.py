@@ -14,6 +14,7 @@ from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine, collective_in, last_own_line
+from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import Frame, ProcessStack
 
 
@@ -599,6 +600,8 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
         return None  # different calls met, not one call with other sizes
     sent = next((call for trace in ctx.evidence.traces if trace.calls for call in trace.calls.recent + trace.calls.pending
                  if call.op in ("send", "isend") and call.dst is not None and call.dst == line.rank), None)
+    if (dtypes := _dtypes_differ(ctx, line)) is not None:
+        return dtypes
     if sent is not None:
         return (f"rank {line.rank} received a message of another size than its buffer: {sent}",
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
@@ -608,6 +611,34 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
             "e.g. DistributedSampler(drop_last=True)); if the sizes are of different tensors altogether, the ranks "
             "are out of step: one ran more collectives before this one (a loop whose length differs per rank: give "
             "each the same number of batches); TORCH_DISTRIBUTED_DEBUG=DETAIL names the shapes")
+
+
+GLOO_SIZES = re.compile(r"op\.nbytes\. (?P<received>\d+) vs (?P<expected>\d+)")
+DTYPE_SIZES = {8: "a 64-bit type (float64, int64)", 4: "a 32-bit type (float32, int32)", 2: "a 16-bit type "
+               "(float16, bfloat16)", 1: "an 8-bit type (uint8, bool)"}
+
+
+def _dtypes_differ(ctx: Context, line: LogLine) -> tuple[str, str] | None:
+    """gloo's 'received R vs expected E bytes' against the one rank's collective the hooks saw: the same number of
+    elements with another element size is a dtype that differs, not a shape."""
+    sizes = GLOO_SIZES.search(line.text)
+    known = [(trace.rank, call) for trace in ctx.evidence.traces if trace.calls and trace.rank != line.rank
+             for call in trace.calls.failed[-1:] + trace.calls.pending[-1:] if len(call.tensors) == 1]
+    if sizes is None or not known:
+        return None
+    rank, call = known[0]
+    element = DTYPE_BYTES.get(call.tensors[0].dtype)
+    received, expected = int(sizes["received"]), int(sizes["expected"])
+    if not element or not received or (element * expected) % received:
+        return None
+    other = element * expected // received
+    if other == element or other not in DTYPE_SIZES:
+        return None
+    return (f"the ranks passed tensors of different dtypes to {call.op}: rank {rank} {call.tensors[0]}, rank "
+            f"{line.rank} {DTYPE_SIZES[other]} ({sizes['received']} bytes came where {sizes['expected']} were "
+            "expected)", "give every rank the same dtype: cast before the collective (tensor.to(torch.float32), or "
+            "build it with dtype=...), and look for a value that changes type on one rank only (a numpy float64, a "
+            "Python int)")
 
 
 def _fingerprint_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
