@@ -606,11 +606,15 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
         return (f"rank {line.rank} received a message of another size than its buffer: {sent}",
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
                 "allocate from it, or use send_object_list for data whose size varies")
-    return ("the ranks passed tensors of different sizes to the same collective",
-            "make every rank pass the same shape and dtype to each collective (pad or drop the uneven last batch, "
-            "e.g. DistributedSampler(drop_last=True)); if the sizes are of different tensors altogether, the ranks "
-            "are out of step: one ran more collectives before this one (a loop whose length differs per rank: give "
-            "each the same number of batches); TORCH_DISTRIBUTED_DEBUG=DETAIL names the shapes")
+    return ("the ranks passed tensors of different sizes to the same collective", SIZES_FIX)
+
+
+SIZES_FIX = ("make every rank pass the same shape and dtype to each collective: for data whose length varies per rank "
+             "(tokens, detections, a vocabulary read from each node's own file), all_gather the lengths first and pad "
+             "to the longest, or use all_gather_object / broadcast_object_list; pad or drop an uneven last batch "
+             "(DistributedSampler(drop_last=True)); if the sizes are of different tensors altogether, the ranks are "
+             "out of step: one ran more collectives before this one (a loop whose length differs per rank); "
+             "TORCH_DISTRIBUTED_DEBUG=DETAIL names the shapes")
 
 
 GLOO_SIZES = re.compile(r"op\.nbytes\. (?P<received>\d+) vs (?P<expected>\d+)")
@@ -632,7 +636,11 @@ def _dtypes_differ(ctx: Context, line: LogLine) -> tuple[str, str] | None:
     if not element or not received or (element * expected) % received:
         return None
     other = element * expected // received
-    if other == element or other not in DTYPE_SIZES:
+    if other == element:
+        return (f"the ranks passed tensors of different sizes to {call.op}: rank {rank} passed {call.tensors[0]}, "
+                f"rank {line.rank} another length ({sizes['received']} bytes came where {sizes['expected']} were "
+                "expected)", SIZES_FIX)
+    if other not in DTYPE_SIZES:
         return None
     return (f"the ranks passed tensors of different dtypes to {call.op}: rank {rank} {call.tensors[0]}, rank "
             f"{line.rank} {DTYPE_SIZES[other]} ({sizes['received']} bytes came where {sizes['expected']} were "
