@@ -104,13 +104,13 @@ HEADERS = ["part", "trials", "finished before the signal", "objects left", "lab 
 class Trials:
     """The `lab` command under its own LAB_HOME, and the counters that look at what it left."""
 
-    def __init__(self, home: Path, token: str):
-        self.home, self.token = home, token
+    def __init__(self, home: Path, token: str, prefix: str = "tr"):
+        self.home, self.token, self.prefix = home, token, prefix  # lab names: prefix + token + part
         self.up_seconds = 0.0  # the shortest `lab up` seen: interruptions are drawn from 0 to it
         self.env = {**os.environ, "LAB_HOME": str(home)}
 
     def name(self, part: str, index: int) -> str:
-        return f"tr{self.token}{part[:3]}{index}"
+        return f"{self.prefix}{self.token}{part[:3]}{index}"
 
     def lab(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True,
@@ -362,6 +362,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None, help="replay the moments of an earlier run")
     parser.add_argument("--results", type=Path, default=RESULTS, metavar="FILE",
                         help=f"keep each part's latest result here (default {RESULTS.relative_to(BENCH.parent)})")
+    parser.add_argument("--prefix", default="tr", help="lab names start with this (on a shared engine: your own)")
     parser.add_argument("--write", type=Path, default=None, metavar="FILE", help="write the reliability matrix here")
     args = parser.parse_args()
     parts = [part.strip() for part in args.only.split(",") if part.strip()]
@@ -371,7 +372,7 @@ def main() -> None:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     rng = random.Random(seed)
     home = Path(tempfile.mkdtemp(prefix="lab-trials-home-"))
-    trials = Trials(home, uuid.uuid4().hex[:4])
+    trials = Trials(home, uuid.uuid4().hex[:4], args.prefix)
     print(f"seed {seed}; LAB_HOME {home}; {load()}", flush=True)
     started = time.monotonic()
     results = []
