@@ -60,9 +60,12 @@ KNOWN_CAUSES = {
               "cancelled run into KeyboardInterrupt. A Ctrl-C in the first half second that exits 130 and "
               "still leaves one object is not explained yet: an engine call still in flight as the "
               "clean-up lists the lab's objects is the likely race.",
-    "runs": "A run that times out after every rank joined, with rank 0 'not in a distributed call (labkit.py:94)', "
-            "hung in labkit.finish's destroy_process_group (gloo's teardown under load, see its docstring). A "
-            "traceback from `lab` itself is the working tree caught mid-edit by parallel work, not a lab fault.",
+    "runs": "Each failure says which kind it is. 'hang after every rank reported': every rank wrote its result, "
+            "then a process never ended: before 2026-11-25 that was labkit.finish's destroy_process_group (gloo's C++ "
+            "teardown, 1 run in 100 at load 3-15); finish now ends a gloo job with barrier and os._exit, no teardown. "
+            "'slow: ranks never reported': the step's timeout came before the ranks got through `import torch` on an "
+            "overloaded machine (rerun with `--run-timeout 300`). A traceback from `lab` itself is a working tree "
+            "caught mid-edit by parallel work, not a lab fault.",
 }
 
 
