@@ -1,12 +1,11 @@
 """The records' bound on a real lab: runs beyond it go oldest first, a pinned run stays, what is left still opens."""
 
 import json
-import os
 import uuid
 
 import pytest
 
-from tests.integration.conftest import lab
+from tests.integration.conftest import NAME_PREFIX, lab
 
 pytestmark = pytest.mark.docker
 
@@ -14,7 +13,7 @@ pytestmark = pytest.mark.docker
 @pytest.fixture
 def lab_with_own_records(tmp_path):
     """A 2-node lab whose run records live in a LAB_HOME of their own (nothing else prunes or adds runs there)."""
-    name = f"{os.environ.get('LAB_TEST_NAME_PREFIX', 'it')}{uuid.uuid4().hex[:6]}"
+    name = f"{NAME_PREFIX}{uuid.uuid4().hex[:6]}"
     env = {"LAB_HOME": str(tmp_path / "home")}
     lab("up", "--nodes", "2", "--name", name, check=True, env=env)
     yield name, env
