@@ -15,7 +15,7 @@ MATRIX: list[tuple[str, str, str | None, tuple[str, ...]]] = [
      "`lab down` afterwards leaves 0 objects with the lab's label, no lab folder, no host process", "sigkill", ()),
     ("`lab up` then `lab down`, 20 times", "0 objects, no lab folder, no host process after each `down`",
      "cycles", ()),
-    ("`lab run exercise01` 100 times in a row on one lab",
+    ("`lab run exercise01` again and again on one lab (100 times by default)",
      "every run passes; no new process and no new listening port in any node after any run", "runs", ()),
     ("`lab fault kill|stop|pause|partition node1 --for 3s`, the `lab` killed at once",
      "the node comes back by itself (no fault in `lab status`) within the duration + 20 s; the timer, a host "
@@ -113,6 +113,9 @@ def render(stored: dict[str, dict], headers: list[str]) -> str:
         table([*headers, "seed", "date", "load (1, 5, 15 min)"], summary),
         "",
     ]
+    notes = [f"- {name}: {part['note']}" for name, part in stored.items() if part.get("note")]
+    if notes:
+        lines += ["How parts were run, where not as by default:", "", *notes, ""]
     for name, part in stored.items():
         if not part["failures"]:
             continue

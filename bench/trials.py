@@ -89,6 +89,7 @@ class PartResult:
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     outcomes: dict[str, str] = field(default_factory=dict)  # the tests part: test id -> passed/failed/skipped
+    note: str = ""  # how the part was run, when not as by default (RELIABILITY.md prints it under the counts)
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
@@ -267,7 +268,8 @@ def run_trials(trials: Trials, count: int, step_timeout: int | None = None) -> P
     `step_timeout` (`--run-timeout`) replaces the exercise's own 60 s, so that on a loaded machine a slow start is not
     taken for a hang; a run that still times out after every rank reported is a hang in the ending
     (labkit.finish), and its failure says so."""
-    result = PartResult("runs", "every run passes; 0 new processes, 0 new listening ports in any node")
+    result = PartResult("runs", "every run passes; 0 new processes, 0 new listening ports in any node",
+                        note=f"each run with `--timeout {step_timeout}`" if step_timeout else "")
     name = trials.name("runs", 0)
     trials.lab("up", "--nodes", "2", "--name", name)
     try:
