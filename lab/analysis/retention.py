@@ -66,7 +66,7 @@ def parse_size(text: str, what: str) -> int:
     """'500M', '2G', '1GiB', '0' -> bytes; a one-line error with a hint otherwise."""
     found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if not found or found.group(2).lower() not in SIZE_UNITS:
-        raise SpecError(f"{what}: '{text}' is not a size", "give bytes with a unit: 500M, 2G, 1GiB (or off)")
+        raise SpecError(f"{what}: '{text}' is not a size", "give bytes with a unit: 500M, 2G, 1GiB")
     return int(float(found.group(1)) * SIZE_UNITS[found.group(2).lower()])
 
 
@@ -74,13 +74,13 @@ def parse_age(text: str, what: str) -> float:
     """'30d', '12h', '90m', '2w' -> seconds; a one-line error with a hint otherwise."""
     found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*", text)
     if not found or found.group(2).lower() not in AGE_UNITS:
-        raise SpecError(f"{what}: '{text}' is not an age", "give a number and a unit: 30d, 12h, 90m, 2w (or off)")
+        raise SpecError(f"{what}: '{text}' is not an age", "give a number and a unit: 30d, 12h, 90m, 2w")
     return float(found.group(1)) * AGE_UNITS[found.group(2).lower()]
 
 
 def parse_count(text: str, what: str) -> int:
     if not text.strip().isdigit():
-        raise SpecError(f"{what}: '{text}' is not a count of runs", "give a whole number >= 0, e.g. 200 (or off)")
+        raise SpecError(f"{what}: '{text}' is not a count of runs", "give a whole number >= 0, e.g. 200")
     return int(text)
 
 
@@ -92,7 +92,12 @@ def configured_bound(environ: dict[str, str] | None = None) -> Bound:
         if variable not in environ:
             return default
         value = environ[variable]
-        return None if value.strip().lower() in OFF else parse(value, variable)
+        if value.strip().lower() in OFF:
+            return None
+        try:
+            return parse(value, variable)
+        except SpecError as error:
+            raise SpecError(error.message, f"{error.hint}, or `off` for no limit") from None
 
     return Bound(read(COUNT_VARIABLE, parse_count, DEFAULT_MAX_COUNT), read(SIZE_VARIABLE, parse_size, DEFAULT_MAX_SIZE),
                  read(AGE_VARIABLE, parse_age, DEFAULT_MAX_AGE))
