@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup engine base image test-tools demo test test-long test-fast bench reliability docs docs-serve clean help
+.PHONY: setup engine base node-image image test-tools demo test test-long test-fast bench reliability docs docs-serve clean help
 
 help:
 	@echo "make demo       2-node lab, every exercise run and checked, torn down"
@@ -18,44 +18,66 @@ help:
 	@echo "make reliability  interruption trials + cited tests, rewrites RELIABILITY.md (20-40 min)"
 	@echo "make docs       the documentation site, built offline with --strict into site/"
 	@echo "make docs-serve the site on http://127.0.0.1:8000, rebuilt as pages change"
-	@echo "make setup | engine | base | image | test-tools | clean"
+	@echo "make setup | engine | base | node-image | image | test-tools | clean"
+
+# Every step says when it started (seconds since this `make` began) and how long it took: the README's "starts,
+# takes" table of a fresh machine is `make demo 2>&1 | grep '^step '`.
+ifndef MAKE_T0
+MAKE_T0 := $(shell date +%s.%N)
+endif
+export MAKE_T0
+STEP = t=$$(date +%s.%N); trap 'awk -v s=$$t -v z=$$MAKE_T0 -v e=$$(date +%s.%N) \
+	"BEGIN {printf \"step $(1): at %.0f s, took %.0f s\n\", s - z, e - s}"' EXIT;
 
 # pyproject.toml's dependencies (dev included) but torch, which `setup` installs at TORCH_VERSION.
 LAB_DEPENDENCIES = $(PYTHON) -c 'import tomllib; project = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
 	print(*(d for d in project["dependencies"] + project["optional-dependencies"]["dev"] if not d.startswith("torch")))'
+# Of those, what `lab image base` and `lab image build` import (a fifth of the packages; pip's time goes by package).
+IMAGE_TOOLS = docker click rich packaging requests pathspec
+IMAGE_DEPENDENCIES = $(PYTHON) -c 'import re, tomllib; project = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	print(*(d for d in project["dependencies"] if re.split("[<>=!~ ;\\[]", d)[0].lower() in "$(IMAGE_TOOLS)".split()))'
 
 setup: $(VENV)/.installed
 
-# The venv in two parts: lab and its dependencies first, so that `lab image base` (debootstrap, 45 s on a fresh
-# machine) runs while torch installs.
-$(VENV)/.lab-installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $$($(LAB_DEPENDENCIES))
-	$(BIN)/pip install -q --no-deps -e .
-	touch $@
+# The venv in three parts: what the image tools need, then torch (the node image's build needs its version), then
+# the rest of lab's dependencies. `lab image base` (debootstrap, 46-51 s on a fresh machine) starts after the first
+# part, and `lab image build` once torch is in: the rest installs while they run (bench/RESULTS.md, "A cold
+# `make demo`").
+$(VENV)/.image-tools: pyproject.toml
+	@$(call STEP,venv with the image tools) $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && \
+		$(BIN)/pip install -q $$($(IMAGE_DEPENDENCIES)) && $(BIN)/pip install -q --no-deps -e . && touch $@
 
-$(VENV)/.installed: $(VENV)/.lab-installed
-	$(BIN)/pip install -q "torch==$(TORCH_VERSION)"
-	touch $@
+# numpy with it: the node image pins the venv's numpy too (lab/nodes/image.py host_pins), and it must be there when the
+# build reads it, not come later with matplotlib.
+$(VENV)/.torch: $(VENV)/.image-tools
+	@$(call STEP,torch) $(BIN)/pip install -q "torch==$(TORCH_VERSION)" numpy && touch $@
+
+$(VENV)/.installed: $(VENV)/.torch
+	@$(call STEP,the other dependencies) $(BIN)/pip install -q $$($(LAB_DEPENDENCIES)) && touch $@
 
 engine:
-	bash docker/engine.sh
+	@$(call STEP,engine) bash docker/engine.sh
 
-# The base image needs the engine and lab, not torch: it is made while torch installs (and the engine, apt,
-# comes up while lab installs, pip). The build then needs torch's version.
-base: $(VENV)/.lab-installed engine
-	$(BIN)/lab image base
+# The base image needs the engine and the image tools, not torch nor the rest of lab's dependencies: it is made
+# while they install (and the engine, apt, comes up while the image tools install, pip).
+base: $(VENV)/.image-tools engine
+	@$(call STEP,base image) $(BIN)/lab image base
+
+# The node image needs the base and torch's version; the rest of lab's dependencies install beside it.
+node-image: $(VENV)/.torch base
+	@$(call STEP,node image) $(BIN)/lab image build
 
 image:
-	@$(MAKE) --no-print-directory -j3 setup base
-	$(BIN)/lab image build
+	@$(MAKE) --no-print-directory -j3 node-image setup
 
-# Two exercises at a time (the lab and a copy of it): most of them wait more than they compute.
+# Two exercises at a time (the lab and a copy of it): most of them wait more than they compute (bench/RESULTS.md,
+# "Exercises N at a time": 0.66 of one at a time with 3, 0.72 with 2). Three were faster but, on a loaded machine,
+# timed exercises (02, 12, 13) missed their steps' timeouts; DEMO_JOBS=3 for the faster demo on a quiet machine.
+DEMO_JOBS ?= 2
 demo: image
-	$(BIN)/lab up --nodes 2
+	@$(call STEP,demo lab up) $(BIN)/lab up --nodes 2
 	$(BIN)/lab status
-	$(BIN)/lab run --all --jobs 2; status=$$?; $(BIN)/lab down; exit $$status
+	@$(call STEP,demo exercises) $(BIN)/lab run --all --jobs $(DEMO_JOBS); status=$$?; $(BIN)/lab down; exit $$status
 
 # What the suite drives besides the engine: Debian's chromium opens the HTML report (tests/unit/test_report.py).
 # Installed like the engine (as root on Debian, apt); elsewhere the test says what is missing.

@@ -15,7 +15,7 @@ MATRIX: list[tuple[str, str, str | None, tuple[str, ...]]] = [
      "`lab down` afterwards leaves 0 objects with the lab's label, no lab folder, no host process", "sigkill", ()),
     ("`lab up` then `lab down`, 20 times", "0 objects, no lab folder, no host process after each `down`",
      "cycles", ()),
-    ("`lab run exercise01` 100 times in a row on one lab",
+    ("`lab run exercise01` again and again on one lab (100 times by default)",
      "every run passes; no new process and no new listening port in any node after any run", "runs", ()),
     ("`lab fault kill|stop|pause|partition node1 --for 3s`, the `lab` killed at once",
      "the node comes back by itself (no fault in `lab status`) within the duration + 20 s; the timer, a host "
@@ -60,9 +60,12 @@ KNOWN_CAUSES = {
               "cancelled run into KeyboardInterrupt. A Ctrl-C in the first half second that exits 130 and "
               "still leaves one object is not explained yet: an engine call still in flight as the "
               "clean-up lists the lab's objects is the likely race.",
-    "runs": "A run that times out after every rank joined, with rank 0 'not in a distributed call (labkit.py:94)', "
-            "hung in labkit.finish's destroy_process_group (gloo's teardown under load, see its docstring). A "
-            "traceback from `lab` itself is the working tree caught mid-edit by parallel work, not a lab fault.",
+    "runs": "Each failure says which kind it is. 'hang after every rank reported': every rank wrote its result, "
+            "then a process never ended: before 2026-11-25 that was labkit.finish's destroy_process_group (gloo's C++ "
+            "teardown, 1 run in 100 at load 3-15); finish now ends a gloo job with barrier and os._exit, no teardown. "
+            "'slow: ranks never reported': the step's timeout came before the ranks got through `import torch` on an "
+            "overloaded machine (rerun with `--run-timeout 300`). A traceback from `lab` itself is a working tree "
+            "caught mid-edit by parallel work, not a lab fault.",
 }
 
 
@@ -110,6 +113,9 @@ def render(stored: dict[str, dict], headers: list[str]) -> str:
         table([*headers, "seed", "date", "load (1, 5, 15 min)"], summary),
         "",
     ]
+    notes = [f"- {name}: {part['note']}" for name, part in stored.items() if part.get("note")]
+    if notes:
+        lines += ["How parts were run, where not as by default:", "", *notes, ""]
     for name, part in stored.items():
         if not part["failures"]:
             continue

@@ -5,8 +5,9 @@
   python bench/run.py --max-nodes 4 --cold     # --cold also times a full image rebuild (minutes)
 
 Parts (each prints a table and its ratio to the target; targets in verdicts()):
-  up          `lab up` wall time for 2, 4, 8, 16, 32 nodes (<= --max-nodes) with the image present, how much
-              of it is ansible provisioning, a linear fit (s/node) and up.png; `lab up` again and `lab down`
+  up          `lab up` wall time for 2, 4, 8, 16, 32 nodes (<= --max-nodes) with the image present, --rounds sweeps
+              over all sizes (best of each kept), each one's phases (create and start, answer, pin host keys,
+              provision), the largest / 2-node ratio, a linear fit (s/node) and up.png; `lab up` again, `lab down`
   memory      memory per idle node of a 2-node lab: docker-stats figure (usage - inactive page
               cache), resident memory (rss/anon) and page cache, from the node's memory cgroup
   allreduce   gloo all_reduce, 1 KiB..64 MiB, across 2 containers vs 2 native processes on this host,
@@ -51,7 +52,9 @@ from lab.jobs import adhoc, targets  # noqa: E402
 SIZES = [1024 * 4**power for power in range(9)]  # 1 KiB .. 64 MiB
 WORKER = BENCH / "allreduce_worker.py"
 ALLREDUCE_TARGET = 0.9  # busbw containers/native at >= 16 MiB; also drawn on the plot
-UP_TARGETS = {2: 2.5, 16: 10, 32: 20}  # warm `lab up` seconds by node count
+UP_TARGETS = {2: 2.5, 16: 10, 32: 12}  # warm `lab up` seconds by node count, judged at a 1-minute load <= 2
+UP_RATIO_TARGET = 6  # warm `lab up` of 32 nodes / of 2 nodes, measured in one run
+QUIET_LOAD = 2
 UP_AGAIN_TARGET = 1  # `lab up` with the spec already up
 DOWN_TARGET = 10  # `lab down` of the largest lab timed
 LINK_PROFILES = (None, "ethernet-10g", "ethernet-1g")  # `lab up --link` values of the links part; None: unshaped
@@ -92,29 +95,38 @@ def up_sizes(max_nodes: int) -> list[int]:
     return sorted(set(sizes) | {max_nodes})
 
 
-def bench_up(name: str, max_nodes: int, cold: bool, results_dir: Path) -> dict:
+def bench_up(name: str, max_nodes: int, cold: bool, results_dir: Path, rounds: int = 2) -> dict:
     """Fresh `lab up` per size, then `lab up` again (same spec: nothing to do) and `lab down`; largest first, so the
-    2-node lab the other parts use is left up. Seconds per node from a linear fit; plot in up.png."""
+    2-node lab the other parts use is left up. `rounds` sweeps over every size, so that the load of the moment hits
+    all sizes alike; each size's best round is kept, with its phases (`lab up --json`: create and start, answer,
+    pin host keys, provision). Seconds per node from a linear fit; plot in up.png."""
     import numpy
 
-    result = {"load_before": load(), "rows": []}
+    result = {"load_before": load(), "rows": [], "rounds": rounds}
     if cold:
         seconds, _ = cli("image", "build", "--rebuild", timeout=3600)
         result["cold_image_build_seconds"] = round(seconds, 1)
     cli("down", "--name", name)
     sizes = sorted(up_sizes(max_nodes), reverse=True)
-    for nodes in sizes:
-        seconds, output = cli("up", "--nodes", str(nodes), "--name", name)
-        provision = re.search(r"provisioned in ([\d.]+) s", output.stdout)
-        provision_seconds = float(provision.group(1)) if provision else None
-        again, _ = cli("up", "--nodes", str(nodes), "--name", name)
-        down = cli("down", "--name", name)[0] if nodes != sizes[-1] else None
-        result["rows"].append({"nodes": nodes, "seconds": round(seconds, 2), "per_node": round(seconds / nodes, 2),
-                               "provision_seconds": provision_seconds,
-                               "start_seconds": round(seconds - (provision_seconds or 0), 2),
-                               "again_seconds": round(again, 2), "down_seconds": down and round(down, 2),
-                               "load": round(os.getloadavg()[0], 1)})
-    rows = sorted(result["rows"], key=lambda r: r["nodes"])
+    best: dict[int, dict] = {}
+    for round_index in range(rounds):
+        for nodes in sizes:
+            last = round_index == rounds - 1 and nodes == sizes[-1]
+            seconds, output = cli("up", "--nodes", str(nodes), "--name", name, "--json")
+            phases = json.loads(output.stdout).get("phases", {})
+            again, _ = cli("up", "--nodes", str(nodes), "--name", name)
+            down = cli("down", "--name", name)[0] if not last else None
+            row = {"nodes": nodes, "seconds": round(seconds, 2), "per_node": round(seconds / nodes, 2),
+                   "phases": phases, "provision_seconds": phases.get("provision"),
+                   "start_seconds": round(seconds - (phases.get("provision") or 0), 2),
+                   "again_seconds": round(again, 2), "down_seconds": down and round(down, 2),
+                   "load": round(os.getloadavg()[0], 1), "round": round_index + 1}
+            result.setdefault("all_rounds", []).append(row)
+            print(f"round {round_index + 1}: {nodes} nodes up in {row['seconds']} s ({phases}); "
+                  f"1-min load {row['load']}", flush=True)
+            if nodes not in best or row["seconds"] < best[nodes]["seconds"]:
+                best[nodes] = {**row, "down_seconds": row["down_seconds"] or best.get(nodes, {}).get("down_seconds")}
+    rows = sorted(best.values(), key=lambda r: r["nodes"])
     result["rows"] = rows
     if len(rows) >= 2:
         nodes = [r["nodes"] for r in rows]
@@ -123,17 +135,18 @@ def bench_up(name: str, max_nodes: int, cold: bool, results_dir: Path) -> dict:
         result["ratio_largest_to_2"] = round(rows[-1]["seconds"] / rows[0]["seconds"], 2)
         plot_up(rows, result["fit"], results_dir / "up.png")
     result["load_after"] = load()
-    print(f"\n## lab up, image present ({result['load_before']} -> {result['load_after']})")
+    print(f"\n## lab up, image present, best of {rounds} round(s) ({result['load_before']} -> {result['load_after']})")
     if "cold_image_build_seconds" in result:
         print(f"cold image build: {result['cold_image_build_seconds']} s")
-    print(table(["nodes", "lab up (s)", "s/node", "of which ansible (s)", "containers + ssh + CLI (s)",
-                 "up again (s)", "lab down (s)", "1-min load after"],
-                [[r["nodes"], r["seconds"], r["per_node"], r["provision_seconds"], r["start_seconds"],
+    phase_names = list(dict.fromkeys(name for r in rows for name in r["phases"]))
+    print(table(["nodes", "lab up (s)", "s/node", *[f"{p} (s)" for p in phase_names], "up again (s)", "lab down (s)",
+                 "1-min load after"],
+                [[r["nodes"], r["seconds"], r["per_node"], *[r["phases"].get(p, "-") for p in phase_names],
                   r["again_seconds"], r["down_seconds"] or "-", r["load"]] for r in rows]))
     if "fit" in result:
         print(f"linear fit: {result['fit']['seconds_per_node']} s/node + {result['fit']['intercept_seconds']} s; "
-              f"{rows[-1]['nodes']} nodes / {rows[0]['nodes']} nodes = {result['ratio_largest_to_2']}x; "
-              f"plot: {results_dir / 'up.png'}")
+              f"{rows[-1]['nodes']} nodes / {rows[0]['nodes']} nodes = {result['ratio_largest_to_2']}x "
+              f"(target <= {UP_RATIO_TARGET}x); plot: {results_dir / 'up.png'}")
     return result
 
 
@@ -518,8 +531,14 @@ def verdicts(results: dict) -> list[list[str]]:
         by_nodes = {r["nodes"]: r for r in results["up"]["rows"]}
         for nodes, target in UP_TARGETS.items():
             if nodes in by_nodes:
-                seconds = by_nodes[nodes]["seconds"]
-                rows.append([f"warm `lab up` of {nodes} nodes", f"<= {target} s", f"{seconds} s", seconds <= target])
+                seconds, busy = by_nodes[nodes]["seconds"], by_nodes[nodes]["load"]
+                quiet = "" if busy <= QUIET_LOAD else f" (load {busy} > {QUIET_LOAD}: judge on a quiet machine)"
+                rows.append([f"warm `lab up` of {nodes} nodes", f"<= {target} s at load <= {QUIET_LOAD}",
+                             f"{seconds} s{quiet}", seconds <= target])
+        if 2 in by_nodes and max(by_nodes) > 2:
+            ratio = results["up"]["ratio_largest_to_2"]
+            rows.append([f"`lab up` of {max(by_nodes)} nodes / of 2, same run", f"<= {UP_RATIO_TARGET}x", f"{ratio}x",
+                         ratio <= UP_RATIO_TARGET])
         again = max(r["again_seconds"] for r in by_nodes.values())
         rows.append(["`lab up` again, same spec", f"<= {UP_AGAIN_TARGET} s", f"max {again} s", again <= UP_AGAIN_TARGET])
         downs = {n: r["down_seconds"] for n, r in by_nodes.items() if r["down_seconds"] is not None}
@@ -578,7 +597,7 @@ def main() -> None:
             if part not in parts:
                 continue
             if part == "up":
-                results["up"] = bench_up(args.name, args.max_nodes, args.cold, args.results)
+                results["up"] = bench_up(args.name, args.max_nodes, args.cold, args.results, args.rounds)
             elif part == "memory":
                 results["memory"] = bench_memory(args.name)
             elif part == "allreduce":

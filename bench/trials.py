@@ -12,7 +12,8 @@ Parts (each trial is printed as it ends; the table at the end sums them up):
            nothing with the lab's label, no lab folder, and no host process of it (after a short grace)
   cycles   `lab up` then `lab down`, again and again: nothing left after each `down`
   runs     `lab run exercise01` again and again on one 2-node lab: after each run, no process and no listening
-           port in any node that was not there before the first run
+           port in any node that was not there before the first run; `--run-timeout 300` on a loaded machine, so
+           that only a hang times out (`python bench/trials.py --only runs --run-timeout 300 --write RELIABILITY.md`)
   tests    the integration tests the reliability matrix cites (tests/integration/test_reliability.py,
            test_bad_input.py, test_faults.py), each test one trial; RELIABILITY.md shows each one's outcome
   faults   `lab fault ACTION node1 --for 3s` for kill, stop, pause and partition, the `lab` process killed right
@@ -88,6 +89,7 @@ class PartResult:
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     outcomes: dict[str, str] = field(default_factory=dict)  # the tests part: test id -> passed/failed/skipped
+    note: str = ""  # how the part was run, when not as by default (RELIABILITY.md prints it under the counts)
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
@@ -104,13 +106,13 @@ HEADERS = ["part", "trials", "finished before the signal", "objects left", "lab 
 class Trials:
     """The `lab` command under its own LAB_HOME, and the counters that look at what it left."""
 
-    def __init__(self, home: Path, token: str):
-        self.home, self.token = home, token
+    def __init__(self, home: Path, token: str, prefix: str = "tr"):
+        self.home, self.token, self.prefix = home, token, prefix  # lab names: prefix + token + part
         self.up_seconds = 0.0  # the shortest `lab up` seen: interruptions are drawn from 0 to it
         self.env = {**os.environ, "LAB_HOME": str(home)}
 
     def name(self, part: str, index: int) -> str:
-        return f"tr{self.token}{part[:3]}{index}"
+        return f"{self.prefix}{self.token}{part[:3]}{index}"
 
     def lab(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True,
@@ -260,15 +262,21 @@ def cycle_trials(trials: Trials, count: int) -> PartResult:
     return result
 
 
-def run_trials(trials: Trials, count: int) -> PartResult:
-    """exercise01 again and again; after each run, count what is in the nodes that was not there before."""
-    result = PartResult("runs", "every run passes; 0 new processes, 0 new listening ports in any node")
+def run_trials(trials: Trials, count: int, step_timeout: int | None = None) -> PartResult:
+    """exercise01 again and again; after each run, count what is in the nodes that was not there before.
+
+    `step_timeout` (`--run-timeout`) replaces the exercise's own 60 s, so that on a loaded machine a slow start is not
+    taken for a hang; a run that still times out after every rank reported is a hang in the ending
+    (labkit.finish), and its failure says so."""
+    result = PartResult("runs", "every run passes; 0 new processes, 0 new listening ports in any node",
+                        note=f"each run with `--timeout {step_timeout}`" if step_timeout else "")
     name = trials.name("runs", 0)
     trials.lab("up", "--nodes", "2", "--name", name)
     try:
         before = {index: trials.node_snapshot(name, index) for index in (0, 1)}
         for index in range(count):
-            run = trials.lab("run", "exercise01", "--name", name, "--quiet")
+            run = trials.lab("run", "exercise01", "--name", name, "--quiet",
+                             *(["--timeout", str(step_timeout)] if step_timeout else []))
             left, ports = [], []
             for node, (processes, listening) in before.items():
                 now_processes, now_ports = trials.node_snapshot(name, node)
@@ -276,7 +284,10 @@ def run_trials(trials: Trials, count: int) -> PartResult:
                 ports += [f"node{node}:{port}" for port in sorted(now_ports - listening)]
             result.trials += 1
             result.processes_left = max(result.processes_left, len(left) + len(ports))
-            problems = ([f"exit {run.returncode}: {(run.stderr or run.stdout).strip()[-300:]}"] if run.returncode else [])
+            output = (run.stderr or run.stdout).strip()
+            kind = ("hang after every rank reported: " if "timed out" in output and "never reported" not in output
+                    else "slow: ranks never reported: " if "never reported" in output else "")
+            problems = ([f"exit {run.returncode}: {kind}{output[-300:]}"] if run.returncode else [])
             if left or ports:
                 problems.append(f"left processes {left}, ports {ports}")
             if problems:
@@ -362,6 +373,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None, help="replay the moments of an earlier run")
     parser.add_argument("--results", type=Path, default=RESULTS, metavar="FILE",
                         help=f"keep each part's latest result here (default {RESULTS.relative_to(BENCH.parent)})")
+    parser.add_argument("--run-timeout", type=int, default=None, metavar="SECONDS",
+                        help="runs part: each run's step timeout (default: exercise01's own 60 s); more on a loaded "
+                             "machine, so that only a hang times out")
+    parser.add_argument("--prefix", default="tr", help="lab names start with this (on a shared engine: your own)")
     parser.add_argument("--write", type=Path, default=None, metavar="FILE", help="write the reliability matrix here")
     args = parser.parse_args()
     parts = [part.strip() for part in args.only.split(",") if part.strip()]
@@ -371,7 +386,7 @@ def main() -> None:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     rng = random.Random(seed)
     home = Path(tempfile.mkdtemp(prefix="lab-trials-home-"))
-    trials = Trials(home, uuid.uuid4().hex[:4])
+    trials = Trials(home, uuid.uuid4().hex[:4], args.prefix)
     print(f"seed {seed}; LAB_HOME {home}; {load()}", flush=True)
     started = time.monotonic()
     results = []
@@ -386,7 +401,7 @@ def main() -> None:
         elif part == "cycles":
             outcome = cycle_trials(trials, count)
         elif part == "runs":
-            outcome = run_trials(trials, count)
+            outcome = run_trials(trials, count, args.run_timeout)
         elif part == "tests":
             outcome = test_outcomes(trials)
         else:

@@ -4,7 +4,8 @@ A record is a folder `.lab/runs/<id>/` with `run.json` (this module's `RunRecord
 logs (`logs/node<i>-<step>.log`), every rank's results (`results/<step>/`), training curves (`loss.png`),
 who ran when (`timeline.png`, lab/analysis/timeline.py, drawn when a command shows the run) and, from runs that hung,
 the ranks' stacks (`stacks/`).
-`.lab/runs/latest` links to the newest.
+`.lab/runs/latest` links to the newest. Records are held to a bound (count, total size, age) after every run, and
+`lab runs --keep RUN` pins one: lab/analysis/retention.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lab import paths
+from lab.analysis import retention
 from lab.errors import LabError, LabStateError, SpecError
 from lab.jobs.checks import Check
 
@@ -188,9 +190,16 @@ class RunRecord:
 
 @contextmanager
 def recording(record: RunRecord):
-    """Save `record` however its block ends: finished, interrupted, or stopped by a LabError."""
+    """Save `record` however its block ends: finished, interrupted, or stopped by a LabError; then hold the records
+    to their bound (lab/analysis/retention.py), which never removes this run nor another one still in progress."""
+    try:
+        bound = retention.configured_bound()  # a bad LAB_RUNS_MAX_* is one line before anything runs
+    except LabError:
+        shutil.rmtree(record.path, ignore_errors=True)
+        raise
     started = time.monotonic()
     record.path.mkdir(parents=True, exist_ok=True)
+    in_progress = retention.hold_recording(record.path)
     try:
         yield record
     except KeyboardInterrupt:
@@ -202,6 +211,12 @@ def recording(record: RunRecord):
     finally:  # the timeline is drawn when someone looks (`lab show`, `lab explain`, `lab report`), not here
         record.seconds = time.monotonic() - started
         record.save()
+        try:
+            retention.prune(bound, protect=frozenset({record.run_id}))
+        finally:
+            if in_progress:
+                in_progress.release()
+                in_progress.path.unlink(missing_ok=True)
 
 
 def _read(folder: Path) -> RunRecord:

@@ -16,7 +16,7 @@ from lab.bench import DEFAULT_PARTS, PARTS as BENCH_PARTS
               help="Largest lab timed by the `up` part (2, 4, 8, ... up to this).")
 @click.option("--cold", is_flag=True, help="Also time a full node image rebuild (a minute or more).")
 @click.option("--rounds", type=click.IntRange(1, 20), default=2, show_default=True,
-              help="Alternating container/native rounds; the best of each is compared.")
+              help="Alternating container/native rounds (for `up`: sweeps over every size); the best of each is kept.")
 @click.option("--name", default="bench", show_default=True, metavar="NAME", help="Lab the benchmarks use.")
 @click.option("--keep", is_flag=True, help="Leave the bench lab up afterwards.")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",

@@ -95,7 +95,7 @@ def run(exercise, run_all, name, on, nodes, inventory, nproc_per_node, backend, 
         if on is None and inventory is None:  # a lab: exercises with packages it lacks go to a companion lab
             from lab.jobs.companion import run_with_companion
 
-            records = run_with_companion(exercises, name, run_many, reporter)
+            records = run_with_companion(exercises, name, run_many, reporter, at_once=jobs > 1)
         else:
             records = run_many(exercises, None)
     if as_json:

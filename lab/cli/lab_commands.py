@@ -91,10 +91,13 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, image_
 def _print_up(result: lifecycle.UpResult, name: str, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"name": name, "changed": result.changed, "seconds": round(result.seconds, 2),
-                          "notices": result.notices, "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
+                          "phases": result.phases, "notices": result.notices, "nodes": [node.to_dict() for node in result.nodes]}, indent=2))
         return
     verb = f"up in {result.seconds:.1f} s" if result.changed else "already up, nothing to do"
     console.print(f"lab '{name}' {verb}: {lifecycle.describe(result.spec)}")
+    if result.phases:
+        console.print("  " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in result.phases.items()),
+                      markup=False, style="dim")
     for notice in result.notices:
         console.print(f"[yellow]note:[/] {notice}")
     print_nodes(result.nodes)

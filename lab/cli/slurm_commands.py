@@ -67,6 +67,7 @@ def ssh_command(name, node, command):
     from lab import paths
     from lab.nodes import lifecycle
     from lab.nodes.sshkeys import checked_key, known_hosts_path
+    from lab.provision.ansible import PINNED_HOST_KEY_TYPE
 
     _, spec, states = lifecycle.require(name)
     index = node.removeprefix("node")
@@ -79,7 +80,8 @@ def ssh_command(name, node, command):
     folder = paths.lab_dir(name) / "ssh"
     key, _ = checked_key(folder)
     argv = [ssh, "-i", str(key), "-p", str(state.ssh_port), "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={known_hosts_path(folder)}", "-o", "LogLevel=ERROR",
+            "-o", f"UserKnownHostsFile={known_hosts_path(folder)}", "-o", f"HostKeyAlgorithms={PINNED_HOST_KEY_TYPE}",
+            "-o", "LogLevel=ERROR",
             *(["-t"] if not command and sys.stdin.isatty() else []), "root@127.0.0.1",
             *([shlex.join(command)] if command else [])]
     os.execv(ssh, argv)

@@ -38,9 +38,11 @@ def companion_spec(spec: LabSpec, requirements: tuple[str, ...]) -> LabSpec:
     return dataclasses.replace(spec, name=name, requirements=spec.requirements + requirements)
 
 
-def run_with_companion(exercises: list[Exercise], name: str, run_many: RunMany, reporter: Reporter) -> list[RunRecord]:
+def run_with_companion(exercises: list[Exercise], name: str, run_many: RunMany, reporter: Reporter,
+                       at_once: bool = False) -> list[RunRecord]:
     """Run `exercises` on lab `name` (run_many(exercises, None)) and those it lacks packages for on its companion
-    (run_many(exercises, target)), after the others; records in the order of `exercises`."""
+    (run_many(exercises, target)): after the others, or (`at_once`, `lab run --jobs N` with N > 1) as soon as the
+    companion is up, beside them. Records in the order of `exercises`."""
     if not any(exercise.requirements for exercise in exercises):
         return run_many(exercises, None)
     _, spec, _ = labs.require(name)
@@ -51,13 +53,20 @@ def run_with_companion(exercises: list[Exercise], name: str, run_many: RunMany, 
     later = [exercise for exercise in exercises if set(exercise.requirements) - set(spec.requirements)]
     now = [exercise for exercise in exercises if exercise not in later]
     reporter.event(f"{', '.join(e.name for e in later)} need {' '.join(needed)}: lab '{companion.name}' "
-                   "(this lab's spec with them) comes up meanwhile and is removed at the end")
+                   "(this lab's spec with them) comes up meanwhile, runs them " + ("as soon as it is up" if at_once
+                   else "after the others") + ", and is removed at the end")
     outcome: dict[str, object] = {}
+    settled = threading.Event()  # the companion's `up` is over: from then on `down` may take it
 
     def bring_up() -> None:
         try:  # a lab of that name with another spec is refused, not replaced: it may be somebody's
-            labs.up(companion)
-            outcome["target"] = targets.containers(companion.name)
+            try:
+                labs.up(companion)
+                outcome["target"] = targets.containers(companion.name)
+            finally:
+                settled.set()
+            if at_once:
+                outcome["records"] = run_many(later, outcome["target"])
         except BaseException as error:  # handed to the main thread
             outcome["error"] = error
 
@@ -69,18 +78,19 @@ def run_with_companion(exercises: list[Exercise], name: str, run_many: RunMany, 
         thread.join()
         if "error" in outcome:
             error = outcome["error"]
-            if not isinstance(error, LabError):
+            if not isinstance(error, LabError) or "target" in outcome:
                 raise error
             raise type(error)(f"lab '{companion.name}' for {', '.join(e.name for e in later)} could not come up: "
                               f"{error.message}", error.hint)
-        records += run_many(later, outcome["target"])
-    finally:  # Ctrl-C included: the companion does not outlive the run (one that never came up was not ours)
-        thread.join()
+        records += outcome["records"] if at_once else run_many(later, outcome["target"])
+    finally:  # Ctrl-C included: the companion does not outlive the run (one that never came up was not ours);
+        settled.wait()  # removing it ends whatever still runs on it
         if "target" in outcome:
             try:
                 labs.down(companion.name)
             except LabError as error:
                 reporter.event(f"could not remove lab '{companion.name}': {error.message}; "
                                f"`lab down --name {companion.name}` does")
+        thread.join()
     order = {exercise.name: index for index, exercise in enumerate(exercises)}
     return sorted(records, key=lambda record: order.get(record.exercise, len(order)))

@@ -504,7 +504,7 @@ class DockerDriver:
         code, output = self.exec_output(name, index, ["cat", HOST_KEY_PATH])
         if code != 0 or not output.startswith("ssh-ed25519 "):
             raise ProvisionError(f"node{index} has no SSH host key at {HOST_KEY_PATH}: {output.strip()[:200]}",
-                                 "the node image's sshd makes one (ssh-keygen -A); `lab up --rebuild --recreate`")
+                                 "the node image makes one when the node first starts (ssh-keygen -t ed25519); `lab up --rebuild --recreate`")
         return output.strip()
 
     def memory_stats(self, name: str, index: int) -> dict:

@@ -52,6 +52,7 @@ class UpResult:
     seconds: float
     notices: list[str] = field(default_factory=list)
     provision: ProvisionResult | None = None
+    phases: dict[str, float] = field(default_factory=dict)  # seconds of each part of a change (`lab up` says them)
 
 
 def _quiet(_: str) -> None:
@@ -121,7 +122,17 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
     spec.check_fits(*driver.host_resources())
     if spec.link_profile:
         check_host(spec.link_profile)  # before anything is made: no tc, or a delay on a kernel without netem
+    phases: dict[str, float] = {}
+    mark = started
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.monotonic()
+        phases[name] = round(now - mark, 2)
+        mark = now
+
     image = ensure_image(spec, driver, rebuild, progress, base)  # the tag the plan names: both hash the same inputs
+    phase("plan and image")
     try:
         # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.
         ensure_key(paths.lab_dir(spec.name) / "ssh", f"lab-{spec.name}", fresh=current is None)
@@ -133,14 +144,19 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
         progress(f"starting {spec.nodes} node(s)")
         driver.apply(plan)
         states = driver.node_states(spec.name)
+        phase("create and start")
         progress("waiting for every node to answer")
         wait_for_ssh(states)
+        phase("answer")
         pin_host_keys(spec.name, states, driver)  # the nodes just (re)started: their keys and ports are these now
+        phase("pin host keys")
         if spec.link:
             progress(f"shaping the links between nodes to {spec.link}")
             apply_links(spec, driver)
+            phase("links")
         progress("provisioning with ansible")
         provisioned = provision(spec.name, driver=driver)
+        phase("provision")
     except BaseException:  # any failure, Ctrl-C included: a new lab is removed again, never left half-made
         if current is None:
             down(spec.name, driver=driver)
@@ -149,7 +165,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
             driver.remove_lab(spec.name)
         raise
     return UpResult(spec, True, image, driver.node_states(spec.name), time.monotonic() - started,
-                    notices=plan.notices + resolution_notes, provision=provisioned)
+                    notices=plan.notices + resolution_notes, provision=provisioned, phases=phases)
 
 
 def _different_spec(current: LabSpec) -> LabStateError:

@@ -9,6 +9,9 @@ import uuid
 import docker
 import pytest
 
+# Labs the tests bring up are named NAME_PREFIX + a random part; on an engine shared with others, give yours.
+NAME_PREFIX = os.environ.get("LAB_TEST_NAME_PREFIX", "it")
+
 
 def lab(*args, timeout=900, check=False, env=None):
     result = subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True, timeout=timeout,
@@ -30,7 +33,7 @@ def client():
 @pytest.fixture(scope="session")
 def two_nodes():
     """One 2-node lab shared by the tests that only read from it."""
-    name = f"it{uuid.uuid4().hex[:6]}"
+    name = f"{NAME_PREFIX}{uuid.uuid4().hex[:6]}"
     lab_json("up", "--nodes", "2", "--name", name)
     yield name
     lab("down", "--name", name)
@@ -38,7 +41,7 @@ def two_nodes():
 
 @pytest.fixture
 def fresh_name():
-    name = f"it{uuid.uuid4().hex[:6]}"
+    name = f"{NAME_PREFIX}{uuid.uuid4().hex[:6]}"
     yield name
     lab("down", "--name", name)
 

@@ -42,6 +42,9 @@ def assert_one_line_error(result, code, *needles):
     (["run", "--all", "--jobs", "9"], 2, "9 is not in the range 1<=x<=8"),
     (["run", "--all", "--jobs", "2", "--name", "a" * 30], 2, "too long to name its copies"),
     (["frobnicate"], 2, "No such command"),
+    (["runs", "--max-count", "2"], 2, "--max-count only go with --prune"),
+    (["runs", "--prune", "--max-size", "big"], 2, "--max-size: 'big' is not a size"),
+    (["runs", "--prune", "--max-age", "7"], 2, "--max-age: '7' is not an age"),
 ])
 def test_bad_input(args, code, needle):
     assert_one_line_error(lab(*args, env=NO_ENGINE), code, needle)

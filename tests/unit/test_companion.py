@@ -113,3 +113,22 @@ def test_an_interrupted_run_removes_the_companion(fake):
     with pytest.raises(KeyboardInterrupt):
         companion.run_with_companion([PLAIN, ACCELERATE], "demo", interrupted, Events())
     assert labs.calls[-1] == ("down", "demo-pkgs")
+
+
+def test_with_jobs_the_companion_runs_its_exercises_as_soon_as_it_is_up_beside_the_others(fake):
+    """`lab run --all --jobs N`: exercise14/15 need not wait for the other 13 (they took 109 s after them here)."""
+    import threading
+
+    labs = fake()
+    later_ran = threading.Event()
+
+    def run_many(some, target):
+        if target is None:  # the lab's own exercises: still running when the companion's have run
+            assert later_ran.wait(timeout=10), "the companion's exercises waited for the others"
+        else:
+            later_ran.set()
+        return [record(e.name) for e in some]
+
+    records = companion.run_with_companion([ACCELERATE, PLAIN], "demo", run_many, Events(), at_once=True)
+    assert [r.exercise for r in records] == ["exercise14", "exercise01"]
+    assert labs.calls == [("up", "demo-pkgs", ("accelerate==1.15.0",)), ("down", "demo-pkgs")]

@@ -37,3 +37,16 @@ def test_finish_ends_every_rank_at_once():
     for rank, (process, (out, err)) in enumerate(zip(ranks, outputs)):
         assert process.returncode == 0, err[-2000:]
         assert out == f"rank {rank} trained", out  # flushed; nothing after finish(), no finalization
+
+
+def test_finish_runs_no_gloo_teardown():
+    """On gloo finish() ends without destroy_process_group: gloo's C++ teardown is where a rank hung (RELIABILITY.md)."""
+    program = PROGRAM.replace("labkit.finish()", "torch.distributed.destroy_process_group = lambda *_: print('destroyed')\n"
+                                                 "labkit.finish()")
+    env = {**os.environ, "PYTHONPATH": str(EXERCISES), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+           "LAB_BACKEND": "gloo", "OMP_NUM_THREADS": "1"}
+    ranks = [subprocess.Popen([sys.executable, "-c", program, str(rank)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for rank in range(2)]
+    for rank, (process, (out, err)) in enumerate(zip(ranks, [r.communicate(timeout=120) for r in ranks])):
+        assert process.returncode == 0, err[-2000:]
+        assert out == f"rank {rank} trained", out

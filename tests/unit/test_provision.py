@@ -71,6 +71,6 @@ def test_lab_inventory_accepts_only_the_pinned_host_keys(tmp_path):
     text = write_inventory(LabSpec(name="t1", nodes=2), {0: 2201, 1: 2202}, tmp_path / "key",
                            tmp_path / "known_hosts", tmp_path / "inventory").read_text()
     assert (f"ansible_ssh_common_args='-o StrictHostKeyChecking=yes -o UserKnownHostsFile={tmp_path}/known_hosts "
-            "-o LogLevel=ERROR'") in text
+            "-o HostKeyAlgorithms=ssh-ed25519 -o LogLevel=ERROR'") in text
     assert "ansible_host_key_checking=true" in text  # false would put StrictHostKeyChecking=no ahead of these
     assert "StrictHostKeyChecking=no" not in text and "/dev/null" not in text
