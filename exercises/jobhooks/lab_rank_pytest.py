@@ -101,7 +101,9 @@ def pytest_runtest_logreport(report):
                        "duration": report.duration, "xfail": bool(getattr(report, "wasxfail", ""))})
 
 
-PYTEST_FRAMES = re.compile(r'^  File "[^"]*/(?:_pytest|pluggy)/[^"]*", line \d+, in .*\n(?:    .*\n)?', re.MULTILINE)
+# A frame of pytest or pluggy: its File line, its source line, and the line of carets under it (Python 3.11+).
+PYTEST_FRAMES = re.compile(r'^  File "[^"]*/(?:_pytest|pluggy)/[^"]*", line \d+, in .*\n(?:    .*\n)?(?: *[\^~]+ *\n)?',
+                           re.MULTILINE)
 
 
 def without_pytest_frames(text: str) -> str:

@@ -177,7 +177,7 @@ def _run_on_ranks(item: pytest.Function, marker: pytest.Mark, session: LabSessio
         text = f"lab: {error.message}" + (f"\nhint: {error.hint}" if error.hint else "")
         return [_report(item, "setup", "failed", text, started), _report(item, "teardown", "passed", None, time.time())]
     reports = [_report(item, "setup", "passed", None, started)]
-    started = time.time()
+    started, sections = time.time(), []
     try:
         result = run_test(pool.target(name), item.path, item.nodeid.split("::", 1)[1], item.config.rootpath,
                           item.config.inipath, int(marker.kwargs.get("nproc_per_node")
@@ -190,10 +190,12 @@ def _run_on_ranks(item: pytest.Function, marker: pytest.Mark, session: LabSessio
         outcome = result.outcome
         longrepr = {"passed": None, "failed": result.failure_text(),
                     "skipped": (str(item.path), item.location[1] + 1, result.skip_reason)}[outcome]
-        reports.append(_report(item, "call", outcome, longrepr, started, result.sections()))
+        sections = result.sections()
+        reports.append(_report(item, "call", outcome, longrepr, started, sections))
     started = time.time()
     pool.clean(name)
-    reports.append(_report(item, "teardown", "passed", None, started))
+    # JUnit XML writes a test's output from its teardown report: it carries the sections too, as pytest's own do.
+    reports.append(_report(item, "teardown", "passed", None, started, sections))
     return reports
 
 

@@ -99,13 +99,14 @@ class RankTest:
         return "\n\n".join(blocks)
 
     def sections(self) -> list[tuple[str, str]]:
-        """Each rank's output as its own report section (JUnit XML carries them as system-out), and the stacks of
-        the ranks of a run the lab stopped."""
-        found = [(f"Captured stdout rank {rank} (node{run.node})", run.output)
-                 for rank, run in sorted(self.job.ranks.items()) if run.output]
+        """Each rank's output as its own report section, and the stacks of the ranks of a run the lab stopped; each
+        starts with the rank it is, as JUnit XML's system-out and system-err join them without their titles."""
+        found = [(f"Captured stdout {who}", f"{who}:\n{run.output}\n") for rank, run in sorted(self.job.ranks.items())
+                 if run.output for who in [f"rank {rank} (node{run.node})"]]
         for stack in load_stacks(self.job.record.stacks_dir):
             if stack.role == "worker" and stack.rank is not None:
-                found.append((f"Captured stderr stack of rank {stack.rank} (node{stack.node})", stack.text()))
+                who = f"rank {stack.rank} (node{stack.node})"
+                found.append((f"Captured stderr stack of {who}", f"stack of {who}:\n{stack.text()}\n"))
         return found
 
 

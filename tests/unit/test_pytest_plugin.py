@@ -112,6 +112,7 @@ def test_a_rank_traceback_starts_at_the_test():
     text = ('Traceback (most recent call last):\n'
             '  File "/venv/lib/python3.11/site-packages/_pytest/runner.py", line 361, in from_call\n'
             '    result = func()\n'
+            '             ^^^^^^\n'
             '  File "/venv/lib/python3.11/site-packages/pluggy/_caller.py", line 197, in __call__\n'
             '  File "/work/tests/test_x.py", line 15, in test_x\n'
             '    load()\n'
