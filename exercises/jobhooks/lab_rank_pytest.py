@@ -84,6 +84,9 @@ def _lab_process_group(request):
         torch.cuda.set_device(rank.local_rank)
     timeout = datetime.timedelta(seconds=float(os.environ.get("LAB_PYTEST_PG_TIMEOUT", "300")))
     dist.init_process_group(backend, timeout=timeout)
+    # Every rank past its whole set-up before any body runs: a rank whose body ends at once (no collective) would
+    # otherwise leave while slower ranks still connect to it ("Gloo connectFullMesh failed ... closed by peer").
+    dist.barrier()
     try:
         yield
     finally:

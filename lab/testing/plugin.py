@@ -1,6 +1,6 @@
 """lab's pytest plugin (entry point `lab` in the group pytest11): options, markers, fixtures and hooks only; the work is
 done by lab/testing/ over lab's own lifecycle and jobs. Inert for a suite that uses none of it: no engine is asked
-anything unless a collected test is marked `lab` or uses `lab_cluster`.
+anything until a test marked `lab` or using `lab_cluster` runs.
 
     @pytest.mark.lab(nodes=2, nproc_per_node=1, timeout=120)
     def test_all_reduce(lab_rank): ...         # the body runs on every rank, torch.distributed initialised
@@ -141,10 +141,6 @@ def _state_folder() -> str:
     return str(paths.state_dir())
 
 
-def _needs_lab(item: pytest.Item) -> bool:
-    return item.get_closest_marker("lab") is not None or "lab_cluster" in getattr(item, "fixturenames", ())
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
     """A test marked lab: its body runs on the ranks, not here; its reports are made from theirs."""
@@ -167,7 +163,7 @@ def _run_on_ranks(item: pytest.Function, marker: pytest.Mark, session: LabSessio
         request = session.request(marker)
         if Path(request.workspace) not in item.path.parents:
             raise LabError(f"{item.path} is not inside the lab's workspace {request.workspace}",
-                           "run pytest from the project's root, or set --lab-workspace to a folder that holds the tests")
+                           "run pytest from the project's root, or set --lab-workspace to a folder holding the tests")
         name = pool.lab(request)
     except (pytest.skip.Exception, pytest.fail.Exception) as outcome:
         kind = "skipped" if isinstance(outcome, pytest.skip.Exception) else "failed"

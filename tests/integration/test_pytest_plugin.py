@@ -55,7 +55,8 @@ def labelled(client, prefix: str) -> list[str]:
 
 
 def lab_names(client, prefix: str) -> set[str]:
-    return {container.labels["io.lab.lab"] for container in client.containers.list(all=True, filters={"label": "io.lab.lab"})
+    containers = client.containers.list(all=True, filters={"label": "io.lab.lab"})
+    return {container.labels["io.lab.lab"] for container in containers
             if container.labels["io.lab.lab"].startswith(f"{prefix}-")}
 
 
@@ -180,7 +181,8 @@ def test_lab_keep_leaves_the_lab_up_and_says_how_to_reach_it(client, prefix):
     result = run_pytest(prefix, f"{EXAMPLE}/tests/test_jobs.py", "-k", "command_on_every_node", "--lab-keep")
     assert result.returncode == 0, result.stdout[-3000:]
     (kept,) = lab_names(client, prefix)
-    assert f"lab '{kept}' kept up (--lab-keep): `lab status --name {kept}`, `lab ssh node0 --name {kept}`" in result.stdout
+    said = f"lab '{kept}' kept up (--lab-keep): `lab status --name {kept}`, `lab ssh node0 --name {kept}`"
+    assert said in result.stdout
     status = subprocess.run([sys.executable, "-m", "lab.cli", "status", "--name", kept], cwd=ROOT, capture_output=True,
                             text=True)
     assert status.returncode == 0 and "node1" in status.stdout

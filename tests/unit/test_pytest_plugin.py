@@ -26,7 +26,8 @@ NO_ENGINE = "unix:///nonexistent/docker.sock"
 
 
 def rank_module():
-    spec = importlib.util.spec_from_file_location("lab_rank_pytest", ROOT / "exercises" / "jobhooks" / "lab_rank_pytest.py")
+    path = ROOT / "exercises" / "jobhooks" / "lab_rank_pytest.py"
+    spec = importlib.util.spec_from_file_location("lab_rank_pytest", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
