@@ -9,11 +9,10 @@ the first `lab up` of a spec waits for a lock in the state folder, so the worker
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import secrets
 from dataclasses import dataclass
 from typing import Callable
-
-import importlib.metadata
 
 from lab import paths
 from lab.errors import LabError, LabStateError, SpecError

@@ -77,7 +77,7 @@ class RankTest:
         failed = [rank for rank in self.ranks if rank.outcome in ("failed", "no result")]
         step = self.job.record.steps[0] if self.job.record.steps else None
         nodes = len(step.exit_codes) if step else 0
-        head = (f"{len(failed)} of {len(self.ranks)} ranks failed" if failed else "every rank passed, but the run failed")
+        head = f"{len(failed)} of {len(self.ranks)} ranks failed" if failed else "every rank passed, but the run failed"
         blocks = [f"{head} (lab '{self.lab}', {nodes} nodes x {step.nproc_per_node if step else '?'}, "
                   f"run {self.job.run_id})"]
         if self.job.timed_out:
