@@ -40,6 +40,17 @@ def try_lock(path: Path) -> HeldLock | None:
     return HeldLock(path, handle)
 
 
+def wait_lock(path: Path) -> HeldLock:
+    """Take the exclusive lock on `path`, waiting for whoever holds it (work that must happen once: an image)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    handle.truncate(0)
+    handle.write(json.dumps({"pid": os.getpid(), "command": this_command()}) + "\n")
+    handle.flush()
+    return HeldLock(path, handle)
+
+
 def holder(path: Path) -> str:
     """Who holds the lock on `path`, as its holder recorded it: 'pid 123 (`lab up --nodes 2`)'."""
     try:

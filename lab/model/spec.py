@@ -198,6 +198,10 @@ class LabSpec:
     # `lab exec`/`lab torchrun` there (absolute); None: none.
     workspace: str | None = None
     python: str | None = None  # `--image IMAGE`: the image's interpreter, when the lab is not to search for it
+    # The process that made the lab and removes it when it ends, 'host:pid:start' (the pytest plugin's session,
+    # lab/testing/owners.py), so a lab whose owner died can be told from one in use; None: made by hand (`lab up`).
+    # Not part of what the lab is: left out of the fingerprint.
+    owner: str | None = None
 
     def __post_init__(self):
         validate_name(self.name)
@@ -246,7 +250,11 @@ class LabSpec:
         return "node0"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Every field; `owner` only when there is one, so labs made by hand keep the labels they always had."""
+        data = asdict(self)
+        if data["owner"] is None:
+            del data["owner"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "LabSpec":
@@ -255,7 +263,7 @@ class LabSpec:
 
     def fingerprint(self) -> str:
         """Short hash of the spec; stored on every object so `lab up` can tell same from different."""
-        text = json.dumps(self.to_dict(), sort_keys=True)
+        text = json.dumps({key: value for key, value in self.to_dict().items() if key != "owner"}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def node_memory(self) -> int:

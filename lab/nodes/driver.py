@@ -26,6 +26,7 @@ from lab.nodes.labels import (
     GPUS_LABEL,
     LAB_LABEL,
     NODE_LABEL,
+    OWNER_LABEL,
     PYTHON_LABEL,
     SPEC_LABEL,
     SSH_PORT,
@@ -319,6 +320,19 @@ class DockerDriver:
                          self.client.volumes.list(filters=lab_filter())):
                 names.update(_labels(obj).get(LAB_LABEL) for obj in kind)
         return sorted(name for name in names if name)
+
+    def lab_owners(self) -> dict[str, str]:
+        """Lab name -> its owner (OWNER_LABEL), for every lab with an owner, from any object left of it."""
+        owners = {}
+        with engine_errors("list labs"):
+            for kind in (self.client.containers.list(all=True, filters=lab_filter()),
+                         self.client.networks.list(filters=lab_filter()),
+                         self.client.volumes.list(filters=lab_filter())):
+                for obj in kind:
+                    labels = _labels(obj)
+                    if labels.get(LAB_LABEL) and labels.get(OWNER_LABEL):
+                        owners[labels[LAB_LABEL]] = labels[OWNER_LABEL]
+        return owners
 
     def existing_spec(self, name: str) -> LabSpec | None:
         """The spec every node of lab `name` carries: one listing, no inspect per node (`lab up` again is this)."""

@@ -22,21 +22,23 @@ SPEC_LABEL = f"{LABEL_PREFIX}.spec"
 FINGERPRINT_LABEL = f"{LABEL_PREFIX}.fingerprint"
 GPUS_LABEL = f"{LABEL_PREFIX}.gpus"  # the node's GPUs as host indices, for `lab status`
 PYTHON_LABEL = f"{LABEL_PREFIX}.python"  # the interpreter a node runs, when not the node image's venv
+OWNER_LABEL = f"{LABEL_PREFIX}.owner"  # the process that owns the lab (LabSpec.owner), on every object it made
 SSH_PORT = 22
 # Nodes share one host, so their network can carry loopback-sized frames: with the default 1500-byte MTU,
 # gloo's all_reduce over the bridge reached ~0.7 of native loopback bandwidth (bench/RESULTS.md).
 NETWORK_OPTIONS = {"com.docker.network.driver.mtu": "65520"}
 
 
-def lab_labels(name: str) -> dict[str, str]:
-    """Labels that mark an object as belonging to lab `name` (compose-style project label included)."""
-    return {PROJECT_LABEL: f"lab-{name}", LAB_LABEL: name, MANAGED_LABEL: "true"}
+def lab_labels(name: str, owner: str | None = None) -> dict[str, str]:
+    """Labels that mark an object as belonging to lab `name` (compose-style project label included), and to the
+    process that owns the lab, when one does."""
+    return {PROJECT_LABEL: f"lab-{name}", LAB_LABEL: name, MANAGED_LABEL: "true", **({OWNER_LABEL: owner} if owner else {})}
 
 
 def node_labels(spec: LabSpec, node: Node) -> dict[str, str]:
     """A node container's labels: its lab, its index, and the whole spec so `lab up` can tell same from different."""
     return {
-        **lab_labels(spec.name),
+        **lab_labels(spec.name, spec.owner),
         NODE_LABEL: str(node.index),
         ROLE_LABEL: "node",
         SPEC_LABEL: json.dumps(spec.to_dict(), sort_keys=True),

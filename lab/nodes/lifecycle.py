@@ -446,6 +446,11 @@ def down(name: str | None, driver: DockerDriver | None = None) -> dict[str, int]
     return removed
 
 
+def owners(driver: DockerDriver | None = None) -> dict[str, str]:
+    """Lab name -> owner (LabSpec.owner) of every lab that has one, also of a leftover network or volume alone."""
+    return (driver or DockerDriver()).lab_owners()
+
+
 def describe(spec: LabSpec) -> str:
     parts = [f"{spec.nodes} nodes"]
     if spec.nproc_per_node:

@@ -165,8 +165,9 @@ def build_plan(spec: LabSpec, facts: HostFacts) -> LabPlan:
     gpu_plan = plan_gpus(spec.gpus, spec.nodes, facts.gpus)
     spec = dataclasses.replace(spec, gpus=gpu_plan.resolved)  # the lab records what `auto` found
     network = NetworkPlan(network_name(spec.name), "bridge", dict(NETWORK_OPTIONS),
-                          {**lab_labels(spec.name), ROLE_LABEL: "network"})
-    volume = VolumePlan(volume_name(spec.name), str(facts.shared_dir), {**lab_labels(spec.name), ROLE_LABEL: "volume"})
+                          {**lab_labels(spec.name, spec.owner), ROLE_LABEL: "network"})
+    volume = VolumePlan(volume_name(spec.name), str(facts.shared_dir), {**lab_labels(spec.name, spec.owner),
+                                                                         ROLE_LABEL: "volume"})
     containers = [_container(spec, node, gpus, facts) for node, gpus in zip(spec.node_list(), gpu_plan.nodes)]
     return LabPlan(spec, gpu_plan.mode, network, volume, containers,
                    list(gpu_plan.notices) + neighbour_notices(spec.nodes, facts.neighbour_limit))
