@@ -146,12 +146,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write every result as JSON here")
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="checkout whose lab CLI runs the cases")
     parser.add_argument("--cases", type=Path, default=CASES)
+    parser.add_argument("--scripts", type=Path, help="folder of the cases' scripts (default: bench/diagnosis/unseen; "
+                                                     "the cases file's `scripts:` key if it has one)")
     parser.add_argument("--no-up", action="store_true", help="do not run `lab up` first")
     args = parser.parse_args()
     labs = [name for value in args.name for name in value.split(",") if name]
     repo = args.repo.resolve()
     os.environ.setdefault("LAB_HOME", str(Path.cwd() / ".lab"))
+    global SCRIPTS
     cases = load_cases(args.cases)
+    folder = args.scripts or (yaml.safe_load(args.cases.read_text()) or {}).get("scripts")
+    if folder:
+        SCRIPTS = (args.cases.parent / folder).resolve() if not args.scripts else args.scripts.resolve()
     if args.only:
         wanted = set(args.only.split(","))
         unknown = wanted - {c["name"] for c in cases}
