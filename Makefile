@@ -87,8 +87,11 @@ test-tools:
 		  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } || \
 		echo "note: no chromium (apt-get install chromium): the HTML report's browser test cannot run"
 
+# Three workers (pytest-xdist): most tests wait on containers and timeouts rather than compute; each worker has its
+# own labs, the session one LAB_HOME (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 3
 test: image test-tools
-	$(BIN)/python -m pytest -m "not long" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-long: image
 	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
