@@ -32,7 +32,7 @@ PRIORITY = [
     "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
-    "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
+    "backend-unavailable", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
     "object-not-picklable", "device-mismatch", "disk-full", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -150,6 +150,10 @@ CAUSES = {
                               "length than the group has ranks: sized with LOCAL_WORLD_SIZE or a count of its own.",
     "dataloader-worker-died": "A DataLoader worker process died (killed by the OOM killer, or a crash in the "
                               "dataset's native code) and its rank raised.",
+    "backend-unavailable": "A node asked for a backend this torch was built without (mpi, ucc), often because the "
+                           "backend is read from something that differs between the nodes.",
+    "state-dict-mismatch": "A checkpoint's keys differ from the model's: saved from a DDP-wrapped model ('module.' "
+                           "prefixes) and loaded into the bare one, or another architecture on this node.",
 }
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}

@@ -109,4 +109,5 @@ def missing_rank(keys: str | None) -> int:
 SYMPTOM = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|[Tt]imed out|timeout|DistStoreError"
     r"|DistNetworkError|DistBackendError|client socket|Socket Timeout|NCCL communicator was aborted"
-    r"|ProcessGroupNCCL.*(?:watchdog|Timeout)|Watchdog caught collective operation timeout")
+    r"|ProcessGroupNCCL.*(?:watchdog|Timeout)|Watchdog caught collective operation timeout"
+    r"|failed to pass monitoredBarrier")

@@ -233,7 +233,53 @@ def _dataloader_worker_died(match: re.Match, line: LogLine, ctx: Context) -> tup
                                   "(a C extension, a decoder, a file read through mmap)")
 
 
+def _backend_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    backend = match["backend"].lower()
+    others = sorted({other.node for other in ctx.lines if other.node != line.node} - {
+        other.node for other in ctx.lines if match.re.search(other.text)})
+    differs = (f"; node{line.node} chose it while {', '.join(f'node{node}' for node in others)} did not: the backend "
+               "is read from something that differs between the nodes (a variable, a config file)") if others else ""
+    return (f"node{line.node} asked for the {backend} backend, which this torch was built without{differs}",
+            "use a backend this torch has on every node (gloo on CPU, nccl with GPUs), and the same one everywhere: "
+            "name it in the code or pass it to every node alike (lab exec/torchrun --env), not from a node's own "
+            "environment")
+
+
+def _alltoall_splits(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("all_to_all's split sizes disagree between the ranks: what one rank sends to another is not what that "
+            "rank expects from it", "compute the splits consistently: exchange the counts first (all_to_all_single "
+            "of a tensor of counts) and use the counts received as output_split_sizes; every rank's "
+            "input_split_sizes must sum to its input's first dimension")
+
+
+def _scatter_source(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("scatter's list is built on another rank than the one passed as its source (src): the source has no list, "
+            "or another rank has one", "build scatter_list / scatter_object_input_list on the rank you pass as src, "
+            "and pass None on every other rank (or pass as src the rank that builds it)")
+
+
+def _state_dict_keys(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    keys = [other.text for other in ctx.lines if other.node == line.node and "key(s) in state_dict" in other.text]
+    if any('"module.' in text or "'module." in text for text in keys + [line.text]):
+        return ("a state dict saved from a DistributedDataParallel-wrapped model (every key starts with 'module.') is "
+                "loaded into the bare model, or the reverse", "save model.module.state_dict() from DDP (or load into "
+                "the wrapped model), or strip the prefix when loading: torch.nn.modules.utils."
+                "consume_prefix_in_state_dict_if_present(state, 'module.')")
+    return (f"the checkpoint's keys differ from the model's on node{line.node}: another architecture, config or code "
+            "version than the one that saved it", "load the checkpoint into the model that saved it (the same code "
+            "and config on every node), or load with strict=False only for keys you mean to skip")
+
+
 PATTERNS = [
+    PatternRule("backend-unavailable", re.compile(
+        r"Distributed package doesn't have (?P<backend>MPI|UCC|NCCL) built in"), _backend_missing),
+    PatternRule("shape-mismatch", re.compile(
+        r"alltoallv?\.cc.*(?:LengthPerRank|length)|Split sizes doesn't match total dim 0 size"), _alltoall_splits),
+    PatternRule("root-mismatch", re.compile(
+        r"source rank must provide non-None scatter_object_input_list|scatter_list must NOT be specified on non-source"
+        r"|Argument ``?scatter_list``? must be specified on source rank"), _scatter_source),
+    PatternRule("state-dict-mismatch", re.compile(
+        r"(?:Missing|Unexpected) key\(s\) in state_dict"), _state_dict_keys),
     PatternRule("collective-list-length", re.compile(
         r"invalid (?:output|input) tensor list at index \d+ \(expected length (?P<expected>\d+), got (?P<got>\d+)\)"
         r"|must match number of collective participants|tensor list must (?:have|be) (?:the )?(?:same )?(?:length|size) "

@@ -139,7 +139,8 @@ def duplicate_rank_findings(ctx: Context) -> list[Finding]:
 
 
 # gloo's and NCCL's words for a collective that waited past the process group's timeout.
-COLLECTIVE_TIMEOUT = re.compile(r"[Tt]imed out waiting|[Tt]imeout|timed out", re.IGNORECASE)
+COLLECTIVE_TIMEOUT = re.compile(r"[Tt]imed out waiting|[Tt]imeout|timed out|failed to pass monitoredBarrier",
+                                re.IGNORECASE)
 
 
 def _claimed_twice(ctx: Context) -> list[Finding]:

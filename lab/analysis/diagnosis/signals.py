@@ -139,7 +139,8 @@ def exit_findings(ctx: Context) -> list[Finding]:
     for node, rank, code in _own_exits(ctx):
         own = [line for line in ctx.lines if line.node == node and line.rank in (rank, None)]
         if any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks) or any(
-                EXCEPTION_LINE.match(line.text.strip()) or explained_by_rule(ctx, line.text) for line in own) or any(
+                (EXCEPTION_LINE.match(line.text.strip()) and "ChildFailedError" not in line.text)  # torchrun's own
+                or explained_by_rule(ctx, line.text) for line in own) or any(
                 trace.rank == rank and (trace.exception or (trace.calls and trace.calls.failed))
                 for trace in ctx.evidence.traces):
             continue  # an exception or an error a rule reads ended it: those rules say which

@@ -249,7 +249,7 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
                            "make both sides agree on every message: decide the condition or the count once and "
                            "share it (broadcast a flag or the count first), or always send (an empty placeholder "
                            "when there is nothing new)")
-        if call.tag is not None and sent.tag is not None and sent.tag != call.tag:
+        if (call.tag is not None or sent.tag is not None) and (sent.tag or 0) != (call.tag or 0):
             return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer} with tag {call.tag}, but rank "
                                            f"{peer} used tag {sent.tag} ({sent}) and went on",
                            f"{activity}; rank {peer}: {sent}", activity.node, rank, fix)
@@ -271,9 +271,10 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
                            activity.node, rank, "give the receiving buffer the sender's shape and dtype: send the "
                            "shape first (a small tensor) and allocate from it, or use send_object_list for data "
                            "whose size varies")
-        if call.tag is not None and theirs.tag is not None and call.tag != theirs.tag:
-            return Finding("p2p-mismatch", f"rank {rank} and rank {peer} never matched: one uses tag {call.tag}, the "
-                                           f"other tag {theirs.tag}", f"{activity}; {other}", activity.node, rank, fix)
+        if (call.tag is not None or theirs.tag is not None) and (call.tag or 0) != (theirs.tag or 0):
+            return Finding("p2p-mismatch", f"rank {rank} and rank {peer} never matched: one uses tag {call.tag or 0}, "
+                                           f"the other tag {theirs.tag or 0}", f"{activity}; {other}", activity.node,
+                           rank, fix)
         if call.group != theirs.group and None not in (call.group, theirs.group):
             return Finding("p2p-mismatch", f"rank {rank} and rank {peer} never matched: their calls run on different "
                                            f"groups ({list(call.group)} vs {list(theirs.group)})",
