@@ -215,6 +215,8 @@ def _record_dist_calls(dist, c10d) -> None:
                     record["group"] = [int(rank) for rank in given["ranks"]]
             elif group is not None:
                 record["group"] = ranks_of(group)
+                if record["group"] is not None:
+                    record["group_name"] = str(group.group_name)  # which of the groups with these members
             if op in RANK_ARGUMENTS:
                 field, name, relative = RANK_ARGUMENTS[op]
                 value = given.get(name)
@@ -264,6 +266,8 @@ def _record_dist_calls(dist, c10d) -> None:
             CALLS.timeouts[None] = timeout_of(None)
         elif op == "new_group" and result is not None:
             CALLS.timeouts[result] = timeout_of(result)
+            if getattr(result, "group_name", None) is not None:
+                record["group_name"] = str(result.group_name)
         elif op in ("new_subgroups", "new_subgroups_by_enumeration") and result:
             record["group"] = ranks_of(result[0])  # the subgroup this rank is in
             CALLS.timeouts[result[0]] = timeout_of(result[0])

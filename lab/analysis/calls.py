@@ -38,6 +38,7 @@ class DistCall:
     tag: int | None = None  # point-to-point tag
     root: int | None = None  # ROOTED operations: the global rank of the root (src or dst argument)
     group: tuple[int, ...] | None = None  # the global ranks of the group it ran on; None: the default group
+    group_name: str | None = None  # torch's name of that group ('1', '2': the order this rank created them in)
     tensors: tuple[Tensor, ...] = ()
     is_async: bool = False  # async_op=True, or isend/irecv
     entered_at: float | None = field(default=None, compare=False)  # seconds since the epoch
@@ -117,6 +118,7 @@ def _call(item: dict) -> DistCall:
         op=str(item["op"]), caller=item.get("caller"), thread=str(item.get("thread") or "MainThread"),
         src=_int(item.get("src")), dst=_int(item.get("dst")), tag=_int(item.get("tag")), root=_int(item.get("root")),
         group=tuple(int(rank) for rank in group) if isinstance(group, list) else None,
+        group_name=str(item["group_name"]) if item.get("group_name") is not None else None,
         tensors=tuple(Tensor(tuple(int(size) for size in tensor.get("shape") or []), str(tensor.get("dtype") or "?"))
                       for tensor in item.get("tensors") or [] if isinstance(tensor, dict)),
         is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),

@@ -380,3 +380,10 @@ def test_the_second_held_out_batch_misses_are_named_from_their_real_records(name
     them) that the first try got wrong."""
     found = top(sample(name))
     assert found.cause == cause and says in found.title, found
+
+
+def test_subgroups_with_the_same_members_created_in_another_order_are_a_group_mismatch():
+    found = top(ranks(failed("all_reduce", group=(0, 1), group_name="1"),
+                      failed("all_reduce", group=(0, 1), group_name="2")))
+    assert found.cause == "group-mismatch" and "created their subgroups in another order" in found.title
+    assert "same order" in found.fix

@@ -162,6 +162,7 @@ def test_new_group_with_different_members_per_rank_keeps_the_members_each_passed
             process.wait()
     traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
     assert [call.group for call in traces[1].calls.groups] == [(1,)] and not traces[1].live
+    assert [call.group_name for call in traces[1].calls.groups] == ["1"]  # torch's name: the order it was made in
     assert [call.group for call in traces[0].calls.groups] == [(0, 1)] and traces[0].live
     assert str(traces[0].calls.blocked_in) == "new_group(group=[0, 1]) at job.py:5 in <module>"
 

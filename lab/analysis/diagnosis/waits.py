@@ -416,6 +416,21 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
             "group-mismatch", f"rank {first.rank} waits in {first.call.op}, which every rank must call (members or "
                               f"not), while {_ranks_text(elsewhere)} went on without it",
             _listing(activities.values()), first.node, first.rank, GROUP_FIX)]
+    named = [activity for activity in activities.values() if activity.call.group_name is not None
+             and activity.call.op not in POINT_TO_POINT + GROUP_CREATION]
+    by_members: dict[tuple, set[str]] = {}
+    for activity in named:
+        by_members.setdefault((activity.call.op, activity.call.group), set()).add(activity.call.group_name)
+    for (op, members), names in sorted(by_members.items()):
+        if len(names) > 1:
+            same = [activity for activity in named if (activity.call.op, activity.call.group) == (op, members)]
+            said = ", ".join(f"rank {a.rank} on its subgroup #{a.call.group_name}" for a in same)
+            return [Finding(
+                "group-mismatch", f"the ranks run {op} on different subgroups with the same members {list(members)} "
+                                  f"({said}): they created their subgroups in another order",
+                _listing(same), same[0].node, same[0].rank,
+                "create the subgroups in the same order on every rank (iterate a fixed, sorted list of names, not a "
+                "set, a dict built per rank or a config read per node), and use the group made for that purpose")]
     collective = [activity for activity in activities.values()
                   if activity.call.op not in POINT_TO_POINT + GROUP_CREATION and activity.call.group is not None]
     if collective:
