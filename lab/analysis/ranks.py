@@ -31,10 +31,10 @@ class RankLine:
 
     def text(self) -> str:
         parts = [f"rank {self.rank}" + (f" node{self.node}" if self.node is not None else ""), self.ended]
-        if self.call:
-            parts.append(self.call)
-        elif self.waiting:
+        if self.waiting:  # its stack when the lab stopped it; else the call the hooks saw it in, with its arguments
             parts.append(f"waits in {self.waiting}")
+        elif self.call:
+            parts.append(self.call)
         if self.collective:
             parts.append(f"{'in' if self.still_in else 'last collective'} {self.collective}"
                          + (f" ({self.behind} behind)" if self.behind else "")

@@ -119,12 +119,12 @@ def _ranks(record: RunRecord) -> str:
             continue
         rows = "".join(
             f"<tr{BEHIND if line.behind or line.late else ''}><td>{line.rank}</td><td>node{line.node}</td>"
-            f"<td>{escape(line.ended)}</td><td>{escape(line.call or line.waiting or '')}</td>"
+            f"<td>{escape(line.ended)}</td><td>{escape(line.waiting or line.call or '')}</td>"
             f"<td>{escape(_collective_cell(line))}</td>"
             f"<td>{line.behind or ''}</td><td><code>{escape(line.last_output or '')}</code></td></tr>" for line in lines)
         caption = f" (step {escape(step.name)})" if len(record.steps) > 1 else ""
         tables.append(f"<h2>Ranks{caption}</h2>\n<table class=\"ranks\"><tr><th>rank</th><th>node</th><th>ended</th>"
-                      "<th>its call (hooks) or where it waits (stack)</th><th>last collective (Flight Recorder)</th><th>behind</th><th>last output</th>"
+                      "<th>where it waits (stack) or its call (hooks)</th><th>last collective (Flight Recorder)</th><th>behind</th><th>last output</th>"
                       f"</tr>{rows}</table>")
     return "\n".join(tables)
 

@@ -147,9 +147,15 @@ def test_under_xdist_each_worker_its_own_lab(client, prefix, tmp_path):
     assert labelled(client, prefix) == []
 
 
+def answer_ctrl_c() -> None:
+    """In the child: SIGINT interrupts it (a suite started from a background shell begins with SIGINT ignored, and
+    the child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_removes_the_lab(client, prefix):
     process = subprocess.Popen(pytest_argv(prefix, HANG), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+                               text=True, preexec_fn=answer_ctrl_c)
     wait_for_lab(client, prefix, process)
     time.sleep(5)  # the ranks are started
     process.send_signal(signal.SIGINT)
@@ -162,7 +168,8 @@ def test_kill_9_leaves_a_lab_the_next_session_removes_and_a_live_one_it_keeps(cl
     killed = subprocess.Popen(pytest_argv(prefix, HANG), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     (victim,) = wait_for_lab(client, prefix, killed)
     other = f"{prefix}x"
-    alive = subprocess.Popen(pytest_argv(other, HANG), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    alive = subprocess.Popen(pytest_argv(other, HANG), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=answer_ctrl_c)
     try:
         (survivor,) = wait_for_lab(client, other, alive)
         os.kill(killed.pid, signal.SIGKILL)

@@ -61,7 +61,9 @@ def test_a_training_image_becomes_nodes_running_its_own_python(client, images, t
     out = lab("exec", "--name", name, "--", "python", "-c",
               "import os, sys, torch; print('FOUND', sys.executable, torch.__version__, os.getuid())", check=True).stdout
     found = [line.split("FOUND ", 1)[1].split() for line in out.splitlines() if "| FOUND " in line]
-    assert len(found) == 2 and all(words[0] == "/opt/conda/bin/python" and words[2] == "0" for words in found)
+    # `python` runs the interpreter the lab found in the image (python or python3 of the same /opt/conda)
+    assert len(found) == 2 and all(words[0] in ("/opt/conda/bin/python", "/opt/conda/bin/python3") and words[2] == "0"
+                                   for words in found)
     user_image = client.images.get(images["train"])
     assert user_image.attrs["Config"]["User"] == "1000"  # the user's image is as it was
     assert user_image.attrs["Config"]["Entrypoint"] == ["/bin/sh", "-c", "echo this image only trains; exit 3"]

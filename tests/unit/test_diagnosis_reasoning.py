@@ -387,3 +387,10 @@ def test_subgroups_with_the_same_members_created_in_another_order_are_a_group_mi
                       failed("all_reduce", group=(0, 1), group_name="2")))
     assert found.cause == "group-mismatch" and "created their subgroups in another order" in found.title
     assert "same order" in found.fix
+
+
+def test_calls_with_tensors_of_other_dimensions_are_not_called_a_shape_mismatch():
+    """A gradient bucket against a token count: two different calls that met (the ranks are out of step)."""
+    calls = [pending("all_reduce", tensors=(Tensor((8, 4), "float32"),)), pending("all_reduce", tensors=(
+        Tensor((), "float32"),))]
+    assert "shape-mismatch" not in [f.cause for f in diagnose(ranks(*calls, exit_code=None, timed_out=True))]

@@ -100,7 +100,7 @@ def test_lab_required_makes_no_engine_an_error(pytester, monkeypatch):
     result = pytester.runpytest_inprocess(*plugin_args(), "--lab-required")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) + outcomes.get("errors", 0) == 2 and "skipped" not in outcomes
-    assert result.stdout.str().count("no Docker engine answers, and --lab-required is set") == 2
+    assert result.stdout.str().count("no Docker engine answers, and --lab-required is set") >= 2  # each error (and -ra)
 
 
 def test_the_rank_side_knows_the_same_markers_and_ini_keys():

@@ -166,12 +166,13 @@ def diagnose(evidence: Evidence) -> list[Finding]:
         return []
     lines = read_lines(evidence)
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines), PATTERNS)
-    # the ranks' calls matched across ranks come before the message rules, so that of two findings of one cause the
-    # one that names each rank's call and arguments is kept
+    # of two findings of one cause the first is kept: the Flight Recorder's sequence numbers, then the ranks' calls
+    # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
-             + signals.signal_findings(ctx) + waits.reasoning_findings(ctx) + pattern_findings(ctx)
-             + divergence.duplicate_rank_findings(ctx) + divergence.late_rank_findings(ctx)
-             + divergence.world_size_findings(ctx) + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
+             + signals.signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
+             + waits.reasoning_findings(ctx) + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx)
+             + divergence.late_rank_findings(ctx) + divergence.world_size_findings(ctx)
+             + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
     found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))

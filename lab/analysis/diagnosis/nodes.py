@@ -12,7 +12,7 @@ from typing import Iterable
 from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine, Traceback
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
 MAX_NAMES = 8  # commands and variables asked about per run
@@ -179,6 +179,15 @@ def rendezvous_findings(ctx: Context) -> list[Finding]:
     return []
 
 
+def _ended_a_process(ctx: Context, path: str, line: LogLine) -> bool:
+    """The path is named by an error that ended a process (an exception, the shell's or Python's own line), not by a
+    message the job printed and went on from (a retry loop's 'copy attempt 1 failed: ...')."""
+    shell = MISSING_PATH.search(line.text)
+    return (any(path in tb.message for tb in ctx.tracebacks) or bool(EXCEPTION_LINE.match(line.text.strip()))
+            or bool(EXECUTABLE_MISSING.search(line.text))
+            or bool(shell and (shell["script"] or shell["access"] or shell["bare"])))  # python's, coreutils', the shell's
+
+
 def file_findings(ctx: Context) -> list[Finding]:
     """A path an error names that exists on some nodes only (each node has its own disk), or on none (a script on no
     node stays script-not-found: it was not copied, whose fix says how)."""
@@ -189,7 +198,7 @@ def file_findings(ctx: Context) -> list[Finding]:
     found = []
     for path in dict.fromkeys(path for facts in probes.answered() for path in facts.paths):
         line = _path_line(ctx, path)
-        if path in rendezvous or path in commands or line is None:
+        if path in rendezvous or path in commands or line is None or not _ended_a_process(ctx, path, line):
             continue
         answers = {facts.node: facts.paths[path] for facts in probes.answered() if path in facts.paths}
         have = sorted(node for node, facts in answers.items() if facts.kind)

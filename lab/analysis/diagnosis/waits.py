@@ -511,6 +511,8 @@ def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> lis
                             "make every rank call the same collectives in the same order; a collective inside "
                             "`if rank == ...` or a loop whose length differs per rank is the usual culprit")]
         tensors = Counter(activity.call.tensors for activity in same if activity.call.tensors)
+        if len({tuple(len(tensor.shape) for tensor in key) for key in tensors}) > 1:
+            continue  # other numbers of dimensions: different calls met (out of step), not one call's sizes
         if len(tensors) > 1:
             odd = _odd(same, lambda activity: activity.call.tensors)
             return [Finding("shape-mismatch", f"the ranks passed different tensors to {same[0].call.op}: "
