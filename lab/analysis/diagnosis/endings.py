@@ -53,12 +53,13 @@ def peer_lost_findings(ctx: Context) -> list[Finding]:
 
 def _ended_first(ctx: Context, lost: object) -> str | None:
     """'rank 1 ended (exit 3)': another process that ended by itself, from torchrun's reports or its node's exit."""
+    consequences = (0, 1, -15, 143)  # ended well, a Python error's status, torchrun's SIGTERM to the others
     for node, exits in ctx.reports.items():
         for rank, code in exits:
-            if rank != getattr(lost, "rank", None) and code not in (0, 1):
+            if rank != getattr(lost, "rank", None) and code not in consequences:
                 return f"rank {rank} ended ({exit_text(code)})"
     for node in ctx.evidence.nodes:
-        if node.index != getattr(lost, "node", None) and node.exit_code not in (0, 1, None):
+        if node.index != getattr(lost, "node", None) and node.exit_code not in (*consequences, None):
             return f"node{node.index} ended ({exit_text(node.exit_code)})"
     return None
 
