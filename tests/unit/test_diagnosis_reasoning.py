@@ -374,6 +374,7 @@ def test_unseen_scripts_of_the_held_out_set_are_named_from_their_real_records(na
     ("second_os_exit_error_path", "rank-exited", "after printing: rank 1: no index for shard 1"),
     ("second_monitored_barrier_slow", "late-rank", "still in warm_up"),
     ("second_batch_p2p_tag", "p2p-mismatch", "one uses tag 0, the other tag 1"),
+    ("second_tcpstore_own_host", "master-unreachable", "node1 dialled its own host (node1) for the store"),
 ])
 def test_the_second_held_out_batch_misses_are_named_from_their_real_records(name, cause, says):
     """Records of bench/diagnosis/unseen2/ scripts (written after this round's rules, by someone who had not read

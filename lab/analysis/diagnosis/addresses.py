@@ -174,6 +174,14 @@ def unreachable_findings(ctx: Context) -> list[Finding]:
             continue  # a retry that may have succeeded later (c10d retries while the store starts)
         if ctx.multi_node and is_loopback(host):
             continue  # master-addr-loopback's evidence
+        own = node_evidence(ctx.evidence, line.node)
+        if ctx.multi_node and own is not None and host == own.hostname and host != rendezvous_host(ctx.evidence):
+            return [Finding(
+                "master-unreachable", f"node{line.node} dialled its own host ({host}) for the store, which runs on "
+                                      f"{rendezvous_host(ctx.evidence)} (MASTER_ADDR): nothing listens there",
+                quote(line), line.node, line.rank,
+                "dial the host where rank 0 creates the store on every rank: MASTER_ADDR (os.environ['MASTER_ADDR']), "
+                "not the node's own hostname (socket.gethostname(), platform.node())")]
         if master_port and port != master_port:
             fix = (f"use the same MASTER_PORT on every node: the rendezvous listens on {master_port}, this rank "
                    f"dialled {port}")
