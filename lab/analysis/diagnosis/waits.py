@@ -596,10 +596,14 @@ DTYPE_BYTES = {"float64": 8, "double": 8, "int64": 8, "long": 8, "complex64": 8,
 
 
 def _bytes(tensor) -> int:
+    return _size_in_bytes(tensor.shape, tensor.dtype.removeprefix("torch."))
+
+
+def _size_in_bytes(shape, dtype: str) -> int:
     count = 1
-    for size in tensor.shape:
+    for size in shape:
         count *= size
-    return count * DTYPE_BYTES.get(tensor.dtype.removeprefix("torch."), 4)
+    return count * DTYPE_BYTES.get(dtype.lower(), 4)
 
 
 def _flight_bytes(ctx: Context, call: DistCall) -> int:
@@ -607,13 +611,7 @@ def _flight_bytes(ctx: Context, call: DistCall) -> int:
     for trace in ctx.evidence.traces:
         for collective in reversed(trace.history):
             if collective.operation == call.op:
-                total = 0
-                for shape, dtype in zip(collective.sizes, collective.dtypes):
-                    count = 1
-                    for size in shape:
-                        count *= size
-                    total += count * DTYPE_BYTES.get(dtype.lower(), 4)
-                return total
+                return sum(_size_in_bytes(shape, dtype) for shape, dtype in zip(collective.sizes, collective.dtypes))
     return 0
 
 
