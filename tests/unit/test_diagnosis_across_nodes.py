@@ -2,7 +2,6 @@
 (tests/unit/diagnosis_samples/<script>/): each family named with its evidence and fix, and cases where each rule
 must not fire."""
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,22 +9,18 @@ import pytest
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
 from lab.analysis.flight import load_traces
-from lab.analysis.stacks import load_stacks, stacks_at_termination
+from lab.analysis.stacks import stacks_at_termination
+from tools.docs_reference import load_evidence
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
 
 
-def sample(name: str, **changes) -> Evidence:
-    folder = SAMPLES / name
-    run = json.loads((folder / "run.json").read_text())
-    codes = {int(node): code for node, code in run["exit_codes"].items()}
-    codes.update(changes.pop("exit_codes", {}))
-    exits = {int(node): at for node, at in run.get("node_exits", {}).items()}
-    nodes = [NodeEvidence(index, f"node{index}", codes[index], lines=(folder / f"node{index}.log").read_text().splitlines(),
-                          interfaces=["lo", "eth0"], exited_at=exits.get(index)) for index in (0, 1)]
-    processes = load_stacks(folder) if (folder / "stacks.json").is_file() else []  # taken before the lab stopped it
-    return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"],
-                    processes=processes, traces=load_traces(folder / "flight"), **changes)
+def sample(name: str, exit_codes: dict[int, int] | None = None, **changes) -> Evidence:
+    """The record's evidence as the docs and the other sample tests load it, with `changes` (and exit codes) applied."""
+    evidence = load_evidence(SAMPLES / name)
+    if exit_codes:
+        changes["nodes"] = [replace(node, exit_code=exit_codes.get(node.index, node.exit_code)) for node in evidence.nodes]
+    return replace(evidence, **changes)
 
 
 def top(name: str, **changes):

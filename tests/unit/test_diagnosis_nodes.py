@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.analysis.diagnosis import Evidence, NodeEvidence, NodeProbes, diagnose
+from lab.analysis.diagnosis import Evidence, NodeProbes, diagnose
 from lab.analysis.diagnosis.nodes import MAX_PATHS, questions
 from lab.analysis.record import StepRecord
+from tools.docs_reference import load_evidence
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
 
@@ -21,13 +22,9 @@ def recorded(name: str) -> dict:
 
 def sample(name: str, probes: dict | None | str = "recorded", **changes) -> Evidence:
     """The record's evidence as explain.py builds it, its probes as saved (or `probes` instead; None: not asked)."""
-    folder, run = SAMPLES / name, recorded(name)
-    codes = {int(node): code for node, code in run["exit_codes"].items()}
-    nodes = [NodeEvidence(index, f"node{index}", codes[index],
-                          lines=(folder / f"node{index}.log").read_text().splitlines()) for index in (0, 1)]
-    answers = NodeProbes.from_dict(run["probes"] if probes == "recorded" else probes)
-    return Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500, command=run["command"],
-                    probes=answers, **changes)
+    if probes != "recorded":
+        changes["probes"] = NodeProbes.from_dict(probes)
+    return replace(load_evidence(SAMPLES / name), **changes)
 
 
 def causes(evidence: Evidence) -> list[str]:
