@@ -94,6 +94,10 @@ ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
 KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64}
 TENSORS_DESCRIBED = 8  # per call: a list of 1000 tensors says enough in its first ones
+# Arguments described apart (tensors, group, peers, roots) or that need not agree across ranks.
+ARGUMENTS_NOT_COMPARED = {"group", "tag", "src", "dst", "group_src", "group_dst", "async_op", "timeout", "device",
+                          "device_ids", "wait_all_ranks", "pg_options", "use_local_synchronization"}
+INTS_SHOWN = 8  # a list of more integers (split sizes of a big world) is described by its length
 KEYS_DESCRIBED = 16
 ERROR_CHARS = 500
 
@@ -190,6 +194,23 @@ def _record_dist_calls(dist, c10d) -> None:
                     return found
         return found
 
+    def briefly(value) -> str | None:
+        """A short, comparable description of an argument that is not a tensor: None, a number, a list's integers
+        or length, a reduce op; None for what cannot be compared across processes (an object, a tensor)."""
+        if value is None or isinstance(value, (bool, int, float)):
+            return repr(value)
+        if isinstance(value, str):
+            return repr(value[:40])
+        if isinstance(value, (list, tuple)):
+            if value and isinstance(value[0], (tensor_type, c10d.P2POp)):
+                return None
+            if len(value) <= INTS_SHOWN and all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+                return repr(list(value))
+            return f"list of {len(value)}" + (", all None" if value and all(item is None for item in value) else "")
+        if "RedOp" in type(value).__name__ or "ReduceOp" in type(value).__name__:
+            return str(value).rsplit(".", 1)[-1]
+        return None
+
     def compiling() -> bool:
         """Inside torch.compile's tracing: the original call, which dynamo knows how to trace."""
         compiler = getattr(torch, "compiler", None)
@@ -234,6 +255,13 @@ def _record_dist_calls(dist, c10d) -> None:
                 record["tensors"] = tensors
         except Exception:
             pass
+        if op not in AFTER_CALLS:
+            try:
+                others = {name: briefly(value) for name, value in given.items() if name not in ARGUMENTS_NOT_COMPARED}
+                if described := {name: text for name, text in others.items() if text is not None}:
+                    record["args"] = described
+            except Exception:
+                pass
         if given.get("async_op") or op in ASYNC_CALLS:
             record["async"] = True
         try:

@@ -45,6 +45,9 @@ class DistCall:
     ended_at: float | None = field(default=None, compare=False)  # None: had not returned when the dump was written
     error: str | None = None  # 'DistBackendError: [...] Timed out waiting 1000ms for recv ...' when it raised
     timeout_s: float | None = None  # the group's timeout, where known
+    # Its other arguments, briefly ('input_split_sizes': '[1, 3]', 'scatter_object_input_list': 'None', 'op': 'SUM'):
+    # what the ranks passed differently where a call failed on some of them.
+    args: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def peer(self) -> int | None:
@@ -122,7 +125,9 @@ def _call(item: dict) -> DistCall:
         tensors=tuple(Tensor(tuple(int(size) for size in tensor.get("shape") or []), str(tensor.get("dtype") or "?"))
                       for tensor in item.get("tensors") or [] if isinstance(tensor, dict)),
         is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),
-        ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")))
+        ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")),
+        args=tuple((str(name), str(text)) for name, text in (item.get("args") or {}).items())
+        if isinstance(item.get("args"), dict) else ())
 
 
 def _store_op(item: dict) -> StoreOp:

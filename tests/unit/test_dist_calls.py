@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab.analysis.calls import DistCall, StoreOp, Tensor, read_calls
+from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
 from lab.analysis.flight import load_traces
 from lab.jobs.exercises import JOB_HOOKS_DIR, exercises_root
 from tests.unit.test_flight import free_port
@@ -260,6 +261,26 @@ def test_a_segmentation_fault_writes_pythons_fatal_error_and_stack_to_stderr(tmp
                             "print(faulthandler.is_enabled(), sys.stderr.fileno())"],
                            capture_output=True, text=True, timeout=60, env=hook_env(tmp_path, 0))
     assert plain.stdout == "True 2\n"  # the user's own faulthandler is left as it is
+
+
+@SLOW
+def test_a_collective_rejected_on_one_rank_is_told_by_what_the_ranks_passed_to_it(tmp_path):
+    """Arguments that are not tensors are recorded briefly (split sizes, a list's length, None), and a crash inside a
+    call names what the ranks passed differently: here all_gather_into_tensor's output, sized for 3 ranks on rank 1."""
+    ended = run_ranks(tmp_path, """dist.all_to_all_single(torch.empty(4), torch.ones(4), output_split_sizes=[2, 2],
+                       input_split_sizes=[2, 2])
+dist.all_gather_into_tensor(torch.empty(4 if rank == 0 else 6), torch.ones(2))
+""")
+    traces = load_traces(tmp_path / "flight")
+    returned = {trace.rank: trace.calls.recent[-1] for trace in traces}
+    assert dict(returned[0].args) == {"output_split_sizes": "[2, 2]", "input_split_sizes": "[2, 2]"}
+    nodes = [NodeEvidence(rank, f"node{rank}", 1, lines=[f"[rank{rank}]:{line}" for line in done.stdout.splitlines()])
+             for rank, done in enumerate(ended)]
+    found = diagnose(Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500,
+                              command=["python", "job.py"], traces=traces))[0]
+    assert (found.cause, found.rank) == ("rank-crashed", 1), found
+    assert "tensors: rank 0 float32[4], float32[2]; rank 1 float32[6], float32[2]" in found.fix, found.fix
+    assert "each rank's own data" in found.fix and "a file or a variable" not in found.fix
 
 
 def test_a_call_log_round_trips_through_json():

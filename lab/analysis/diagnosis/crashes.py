@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from lab.analysis.calls import DistCall
 from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine
@@ -66,13 +67,21 @@ def traceback_findings(ctx: Context) -> list[Finding]:
 
 
 def _said(message: str, limit: int = 160) -> str:
-    first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+    """The message's first line, and the next one where the first only announces it ('Error(s) in loading ...:')."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["(no message)"]
+    first = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
     return first if len(first) <= limit else first[:limit] + "..."
 
 
 def _crash_fix(ctx: Context, tb, frame) -> str:
-    """What to change: the line, and, where only some ranks raised it, that what differs on those ranks is the cause."""
+    """What to change: the line, and, where only some ranks raised it, that what differs on those ranks is the cause;
+    for a crash inside a torch.distributed call, what the ranks passed to it differently."""
     line = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    op = _call_that_raised(ctx, tb)
+    if op and ctx.multi_node and (differs := arguments_that_differ(last_calls_of(ctx, op))):
+        return (f"make what the ranks pass to {op}{line} agree; they passed {' | '.join(differs)}, which {op} "
+                f"rejected ({_said(tb.message, 100)}): compute these the same way on every rank (from the world size "
+                "or a value agreed first, e.g. an all_reduce(MAX) of the counts), not from each rank's own data")
     raised = {other.rank for other in ctx.tracebacks if other.exc_type == tb.exc_type and other.message == tb.message}
     ranks = ctx.evidence.expected_world_size
     alone = (f"; only {' and '.join(f'rank {rank}' for rank in sorted(raised, key=str))} raised it: what differs there "
@@ -80,6 +89,45 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
              if ctx.multi_node and len(raised) < ranks and None not in raised else "")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
+
+
+def _call_that_raised(ctx: Context, tb) -> str | None:
+    """The torch.distributed call the user made that raised tb: as the hooks recorded it, else the outermost c10d
+    frame (the inner ones are torch's own helpers)."""
+    for trace in ctx.evidence.traces:
+        if trace.rank == tb.rank and trace.calls is not None:
+            for call in reversed(trace.calls.failed):
+                if call.error and tb.message[:60] in call.error:
+                    return call.op
+    return next((frame.function for frame in tb.frames if frame.file.endswith("distributed_c10d.py")
+                 and not frame.function.startswith("_")), None)
+
+
+def last_calls_of(ctx: Context, op: str) -> dict[int, DistCall]:
+    """Each rank's last call of `op` as the jobs' hooks recorded it (pending, raised or returned)."""
+    found = {}
+    for trace in ctx.evidence.traces:
+        if trace.rank is None or trace.calls is None:
+            continue
+        calls = [call for call in (*trace.calls.recent, *trace.calls.failed, *trace.calls.pending) if call.op == op]
+        if calls:
+            found[trace.rank] = max(calls, key=lambda call: call.entered_at or 0)
+    return found
+
+
+def arguments_that_differ(calls: dict[int, DistCall]) -> list[str]:
+    """'input_split_sizes: rank 0 [1, 3]; rank 1 [2, 2]' for each argument whose value is not the same on every rank."""
+    if len(calls) < 2:
+        return []
+    described = {rank: {**dict(call.args), **({"tensors": ", ".join(map(str, call.tensors))} if call.tensors else {}),
+                        **({"root": str(call.root)} if call.root is not None else {})}
+                 for rank, call in sorted(calls.items())}
+    differs = []
+    for name in sorted(set().union(*described.values())):
+        values = {rank: arguments.get(name, "(none)") for rank, arguments in described.items()}
+        if len(set(values.values())) > 1:
+            differs.append(f"{name}: " + "; ".join(f"rank {rank} {value}" for rank, value in values.items()))
+    return differs
 
 
 # What a module of another version says: a name it does not have (an import, or an attribute of the module).
