@@ -395,3 +395,16 @@ def test_calls_with_tensors_of_other_dimensions_are_not_called_a_shape_mismatch(
     calls = [pending("all_reduce", tensors=(Tensor((8, 4), "float32"),)), pending("all_reduce", tensors=(
         Tensor((), "float32"),))]
     assert "shape-mismatch" not in [f.cause for f in diagnose(ranks(*calls, exit_code=None, timed_out=True))]
+
+
+def test_an_error_every_rank_raised_alike_is_common_to_them_not_one_ranks_difference():
+    """The plugin's shards bug (examples/ci): each node took its shard from LOCAL_RANK, both got shard 0, both ranks'
+    check failed the same way: the fix says the cause is common to the ranks, not that 'only rank 1 raised it'."""
+    evidence = sample("every_rank_same_assertion")
+    found = top(evidence)
+    assert (found.cause, found.rank) == ("rank-crashed", 0)
+    assert found.fix.startswith("every rank raised it at the same place at test_known_bugs.py:31")
+    assert "LOCAL_RANK" in found.fix and "follow from it" not in found.fix
+    # Only rank 0's traceback left: then it is that rank's own difference, as before.
+    alone = replace(evidence, nodes=[evidence.nodes[0], replace(evidence.nodes[1], lines=[], exit_code=None)])
+    assert "every rank raised it" not in top(alone).fix

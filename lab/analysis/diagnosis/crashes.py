@@ -87,6 +87,11 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
     alone = (f"; only {' and '.join(f'rank {rank}' for rank in sorted(raised, key=str))} raised it: what differs there "
              "is the cause (its data shard, a file or a variable on its node, a branch on the rank)"
              if ctx.multi_node and len(raised) < ranks and None not in raised else "")
+    if ctx.multi_node and ranks and len(raised) >= ranks and None not in raised:
+        return (f"every rank raised it at the same place{line} ({_said(tb.message, 100)}), so its cause is common to "
+                "them: the code, data they all read, or a value that should differ per rank and does not (a rank or "
+                "shard taken from LOCAL_RANK, which repeats on every node, instead of RANK; a seed or a path fixed "
+                "for all); print that value on each rank")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
 
