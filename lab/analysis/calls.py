@@ -100,6 +100,21 @@ class CallLog:
         return (self.pending[-1] if self.pending else None) or (self.failed[-1] if self.failed else None)
 
 
+def arguments_that_differ(calls: dict[int, DistCall]) -> list[str]:
+    """'input_split_sizes: rank 0 [1, 3]; rank 1 [2, 2]' for each argument whose value is not the same on every rank."""
+    if len(calls) < 2:
+        return []
+    described = {rank: {**dict(call.args), **({"tensors": ", ".join(map(str, call.tensors))} if call.tensors else {}),
+                        **({"root": str(call.root)} if call.root is not None else {})}
+                 for rank, call in sorted(calls.items())}
+    differs = []
+    for name in sorted(set().union(*described.values())):
+        values = {rank: arguments.get(name, "(none)") for rank, arguments in described.items()}
+        if len(set(values.values())) > 1:
+            differs.append(f"{name}: " + "; ".join(f"rank {rank} {value}" for rank, value in values.items()))
+    return differs
+
+
 def read_calls(data: dict | None) -> CallLog | None:
     """A CallLog from the `calls` part of a dump (see exercises/jobhooks/sitecustomize.py); None when it has none."""
     if not data:

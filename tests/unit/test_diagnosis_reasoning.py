@@ -397,6 +397,17 @@ def test_calls_with_tensors_of_other_dimensions_are_not_called_a_shape_mismatch(
     assert "shape-mismatch" not in [f.cause for f in diagnose(ranks(*calls, exit_code=None, timed_out=True))]
 
 
+def test_ranks_waiting_in_broadcast_object_list_with_lists_of_other_lengths_are_named_by_the_lengths():
+    calls = [pending("broadcast_object_list", root=0, args=(("object_list", "list of 2"),)),
+             pending("broadcast_object_list", root=0, args=(("object_list", "list of 1, all None"),))]
+    found = top(ranks(*calls, exit_code=None, timed_out=True))
+    assert (found.cause, found.rank) == ("collective-list-length", 0)
+    assert "rank 0 2 object(s), rank 1 1 object(s)" in found.title and "same length" in found.fix
+    # The same length on every rank (the receivers' list all None): not this.
+    calls[1] = pending("broadcast_object_list", root=0, args=(("object_list", "list of 2, all None"),))
+    assert "collective-list-length" not in [f.cause for f in diagnose(ranks(*calls, exit_code=None, timed_out=True))]
+
+
 def test_an_error_every_rank_raised_alike_is_common_to_them_not_one_ranks_difference():
     """The plugin's shards bug (examples/ci): each node took its shard from LOCAL_RANK, both got shard 0, both ranks'
     check failed the same way: the fix says the cause is common to the ranks, not that 'only rank 1 raised it'."""

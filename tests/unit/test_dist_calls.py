@@ -283,6 +283,24 @@ dist.all_gather_into_tensor(torch.empty(4 if rank == 0 else 6), torch.ones(2))
     assert "each rank's own data" in found.fix and "a file or a variable" not in found.fix
 
 
+@SLOW
+def test_object_lists_of_other_lengths_in_broadcast_object_list_are_named_as_such(tmp_path):
+    """broadcast_object_list sends its list's sizes first: lists of other lengths abort gloo with a size message,
+    which is about the lists, not tensors to pad (the generic advice there is to use broadcast_object_list)."""
+    ended = run_ranks(tmp_path, """objects = [{"lr": 0.1}, {"steps": 3}] if rank == 0 else [None]
+dist.broadcast_object_list(objects, src=0)
+""", timeout=3)
+    traces = load_traces(tmp_path / "flight")
+    assert ("object_list", "list of 2") in next(trace for trace in traces if trace.rank == 0).calls.failed[-1].args
+    nodes = [NodeEvidence(rank, f"node{rank}", done.returncode,
+                          lines=[f"[rank{rank}]:{line}" for line in done.stdout.splitlines()])
+             for rank, done in enumerate(ended)]
+    found = diagnose(Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500,
+                              command=["python", "job.py"], traces=traces))[0]
+    assert "object lists of different lengths to broadcast_object_list (rank 0 list of 2" in found.title, found
+    assert "the same length on every rank" in found.fix and "use all_gather_object" not in found.fix
+
+
 def test_a_call_log_round_trips_through_json():
     log = {"pending": [{"op": "recv", "caller": "a.py:3 in f", "thread": "T", "src": 2, "tag": 4,
                         "tensors": [{"shape": [2, 3], "dtype": "float32"}], "entered_at": 1.5, "timeout_s": 5.0}],

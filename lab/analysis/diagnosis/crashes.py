@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from lab.analysis.calls import DistCall
+from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LogLine
@@ -118,21 +118,6 @@ def last_calls_of(ctx: Context, op: str) -> dict[int, DistCall]:
         if calls:
             found[trace.rank] = max(calls, key=lambda call: call.entered_at or 0)
     return found
-
-
-def arguments_that_differ(calls: dict[int, DistCall]) -> list[str]:
-    """'input_split_sizes: rank 0 [1, 3]; rank 1 [2, 2]' for each argument whose value is not the same on every rank."""
-    if len(calls) < 2:
-        return []
-    described = {rank: {**dict(call.args), **({"tensors": ", ".join(map(str, call.tensors))} if call.tensors else {}),
-                        **({"root": str(call.root)} if call.root is not None else {})}
-                 for rank, call in sorted(calls.items())}
-    differs = []
-    for name in sorted(set().union(*described.values())):
-        values = {rank: arguments.get(name, "(none)") for rank, arguments in described.items()}
-        if len(set(values.values())) > 1:
-            differs.append(f"{name}: " + "; ".join(f"rank {rank} {value}" for rank, value in values.items()))
-    return differs
 
 
 # What a module of another version says: a name it does not have (an import, or an attribute of the module).

@@ -603,11 +603,28 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
                  if call.op in ("send", "isend") and call.dst is not None and call.dst == line.rank), None)
     if (dtypes := _dtypes_differ(ctx, line)) is not None:
         return dtypes
+    if lists := _object_lists(ctx):
+        return (f"the ranks passed object lists of different lengths to broadcast_object_list ({lists}): it sends the "
+                "objects' sizes as a tensor of the list's length first, and those tensors differ",
+                "give broadcast_object_list a list of the same length on every rank: the source its objects, the others "
+                "[None] * the same N (agree on N first, e.g. broadcast it, or send one object: a dict or a list)")
     if sent is not None:
         return (f"rank {line.rank} received a message of another size than its buffer: {sent}",
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
                 "allocate from it, or use send_object_list for data whose size varies")
     return ("the ranks passed tensors of different sizes to the same collective", SIZES_FIX)
+
+
+def _object_lists(ctx: Context) -> str | None:
+    """'rank 0 list of 2' for the ranks whose hooks saw them in broadcast_object_list when it failed, or the
+    traceback's call; None when no rank was in one."""
+    seen = {trace.rank: dict(call.args).get("object_list", "a list")
+            for trace in ctx.evidence.traces if trace.calls and trace.rank is not None
+            for call in trace.calls.failed[-1:] + trace.calls.pending[-1:] if call.op == "broadcast_object_list"}
+    seen.update({tb.rank: "a list" for tb in ctx.tracebacks if tb.rank is not None and tb.rank not in seen
+                 and any(frame.function == "broadcast_object_list" for frame in tb.frames)})
+    return ", ".join(f"rank {rank} {text}" for rank, text in sorted(seen.items(), key=lambda item: str(item[0]))) \
+        if seen else None
 
 
 SIZES_FIX = ("make every rank pass the same shape and dtype to each collective: for data whose length varies per rank "

@@ -513,6 +513,16 @@ def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> lis
         tensors = Counter(activity.call.tensors for activity in same if activity.call.tensors)
         if len({tuple(len(tensor.shape) for tensor in key) for key in tensors}) > 1:
             continue  # other numbers of dimensions: different calls met (out of step), not one call's sizes
+        lengths = {a.rank: _object_list_length(a.call) for a in same}
+        if None not in lengths.values() and len(set(lengths.values())) > 1:
+            # broadcast_object_list / all_gather_object: lists of other lengths never pair their sizes
+            odd = _odd(same, lambda activity: lengths[activity.rank])
+            return [Finding("collective-list-length", f"the ranks passed lists of different lengths to "
+                            f"{same[0].call.op}: " + ", ".join(f"rank {rank} {length} object(s)"
+                                                               for rank, length in lengths.items()),
+                            _listing(same), odd.node, odd.rank,
+                            f"give {same[0].call.op} a list of the same length on every rank (the receivers' "
+                            "[None] * N with the N the source sends; agree on N first, e.g. broadcast it)")]
         if len(tensors) > 1:
             odd = _odd(same, lambda activity: activity.call.tensors)
             return [Finding("shape-mismatch", f"the ranks passed different tensors to {same[0].call.op}: "
@@ -522,6 +532,16 @@ def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> lis
                             "make every rank pass the same shape and dtype to each collective (pad or drop the uneven "
                             "last batch, e.g. DistributedSampler(drop_last=True); cast to one dtype before it)")]
     return []
+
+
+def _object_list_length(call: DistCall) -> int | None:
+    """How many objects the call's object_list held, as the hooks described it ('list of 3', '[1, 2]')."""
+    text = dict(call.args).get("object_list")
+    if text is None:
+        return None
+    if found := re.match(r"list of (\d+)", text):
+        return int(found[1])
+    return len([item for item in text.strip("[]").split(",") if item.strip()]) if text.startswith("[") else None
 
 
 def _odd(activities: list[Activity], key) -> Activity:
