@@ -9,7 +9,7 @@ import pytest
 
 from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
 from lab.analysis.flight import load_traces
-from lab.analysis.stacks import stacks_at_termination
+from lab.analysis.stacks import Frame, stacks_at_termination
 from tools.docs_reference import load_evidence
 
 SAMPLES = Path(__file__).parent / "diagnosis_samples"
@@ -403,3 +403,18 @@ def test_ranks_hung_in_the_same_collective_are_no_mismatch_of_the_recorder():
     found = diagnose(evidence)
     assert not any(finding.title.startswith(("the ranks wait in different collectives at #", "the ranks are out of "
                                              "step", "the ranks passed different tensors")) for finding in found)
+
+
+def test_a_late_rank_blocked_in_a_lock_or_a_queue_is_blocked_not_slow():
+    """The same record with rank 1's main thread inside threading's wait (a lock, an event, a thread's join): the
+    rank was not computing, so a longer timeout cannot help; a rank in its own code (time.sleep, a loop) stays late."""
+    evidence = sample("slow_rank_mid_training", stopped="node0 failed")
+    assert "was alive but late" in diagnose(evidence)[0].title
+    wait = Frame("Condition.wait", "/usr/lib/python3.11/threading.py", 327, "threading.py")
+    processes = [replace(process, threads=[replace(thread, frames=[*thread.frames, wait]) if thread.name == "MainThread"
+                                           else thread for thread in process.threads])
+                 if process.rank == 1 and process.role == "worker" else process for process in evidence.processes]
+    found = diagnose(replace(evidence, processes=processes))[0]
+    assert (found.cause, found.rank) == ("late-rank", 1)
+    assert "was blocked, not computing: in reload_shard" in found.title and "a lock, an event" in found.title
+    assert "longer process-group timeout does not help" in found.fix

@@ -219,6 +219,27 @@ LATE_IN_A_COLLECTIVE_FIX = (
     "data, or every rank waiting at a barrier for the slow one")
 
 
+# Where a thread that is not computing waits, by the standard library's file it stands in (innermost first).
+BLOCKING_FILES = (("threading.py", "a lock, an event or another thread (threading)"), ("queue.py", "a queue"),
+                  ("subprocess.py", "a child process (subprocess)"), ("multiprocessing/", "a child process or its pipe"),
+                  ("concurrent/futures/", "a future of a thread or process pool"), ("selectors.py", "a socket"),
+                  ("socket.py", "a socket"), ("ssl.py", "a network connection"), ("http/client.py", "an HTTP reply"),
+                  ("asyncio/", "an asyncio event loop"))
+
+
+def blocked_on(process, thread: str) -> str | None:
+    """What the thread waits on when its innermost frames are a blocking primitive of the standard library."""
+    frames = next((stack.frames for stack in process.threads if stack.name == thread), [])
+    for frame in reversed(frames[-4:]):
+        path = frame.file.replace("\\", "/")
+        if "/site-packages/" in path or "/dist-packages/" in path:
+            return None  # a library's own code: it may be computing
+        for suffix, what in BLOCKING_FILES:
+            if suffix in path and "/lib/python3" in path:
+                return what
+    return None
+
+
 def late_rank_findings(ctx: Context) -> list[Finding]:
     """A rank gave up waiting, at the rendezvous or in a collective, while another was alive but busy outside
     torch.distributed: late, not lost. Where it was comes from its stack (taken before the lab stopped it), or, when
@@ -242,6 +263,19 @@ def _late_in_its_own_code(ctx: Context) -> list[Finding]:
             continue  # a rank that raised is ending (its stack is its exit), not busy elsewhere
         frame = where.user_frame
         who = f"rank {process.rank}" if process.rank is not None else "a process"
+        if timed_out is not None and (blocked := blocked_on(process, where.thread)):
+            waiter = f"rank {timed_out.rank}" if timed_out.rank is not None else f"node{timed_out.node}"
+            return [Finding(
+                "late-rank", f"{who} on node{process.node} was blocked, not computing: in {frame.function} "
+                             f"({frame.file}:{frame.line}) it waited on {blocked} when {waiter} gave up waiting for "
+                             f"it in {timed_out.collective()}",
+                f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
+                f"{timed_out.line.where()}: {timed_out.exc_type}: {timed_out.message.split('. ')[0]}"[:400],
+                process.node, process.rank,
+                f"find what {who}'s {frame.function} waits for ({blocked}) and why it never comes on that rank: a lock "
+                "held by another thread, a worker or child process that died or never started, a server only some "
+                "nodes reach; give that wait a timeout so the rank fails with its own error. A longer process-group "
+                "timeout does not help a wait that never ends")]
         if gave_up is not None:
             return [Finding(
                 "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
