@@ -67,6 +67,7 @@ def test_localhost_on_two_nodes_is_the_root_cause():
     top = findings[0]
     assert (top.cause, top.node, top.rank) == ("master-addr-loopback", 1, 1)
     assert "[localhost]:29887" in top.evidence and "node0" in top.fix
+    assert "script's own os.environ['MASTER_ADDR']" in top.fix  # the lab launched it with node0: the script set it
     assert "ranks-missing" in causes(findings)  # node0's "1/2 clients joined" is the consequence, listed after
 
 
@@ -517,7 +518,8 @@ def test_a_shell_status_of_a_fatal_signal_is_that_signal_not_a_bare_exit_code():
 def test_format_and_json():
     findings = diagnose(lab_run(LOCALHOST_NODE0, LOCALHOST_NODE1))
     short = format_findings(findings)
-    assert short.startswith("cause: a multi-node job points its rendezvous at localhost (node1, rank 1)")
+    assert short.startswith("cause: the script sets MASTER_ADDR to localhost itself, over the node0 the launcher gave "
+                            "every rank, so each node dials itself (node1, rank 1)")
     assert "more finding" in short and "1/2 clients joined" not in short
     assert "1/2 clients joined" in format_findings(findings, verbose=True)
     data = json.loads(findings_json(findings))

@@ -29,7 +29,7 @@ PRIORITY = [
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set",
     "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
-    "process-group-not-initialized", "fatal-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
+    "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
     "backend-unavailable", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
@@ -104,6 +104,9 @@ CAUSES = {
     "fatal-signal": "A process was killed by a fatal signal from native code (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL): "
                     "named with the Python line that called into the native code (faulthandler's stack, which the "
                     "jobs' hooks turn on), and the other ranks' lost connections put below it.",
+    "killed-by-signal": "A process was ended by a signal sent to it rather than by native code: an alarm of its own "
+                        "(SIGALRM from signal.alarm), its output pipe closed (SIGPIPE), a CPU-time or file-size limit "
+                        "(SIGXCPU, SIGXFSZ), a scheduler's warning (SIGUSR1): named with who sends such a signal.",
     "dataloader-worker-stuck": "A rank waits for its next batch while one of its DataLoader worker processes is stuck "
                                "in the dataset's code: the worker's own stack names the frame.",
     "store-key-never-set": "A rank waited on a c10d store for a key that no rank set; the keys that were set (and by "
@@ -169,7 +172,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # of two findings of one cause the first is kept: the Flight Recorder's sequence numbers, then the ranks' calls
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
-             + signals.signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
+             + signals.signal_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
              + waits.reasoning_findings(ctx) + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx)
              + divergence.late_rank_findings(ctx) + divergence.world_size_findings(ctx)
              + divergence.collective_findings(ctx) + nodes.node_findings(ctx))

@@ -149,12 +149,26 @@ def loopback_findings(ctx: Context) -> list[Finding]:
            "with torchrun: --master-addr/--rdzv-endpoint node0:PORT; never hard-code localhost or 127.0.0.1 "
            "in a multi-node script")
     # The evidence: a node other than the rendezvous node (node0) dialling a loopback address.
-    attempts = [(line, host) for line, host, _ in connect_attempts(ctx) if is_loopback(host) and line.node != 0]
+    attempts = [(line, host, port) for line, host, port in connect_attempts(ctx) if is_loopback(host) and line.node != 0]
+    given = configured_master_addrs(ctx.evidence)
     if attempts:
-        line, host = attempts[0]
+        line, host, port = attempts[0]
+        if given and not any(is_loopback(address) for address, *_ in given):
+            # Every way the run was launched named the right host: the script set another one itself.
+            master_port = ctx.evidence.master_port
+            port_too = f" and MASTER_PORT to {port}" if master_port and port != master_port else ""
+            return [Finding(
+                "master-addr-loopback", f"the script sets MASTER_ADDR to {host}{port_too} itself, over the "
+                                        f"{rendezvous_host(ctx.evidence)}" + (f":{master_port}" if master_port else "")
+                                        + " the launcher gave every rank, so each node dials itself",
+                quote(line), line.node, line.rank,
+                "delete the script's own os.environ['MASTER_ADDR'] / ['MASTER_PORT'] assignments (a one-machine "
+                "tutorial's setup() does this) or make them os.environ.setdefault(...), so the launcher's "
+                f"MASTER_ADDR={rendezvous_host(ctx.evidence)} and MASTER_PORT stand (torchrun and `lab exec` set "
+                "both on every rank)")]
         return [Finding("master-addr-loopback", f"a multi-node job points its rendezvous at {host}",
                         quote(line), line.node, line.rank, fix)]
-    for host, where, node, rank in configured_master_addrs(ctx.evidence):
+    for host, where, node, rank in given:
         if is_loopback(host):
             return [Finding("master-addr-loopback", f"a multi-node job points its rendezvous at {host}", where,
                             node, rank, fix)]

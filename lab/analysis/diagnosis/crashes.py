@@ -9,7 +9,7 @@ import re
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, TRACEBACK_FRAME, LogLine
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
 
@@ -18,6 +18,9 @@ def traceback_findings(ctx: Context) -> list[Finding]:
     """Exceptions a rank raised on its own (not a peer's failure echoed back, not a cause found by a rule)."""
     found = []
     for tb in ctx.tracebacks:
+        if tb.short_type == "BrokenPipeError" and not tb.collective():  # its own output, not a peer's socket
+            found.append(_output_pipe_closed(ctx, tb))
+            continue
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             continue
         rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
@@ -59,11 +62,63 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                    if missing else "fix the error at the quoted line; every node runs the same file")
             found.append(Finding("import-error", f"the script fails at start on node{tb.node}: {tb.short_type}",
                                  evidence, tb.node, rank, fix))
+        elif worker := _worker_error(ctx, tb):
+            found.append(_worker_finding(tb, rank, worker, evidence, at))
         else:
             found.append(Finding("rank-crashed", f"rank {rank if rank is not None else '?'} crashed with "
                                                  f"{tb.short_type}: {_said(tb.message)}{at}", evidence, tb.node, rank,
                                  _crash_fix(ctx, tb, frame)))
     return found
+
+
+def _output_pipe_closed(ctx: Context, tb) -> Finding:
+    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    frame = tb.user_frame()
+    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}" if frame else ""
+    return Finding("rank-crashed", f"rank {rank if rank is not None else '?'} died writing its output{at}: the pipe "
+                                   "it wrote to was closed by its reader (BrokenPipeError)",
+                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   tb.node, rank,
+                   "the program reading the job's output (`| head`, `| grep -m`, a log collector) exited before the "
+                   "job did: write the output to a file (or through `tee`), or let the reader read to the end; the "
+                   "other ranks' lost connections follow from this rank's end")
+
+
+WORKER_RERAISED = re.compile(r"Caught (?P<type>\w+) in (?P<where>DataLoader worker process \d+|pin memory thread)")
+COLLATE_FUNCTIONS = {"default_collate", "collate", "collate_tensor_fn"}
+
+
+def _worker_error(ctx: Context, tb) -> tuple[str, list[str]] | None:
+    """The error a DataLoader worker raised, as the rank re-raised it ('Caught X in DataLoader worker process N',
+    then 'Original Traceback'): its last line, and the functions of that traceback, innermost last."""
+    if not WORKER_RERAISED.search(tb.message):
+        return None
+    lines = [line.text for line in ctx.lines if line.node == tb.node and line.rank in (tb.rank, None)]
+    start = next((index for index, text in enumerate(lines) if "Original Traceback" in text), None)
+    if start is None:
+        return None
+    functions = []
+    for text in lines[start + 1:]:
+        if frame := TRACEBACK_FRAME.match(text):
+            functions.append(frame["function"])
+        elif EXCEPTION_LINE.match(text.strip()):
+            return text.strip(), functions
+    return None
+
+
+def _worker_finding(tb, rank, worker: tuple[str, list[str]], evidence: str, at: str) -> Finding:
+    error, functions = worker
+    where = WORKER_RERAISED.search(tb.message)["where"]
+    collating = bool(COLLATE_FUNCTIONS & set(functions[-4:]))
+    inside = f" in {functions[-1]}" if functions else ""
+    fix = ("the samples of one batch differ in shape and the default collate_fn cannot stack them: pad them in a "
+           "collate_fn (torch.nn.utils.rnn.pad_sequence, or cut/pad to one length in the dataset), or batch_size=1"
+           if collating else
+           "the dataset's __getitem__ or its transform raised in the worker, on the sample it was given: run the "
+           "DataLoader with num_workers=0 to see it where it happens; the error says what was wrong")
+    return Finding("rank-crashed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)}{inside}"
+                                   f" (re-raised{at})", evidence + f"; the worker's error: {error[:200]}", tb.node,
+                   rank, fix)
 
 
 def _said(message: str, limit: int = 160) -> str:
@@ -88,10 +143,10 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
              "is the cause (its data shard, a file or a variable on its node, a branch on the rank)"
              if ctx.multi_node and len(raised) < ranks and None not in raised else "")
     if ctx.multi_node and ranks and len(raised) >= ranks and None not in raised:
-        return (f"every rank raised it at the same place{line} ({_said(tb.message, 100)}), so its cause is common to "
-                "them: the code, data they all read, or a value that should differ per rank and does not (a rank or "
-                "shard taken from LOCAL_RANK, which repeats on every node, instead of RANK; a seed or a path fixed "
-                "for all); print that value on each rank")
+        return (f"every rank raised it at the same place{line} ({_said(tb.message, 100)}): no rank is the odd one "
+                "out, so the cause is in what they all run or read (the code that computes what this line checks, "
+                "a file or setting every node has), not in one rank's data or node; fix that, then the other ranks' "
+                "errors go with it")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
 
@@ -194,6 +249,11 @@ def _script_not_found(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
 
 
 def _bad_arguments(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    if re.search(r"--local[_-]rank", match["why"]):  # torch.distributed.launch's --local_rank, which torchrun never passes
+        return (f"the script asks for --local_rank on its command line, which torchrun does not pass (torch.distributed"
+                f".launch did): {match['why']}",
+                "read the local rank from the environment torchrun sets: local_rank = int(os.environ['LOCAL_RANK']) "
+                "(keep --local_rank optional, default from LOCAL_RANK, if the old launcher must work too)")
     return (f"the script rejected its command-line arguments: {match['why']}",
             "pass the arguments the script's usage line asks for (lab exec fills {rank}, {world_size}, ... per node)")
 

@@ -47,11 +47,52 @@ FIXES = {
 }
 
 
+# Signals whose default action ends a process without native code at fault: who sends them says the cause. SIGTERM
+# and SIGKILL are left to the rules that know their senders (torchrun, the lab, the OOM killer).
+SENT = {
+    signal.SIGALRM: ("a timer of its own ran out (signal.alarm or setitimer, with no handler)",
+                     "the job's own alarm (signal.alarm/setitimer, a watchdog) fired before the work it guards "
+                     "finished: give it a budget above what that work takes on these nodes (measure one step or "
+                     "epoch), install a handler that raises with a message, or drop the alarm"),
+    signal.SIGPIPE: ("its output pipe was closed by the reader", "the program it writes to (`| head`, a log "
+                     "collector) exited first: write training output to a file (or `tee`) rather than a pipe that "
+                     "stops reading"),
+    signal.SIGHUP: ("its terminal or session went away", "start the job detached from the terminal (nohup, "
+                    "setsid, a scheduler) or handle SIGHUP"),
+    signal.SIGXCPU: ("it went over its CPU-time limit (ulimit -t)", "raise or lift the CPU-time limit (ulimit -t, "
+                     "the scheduler's) on every node, or do less per process"),
+    signal.SIGXFSZ: ("it wrote a file over the size limit (ulimit -f)", "raise the file-size limit (ulimit -f) on "
+                     "the nodes, or write smaller files (shard the checkpoint)"),
+    signal.SIGUSR1: ("something sent it SIGUSR1 (a scheduler's warning before a time limit)", "handle SIGUSR1 "
+                     "(save a checkpoint, then exit) or find who sends it"),
+    signal.SIGUSR2: ("something sent it SIGUSR2", "handle SIGUSR2 or find who sends it"),
+    signal.SIGVTALRM: ("a virtual timer of its own ran out (setitimer)", "give the timer a handler or a longer "
+                       "interval"),
+    signal.SIGPROF: ("a profiling timer ran out (setitimer)", "give the profiler's timer a handler"),
+}
+
+
+def sent_signal_findings(ctx: Context) -> list[Finding]:
+    """A process ended by a signal sent to it (an alarm of its own, a closed pipe, a limit): named with who sends
+    such a signal, not as an exit code without a Python error."""
+    found = []
+    for node, rank, number, line in _endings(ctx, SENT):
+        meaning, fix = SENT[number]
+        who = f"rank {rank}" if rank is not None else f"a process on node{node}"
+        said = last_own_line([other.text for other in ctx.lines if other.node == node and other.rank in (rank, None)])
+        found.append(Finding(
+            "killed-by-signal", f"{who} was killed by {signal.Signals(number).name}: {meaning}"
+                                + (f", after printing: {said}" if said else "")
+                                + "; the other ranks' errors follow from it",
+            quote(line), node, rank, fix))
+    return found
+
+
 def signal_findings(ctx: Context) -> list[Finding]:
     """A process that died of a fatal signal, earliest first as the logs show it; what it was doing from faulthandler's
     stack."""
     found = []
-    for node, rank, number, line in _fatal_endings(ctx):
+    for node, rank, number, line in _endings(ctx, FATAL):
         if number == signal.SIGABRT and any(explained_by_rule(ctx, other.text) for other in ctx.lines
                                             if other.node == node):
             continue  # an abort whose message a rule already reads (gloo's checks on sizes, NCCL's errors)
@@ -75,31 +116,31 @@ def signal_findings(ctx: Context) -> list[Finding]:
     return found
 
 
-def _fatal_endings(ctx: Context) -> list[tuple[int, int | None, int, LogLine]]:
-    """(node, rank, signal number, the line that says so) per process that died of a fatal signal."""
+def _endings(ctx: Context, kinds: dict) -> list[tuple[int, int | None, int, LogLine]]:
+    """(node, rank, signal number, the line that says so) per process that died of a signal among `kinds`."""
     endings: dict[tuple[int, int | None], tuple[int, LogLine]] = {}
     for line in ctx.lines:
-        if match := FATAL_ERROR.search(line.text):
+        if (match := FATAL_ERROR.search(line.text)) and kinds is FATAL:
             endings.setdefault((line.node, line.rank), (FATAL_BY_WORDS[match["what"]], line))
         elif match := re.search(r"exitcode\s*:\s*-(?P<number>\d+)", line.text):
             number = int(match["number"])
-            if _fatal(number):
+            if _among(number, kinds):
                 rank = _report_rank(ctx, line.node, -number)
                 if not any(key[0] == line.node and key[1] in (rank, None) for key in endings):
                     endings[(line.node, rank)] = (number, line)
     for node in ctx.evidence.nodes:
         code = node.exit_code
         number = -code if code is not None and code < 0 else code - 128 if code is not None and code > 128 else None
-        if number and _fatal(number) and not any(key[0] == node.index for key in endings):
+        if number and _among(number, kinds) and not any(key[0] == node.index for key in endings):
             last = next((line for line in reversed(ctx.lines) if line.node == node.index), None)
             rank = node.index if ctx.evidence.nproc_per_node == 1 else None
             endings[(node.index, rank)] = (number, last or LogLine(node.index, rank, f"exit code {code}"))
     return [(node, rank, number, line) for (node, rank), (number, line) in endings.items()]
 
 
-def _fatal(number: int) -> bool:
+def _among(number: int, kinds: dict) -> bool:
     try:
-        return signal.Signals(number) in FATAL
+        return signal.Signals(number) in kinds
     except ValueError:
         return False
 
