@@ -463,3 +463,28 @@ def test_a_script_that_overwrites_the_launchers_master_addr_and_port_is_told_to_
     # Launched with localhost by the user (--env MASTER_ADDR=localhost): the launch is what to fix.
     given = top(replace(sample("tutorial_setup_under_torchrun"), env={"MASTER_ADDR": "localhost"}))
     assert given.cause == "master-addr-loopback" and "set MASTER_ADDR to node0" in given.fix
+
+
+def test_a_subgroup_collective_given_a_rank_outside_the_group_says_src_is_global():
+    found = top(sample("subgroup_broadcast_local_src"))
+    assert (found.cause, found.rank) == ("rank-not-in-group", 2)
+    assert "global ranks even with group=" in found.title and "group_src=" in found.fix
+
+
+def test_an_allocation_of_hundreds_of_gib_is_a_shape_not_meant():
+    found = top(sample("eval_similarity_matrix_oom"))
+    assert found.cause == "allocation-too-large" and "335.3 GiB" in found.title and "chunks" in found.fix
+
+
+def test_a_checkpoint_torch_load_refuses_names_the_object_and_weights_only():
+    found = top(sample("resume_weights_only_namespace"))
+    assert found.cause == "checkpoint-weights-only" and "argparse.Namespace" in found.title
+    assert "weights_only=False" in found.fix and "vars(args)" in found.fix
+
+
+def test_a_segfault_inside_the_pickler_is_a_nested_object_running_the_stack_out():
+    found = top(sample("recursionlimit_pickle_segv"))
+    assert found.cause == "fatal-signal" and "pickler" in found.fix and "setrecursionlimit" in found.fix
+    # A segfault without a pickler in its stack keeps the native-code advice.
+    other = top(sample("native_crash_no_faulthandler"))
+    assert other.cause == "fatal-signal" and "pickler" not in other.fix

@@ -32,7 +32,7 @@ PRIORITY = [
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
-    "backend-unavailable", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
+    "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
     "object-not-picklable", "device-mismatch", "disk-full", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -104,6 +104,12 @@ CAUSES = {
     "fatal-signal": "A process was killed by a fatal signal from native code (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL): "
                     "named with the Python line that called into the native code (faulthandler's stack, which the "
                     "jobs' hooks turn on), and the other ranks' lost connections put below it.",
+    "rank-not-in-group": "A collective on a subgroup was given a source or destination rank that is not a member: "
+                         "`src=`/`dst=` are global ranks even with `group=` (`group_src=` takes the group's own).",
+    "allocation-too-large": "A tensor far larger than any node holds was asked for (tens of GiB or more): its shape "
+                            "is not the one meant, or the work must go in chunks.",
+    "checkpoint-weights-only": "`torch.load` refused a checkpoint holding objects other than tensors and plain data: "
+                               "`weights_only=True` is its default since torch 2.6.",
     "killed-by-signal": "A process was ended by a signal sent to it rather than by native code: an alarm of its own "
                         "(SIGALRM from signal.alarm), its output pipe closed (SIGPIPE), a CPU-time or file-size limit "
                         "(SIGXCPU, SIGXFSZ), a scheduler's warning (SIGUSR1): named with who sends such a signal.",

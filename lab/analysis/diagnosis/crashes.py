@@ -368,7 +368,37 @@ def _state_dict_keys(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
             "and config on every node), or load with strict=False only for keys you mean to skip")
 
 
+def _rank_not_in_group(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"a collective on a subgroup was given rank {match['rank']} as its source or destination, and global rank "
+            f"{match['rank']} is not in that group: src= and dst= are global ranks even with group=",
+            "pass the member's global rank (dist.get_global_rank(group, 0) for the group's first member), or the "
+            "group-relative one as group_src= / group_dst= (torch 2.6 and later)")
+
+
+def _allocation_too_large(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    size = int(match["bytes"])
+    return (f"a tensor of {size / 2**30:,.1f} GiB was asked for on node{line.node}: far more than a node holds, so its "
+            "shape is not what was meant",
+            "find the shape that makes it (an N x N matrix over the whole dataset or vocabulary, a size taken from the "
+            "wrong variable, a broadcast that expanded) and compute it in chunks (torch.split over rows, a running "
+            "top-k) or over the rank's own shard")
+
+
+def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    what = next((found["what"] for other in ctx.lines if other.node == line.node
+                 and (found := re.search(r"Unsupported global: GLOBAL (?P<what>[\w.]+)", other.text))), None)
+    held = f" holds {what}, which" if what else " holds an object that"
+    return (f"torch.load refused the checkpoint: it{held} weights_only=True (torch.load's default since torch 2.6) "
+            "does not allow",
+            f"save plain data in checkpoints (tensors, numbers, dicts: vars(args) instead of the Namespace); for a file "
+            f"you trust, torch.load(path, weights_only=False) or torch.serialization.add_safe_globals([{what or 'Type'}])")
+
+
 PATTERNS = [
+    PatternRule("rank-not-in-group", re.compile(r"Global rank (?P<rank>\d+) is not part of group"), _rank_not_in_group),
+    PatternRule("allocation-too-large", re.compile(
+        r"can't allocate memory: you tried to allocate (?P<bytes>\d{11,}) bytes"), _allocation_too_large),
+    PatternRule("checkpoint-weights-only", re.compile(r"Weights only load failed"), _weights_only),
     PatternRule("backend-unavailable", re.compile(
         r"Distributed package doesn't have (?P<backend>MPI|UCC|NCCL) built in"), _backend_missing),
     PatternRule("shape-mismatch", re.compile(

@@ -112,8 +112,24 @@ def signal_findings(ctx: Context) -> list[Finding]:
                             "connections and timeouts follow from it",
             quote(line) + (f"; faulthandler: {frames[0].function} ({frames[0].file.rsplit('/', 1)[-1]}:"
                            f"{frames[0].line})" if frames else ""),
-            node, rank, FIXES[number]))
+            node, rank, (number == signal.SIGSEGV and _pickling_fix(frames)) or FIXES[number]))
     return found
+
+
+PICKLERS = ("serialization.py", "pickle.py", "copy.py", "copyreg.py", "distributed_c10d.py")
+
+
+def _pickling_fix(frames: list[Frame]) -> str | None:
+    """A segfault in a pickler (torch.save, pickle, deepcopy, an object collective) is most often the C stack running
+    out on a deeply nested object, past a raised recursion limit."""
+    inner = next((frame for frame in frames[:3] if frame.file.endswith(PICKLERS)), None)
+    if inner is None:
+        return None
+    return (f"the process crashed inside the pickler ({inner.function}): an object nested thousands deep (a long "
+            "linked structure, lists in lists, a history appended into itself) ran the C stack out, which a raised "
+            "sys.setrecursionlimit lets happen instead of a RecursionError; keep the default recursion limit (the "
+            "error then names the object) and save the object flat (a list of records, tensors rather than nested "
+            "Python lists)")
 
 
 def _endings(ctx: Context, kinds: dict) -> list[tuple[int, int | None, int, LogLine]]:
