@@ -237,3 +237,20 @@ def test_a_none_that_did_not_come_from_the_environment_is_no_env_finding():
 
 def test_the_fix_for_a_torchrun_variable_gives_its_lab_exec_placeholder():
     assert "--env RANK={rank}" in diagnose(sample("env_not_set"))[0].fix
+
+
+def test_a_missing_folder_whose_name_differs_from_the_one_made_only_in_digits_is_a_clock_made_name():
+    """The third batch's run_dir_local_time: the run folder is named from the local hour, and node1 has another time
+    zone: it looks for runs/20261125-18 where node0 made runs/20261125-23."""
+    found = diagnose(sample("run_dir_local_time"))[0]
+    assert (found.cause, found.rank) == ("file-missing-everywhere", 1)
+    assert "came out as 20261125-18 here and as 20261125-23" in found.title and "UTC" in found.fix
+
+
+def test_a_missing_path_whose_nearest_name_differs_in_letters_is_not_a_clock_made_name():
+    def change(node):
+        for facts in node["paths"].values():
+            if facts.get("close"):
+                facts["close"] = facts["close"].replace("20261125-23", "latest")
+    found = diagnose(sample("run_dir_local_time", answers_changed("run_dir_local_time", change)))[0]
+    assert found.cause == "file-missing-everywhere" and "came out as" not in found.title

@@ -215,6 +215,16 @@ def file_findings(ctx: Context) -> list[Finding]:
                 "a file"))
         elif not have and answers and len(answers) == ctx.evidence.nnodes and "can't open file" not in line.text:
             nearest = {facts.close for facts in answers.values() if facts.close}
+            if stamped := _stamped_differently(path, sorted(nearest)[0] if nearest else ""):
+                wanted, made = stamped
+                found.append(Finding(
+                    "file-missing-everywhere", f"{path} is on no node, but {made} is: a name made of numbers (a date, "
+                    f"an hour, a counter) came out as {wanted} here and as {made} where it was written",
+                    evidence + f"; the nearest name there is {sorted(nearest)[0]}", line.node, line.rank,
+                    "make that name once and give it to every rank (rank 0 builds it, broadcast_object_list sends "
+                    "it), or build it from what every node shares (the run's id, UTC rather than local time: the "
+                    "nodes' clocks and time zones, TZ, can differ), never from each node's own clock"))
+                continue
             named = (f"; the nearest name there is {sorted(nearest)[0]}" if nearest else
                      f"; the deepest folder of it that exists is {next(iter(answers.values())).existing}")
             shared = "" if probes.on_shared_folder(absolute) else f"; if a step was to make it, {_shared_hint(probes)}"
@@ -224,6 +234,16 @@ def file_findings(ctx: Context) -> list[Finding]:
                 f"check the path (relative paths start from the job's working directory){named}; run the step that "
                 f"writes it first{shared}"))
     return found
+
+
+def _stamped_differently(path: str, nearest: str) -> tuple[str, str] | None:
+    """(wanted, made) when a part of `path` and the nearest existing name differ only in their digits."""
+    made = nearest.rstrip("/").rsplit("/", 1)[-1]
+    shape = re.sub(r"\d", "0", made)
+    for part in path.split("/"):
+        if part != made and any(char.isdigit() for char in part) and re.sub(r"\d", "0", part) == shape:
+            return part, made
+    return None
 
 
 def executable_findings(ctx: Context) -> list[Finding]:
