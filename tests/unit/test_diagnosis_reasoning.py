@@ -488,3 +488,16 @@ def test_a_segfault_inside_the_pickler_is_a_nested_object_running_the_stack_out(
     # A segfault without a pickler in its stack keeps the native-code advice.
     other = top(sample("native_crash_no_faulthandler"))
     assert other.cause == "fatal-signal" and "pickler" not in other.fix
+
+
+def test_a_rank_stuck_before_setting_a_key_of_the_jobs_own_store_is_not_late_to_the_rendezvous():
+    """node_store_world_size: rank 0 is held in its own line (a TCPStore made with too large a world_size), so the key
+    the others wait for is never set: not a slow start-up, and no longer timeout helps."""
+    evidence = sample("node_store_world_size")
+    found = top(evidence)
+    assert (found.cause, found.rank) == ("late-rank", 0)
+    assert "never got past check_node_caches" in found.title and "'cached/0'" in found.title
+    assert "world_size" in found.fix and "longer timeout cannot help" in found.fix
+    # Without the hooks' record of the job's own store waits, the key may be the rendezvous's: the old reading.
+    bare = replace(evidence, traces=[replace(trace, calls=None) for trace in evidence.traces])
+    assert "never got past" not in top(bare).title

@@ -219,6 +219,16 @@ LATE_IN_A_COLLECTIVE_FIX = (
     "data, or every rank waiting at a barrier for the slow one")
 
 
+def _users_own_key(ctx: Context, gave_up) -> str | None:
+    """The key of a store wait that timed out, when the job's own code waited for it (the hooks saw the wait): not
+    the rendezvous's keys, which torch waits for."""
+    found = STORE_WAIT.search(gave_up.text)
+    keys = (found["keys"] or "").strip("/") if found else ""
+    users = {key.strip("/") for trace in ctx.evidence.traces if trace.calls
+             for op in trace.calls.store if op.waits for key in op.keys}
+    return keys if keys and keys in users else None
+
+
 # Where a thread that is not computing waits, by the standard library's file it stands in (innermost first).
 BLOCKING_FILES = (("threading.py", "a lock, an event or another thread (threading)"), ("queue.py", "a queue"),
                   ("subprocess.py", "a child process (subprocess)"), ("multiprocessing/", "a child process or its pipe"),
@@ -276,6 +286,16 @@ def _late_in_its_own_code(ctx: Context) -> list[Finding]:
                 "held by another thread, a worker or child process that died or never started, a server only some "
                 "nodes reach; give that wait a timeout so the rank fails with its own error. A longer process-group "
                 "timeout does not help a wait that never ends")]
+        if gave_up is not None and (key := _users_own_key(ctx, gave_up)):
+            return [Finding(
+                "late-rank", f"{who} on node{process.node} never got past {frame.function} ({frame.file}:"
+                             f"{frame.line}), so the store key '{key}' another rank waited for was never set",
+                f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
+                f"node{gave_up.node}: " + gave_up.text.strip()[:200], process.node, process.rank,
+                f"find what line {frame.line} of {frame.function} waits for: a TCPStore(is_master=True) made there "
+                "waits until world_size clients connect (give it the number of processes that really connect, or "
+                "wait_for_workers=False), a lock, a child process, another store key; a longer timeout cannot "
+                "help a wait that never ends")]
         if gave_up is not None:
             return [Finding(
                 "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
