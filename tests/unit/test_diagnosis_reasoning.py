@@ -501,3 +501,21 @@ def test_a_rank_stuck_before_setting_a_key_of_the_jobs_own_store_is_not_late_to_
     # Without the hooks' record of the job's own store waits, the key may be the rendezvous's: the old reading.
     bare = replace(evidence, traces=[replace(trace, calls=None) for trace in evidence.traces])
     assert "never got past" not in top(bare).title
+
+
+def test_none_read_after_an_object_collective_filled_a_temporary_list_says_read_the_list():
+    """broadcast_object_temp_list: `dist.broadcast_object_list([config], src=0)` fills a temporary list, and rank 1's
+    `config` stays None. The record was made with hooks that did not yet describe arguments: here rank 1's call is
+    given what the hooks now write for it (a list of one None, to be filled)."""
+    evidence = sample("broadcast_object_temp_list")
+    assert "fills the list" not in top(evidence).fix and "filled the list" not in top(evidence).fix
+
+    def described(trace):
+        if trace.rank != 1:
+            return trace
+        call = replace(trace.calls.recent[-1], args=(("object_list", "list of 1, all None"),))
+        return replace(trace, calls=replace(trace.calls, recent=(*trace.calls.recent[:-1], call)))
+
+    found = top(replace(evidence, traces=[described(trace) for trace in evidence.traces]))
+    assert (found.cause, found.rank) == ("rank-crashed", 1)
+    assert "filled the list it was given, in place" in found.fix and "objs[0]" in found.fix

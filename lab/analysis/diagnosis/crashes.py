@@ -132,6 +132,11 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
     """What to change: the line, and, where only some ranks raised it, that what differs on those ranks is the cause;
     for a crash inside a torch.distributed call, what the ranks passed to it differently."""
     line = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    if "NoneType" in tb.message and (filled := _filled_in_place(ctx, tb)):
+        return (f"{filled.op} at {filled.caller} filled the list it was given, in place, and this rank then read None "
+                f"from elsewhere{line}: read the received objects from that very list (objs = [None]; "
+                f"dist.{filled.op}(objs, ...); config = objs[0]), not from the variable that was put into a "
+                "temporary list")
     op = _call_that_raised(ctx, tb)
     if op and ctx.multi_node and (differs := arguments_that_differ(last_calls_of(ctx, op))):
         return (f"make what the ranks pass to {op}{line} agree; they passed {' | '.join(differs)}, which {op} "
@@ -149,6 +154,18 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
                 "errors go with it")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
+
+
+FILLED_IN_PLACE = ("broadcast_object_list", "scatter_object_list", "recv_object_list")
+
+
+def _filled_in_place(ctx: Context, tb) -> DistCall | None:
+    """The object collective this rank returned from last, when the list it passed held only None (to be filled)."""
+    trace = next((trace for trace in ctx.evidence.traces if trace.rank == tb.rank and trace.calls), None)
+    last = trace.calls.recent[-1] if trace and trace.calls.recent else None
+    if last is None or last.op not in FILLED_IN_PLACE:
+        return None
+    return last if any("all None" in text for _, text in last.args) else None
 
 
 def _call_that_raised(ctx: Context, tb) -> str | None:
