@@ -88,7 +88,9 @@ test-tools:
 		echo "note: no chromium (apt-get install chromium): the HTML report's browser test cannot run"
 
 # Three workers (pytest-xdist): most tests wait on containers and timeouts rather than compute; each worker has its
-# own labs, the session one LAB_HOME (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
+# own labs (lab's pytest plugin: tests/integration/conftest.py), the session one LAB_HOME (tests/conftest.py). Tests
+# go out one at a time, the long files first (pyproject.toml's --dist loadgroup, tests/conftest.py's order).
+# TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 3
 test: image test-tools
 	$(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) $(PYTEST_ARGS)

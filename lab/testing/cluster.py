@@ -41,24 +41,26 @@ class LabCluster:
         return self.target.workspace
 
     def torchrun(self, script: str | Path, *args: str, nproc_per_node: int = 1, env: dict[str, str] | None = None,
-                 timeout: float | None = None, rdzv: str = "static") -> JobResult:
+                 timeout: float | None = None, rdzv: str = "static", fail_grace: float = FAIL_GRACE) -> JobResult:
         """`lab torchrun SCRIPT ARGS`: a script in the workspace runs where it is; another one's folder is copied."""
-        return self._torchrun(Path(script), [str(arg) for arg in args], nproc_per_node, env, timeout, rdzv)
+        return self._torchrun(Path(script), [str(arg) for arg in args], nproc_per_node, env, timeout, rdzv, fail_grace)
 
     def module(self, name: str, *args: str, nproc_per_node: int = 1, env: dict[str, str] | None = None,
-               timeout: float | None = None, rdzv: str = "static") -> JobResult:
+               timeout: float | None = None, rdzv: str = "static", fail_grace: float = FAIL_GRACE) -> JobResult:
         """`lab torchrun -m NAME ARGS`, from the workspace."""
-        return self._torchrun(Path("-m"), [name, *map(str, args)], nproc_per_node, env, timeout, rdzv)
+        return self._torchrun(Path("-m"), [name, *map(str, args)], nproc_per_node, env, timeout, rdzv, fail_grace)
 
     def exec(self, command: list[str], nodes: list[int] | None = None, env: dict[str, str] | None = None,
-             copy: str | Path | None = None, timeout: float | None = None) -> JobResult:
-        """`lab exec -- COMMAND` on `nodes` (default every node), with {rank}, {node_rank}, ... filled in per node."""
+             copy: str | Path | None = None, timeout: float | None = None, fail_grace: float = FAIL_GRACE) -> JobResult:
+        """`lab exec -- COMMAND` on `nodes` (default every node), with {rank}, {node_rank}, ... filled in per node.
+        `fail_grace`, as `--fail-grace`: once every process of a node failed, the others are stopped this much later
+        (0: they run to the timeout)."""
         record = adhoc.run_exec(self.target, nodes, list(command), dict(env or {}), Path(copy) if copy else None,
-                                int(timeout or self.timeout), Quiet(), fail_grace=FAIL_GRACE)
+                                int(timeout or self.timeout), Quiet(), fail_grace=fail_grace or None)
         return job_result(record)
 
     def _torchrun(self, script: Path, args: list[str], nproc_per_node: int, env: dict[str, str] | None,
-                  timeout: float | None, rdzv: str) -> JobResult:
+                  timeout: float | None, rdzv: str, fail_grace: float) -> JobResult:
         record = adhoc.run_torchrun(self.target, nproc_per_node, rdzv, script, args, dict(env or {}),
-                                    int(timeout or self.timeout), Quiet(), fail_grace=FAIL_GRACE)
+                                    int(timeout or self.timeout), Quiet(), fail_grace=fail_grace or None)
         return job_result(record)

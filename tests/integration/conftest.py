@@ -1,4 +1,9 @@
-"""Fixtures that drive the real `lab` command against a real Docker engine."""
+"""Fixtures that drive the real `lab` command against a real Docker engine.
+
+The suite's shared 2-node lab is a session lab of lab's own pytest plugin (lab/testing/): one per xdist worker,
+owner-labelled, removed at the session's end, and by the next session after a `kill -9`. Tests that run jobs on a lab
+and assert on their ranks and diagnosis take the plugin's `lab_cluster`; tests of the command line drive `lab`.
+"""
 
 import json
 import os
@@ -9,7 +14,11 @@ import uuid
 import docker
 import pytest
 
-# Labs the tests bring up are named NAME_PREFIX + a random part; on an engine shared with others, give yours.
+from lab.testing.labs import LabRequest
+from lab.testing.plugin import STATE as PLUGIN_STATE
+
+# Labs the tests bring up are named NAME_PREFIX + a random part; on an engine shared with others, give yours (the
+# plugin's session labs are named NAME_PREFIX-<worker's token>-<n>: tests/conftest.py).
 NAME_PREFIX = os.environ.get("LAB_TEST_NAME_PREFIX", "it")
 
 
@@ -31,12 +40,11 @@ def client():
 
 
 @pytest.fixture(scope="session")
-def two_nodes():
-    """One 2-node lab shared by the tests that only read from it."""
-    name = f"{NAME_PREFIX}{uuid.uuid4().hex[:6]}"
-    lab_json("up", "--nodes", "2", "--name", name)
-    yield name
-    lab("down", "--name", name)
+def two_nodes(request):
+    """One 2-node lab shared by the tests that only read from it, the spec of `lab up --nodes 2` (no workspace, no
+    packages): the plugin's session lab for that spec."""
+    session = request.config.stash[PLUGIN_STATE]
+    return session.labs().lab(LabRequest(nodes=2))
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from lab import paths
 
 from .conftest import lab, lab_json
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# One worker for the module's tests under pytest-xdist: they share the state folder of the inventory's hosts.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("inventory_hosts")]
 
 
 def inventory_of(lab_name: str, folder, *extra: str):

@@ -10,6 +10,8 @@ from lab import paths
 from .conftest import lab, lab_json, labelled
 
 pytestmark = pytest.mark.docker
+# One worker for the tests of the module's lab under pytest-xdist: it is made once.
+ON_PACKAGED = pytest.mark.xdist_group("packaged")
 
 VERSIONS = "import six, tqdm, sys; print('VERSIONS', six.__version__, tqdm.__version__, sys.executable)"
 
@@ -30,6 +32,7 @@ def packaged(client, tmp_path_factory):
     lab("down", "--name", name)
 
 
+@ON_PACKAGED
 def test_every_node_imports_the_packages_from_a_layer_on_the_node_image(client, packaged):
     name, _, result = packaged
     assert result["changed"]
@@ -48,6 +51,7 @@ def test_every_node_imports_the_packages_from_a_layer_on_the_node_image(client, 
     assert listing.count("| NO-UV-LEFT") == 2 and listing.count("| PYC 1") == 2, listing
 
 
+@ON_PACKAGED
 def test_status_and_dry_run_show_the_requirements(packaged):
     name, folder, _ = packaged
     spec = lab_json("status", "--name", name)[name]["spec"]
@@ -59,6 +63,7 @@ def test_status_and_dry_run_show_the_requirements(packaged):
     assert any("would change nothing" in note for note in plan["notes"])
 
 
+@ON_PACKAGED
 def test_the_same_requirements_again_change_nothing_and_other_ones_are_refused(packaged):
     name, folder, _ = packaged
     again = lab_json("up", "--nodes", "2", "--name", name, "--pip", "six==1.16.0",
@@ -80,6 +85,7 @@ def test_a_bad_requirement_is_one_line_and_leaves_nothing(client, fresh_name, re
     assert labelled(client, fresh_name) == ([], [], [])
 
 
+@ON_PACKAGED
 def test_doctor_compares_the_packages_and_names_a_node_that_differs(client, packaged):
     """Last in this file: it takes a package away from node1."""
     name, _, _ = packaged
@@ -95,6 +101,7 @@ def test_doctor_compares_the_packages_and_names_a_node_that_differs(client, pack
     assert nodes[0]["problems"] == [] and nodes[1]["problems"] == ["six missing here, six 1.16.0 on node0"]
 
 
+@ON_PACKAGED
 def test_a_package_missing_on_one_node_is_named_as_such(packaged, tmp_path):
     """After the doctor test took six away from node1: a job importing it fails there only, and the diagnosis says
     the nodes differ (not that the package is missing everywhere)."""

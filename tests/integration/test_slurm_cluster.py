@@ -10,7 +10,8 @@ import pytest
 
 from .conftest import lab, lab_json
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# One worker for the module's tests under pytest-xdist: they share the module's Slurm lab, made once.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("slurm_lab")]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from lab.nodes.image import node_image_tag
 
 from .conftest import lab, lab_json, labelled
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# One worker for the module's tests under pytest-xdist: they share the module's images and labs, made once.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("user_image")]
 
 TRAINING_IMAGE = """FROM {base}
 RUN mv /opt/lab-venv /opt/conda && grep -l lab-venv /opt/conda/bin/* | xargs sed -i 's#/opt/lab-venv#/opt/conda#g' \\

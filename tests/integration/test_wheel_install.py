@@ -20,6 +20,9 @@ import pytest
 from lab import paths
 from lab.jobs.exercises import discover
 
+# One worker for the module's tests under pytest-xdist: they share the module's wheel and venv, made once.
+pytestmark = pytest.mark.xdist_group("wheel_install")
+
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".lab", "build", "dist", "*.egg-info", "__pycache__",
                                      ".pytest_cache")
 BUNDLED_FILES = ("exercises/exercise01_join/exercise.yaml", "playbooks/provision.yml", "docker/Dockerfile",

@@ -7,7 +7,8 @@ from lab import paths
 
 from .conftest import lab, lab_json
 
-pytestmark = pytest.mark.docker
+# One worker for the module's tests under pytest-xdist: they share the module's lab, made once.
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("workspace_lab")]
 
 TRAIN = """import os, torch, torch.distributed as dist
 from mypkg import helpers

@@ -156,3 +156,21 @@ def test_ranks_with_one_traceback_are_named_together(tmp_path):
     assert "ranks 0, 1 (node0, node1) failed in call with the same error:" in text
     assert "rank 2 (node2) gave no result: SIGKILL" in text
     assert RankTest(JobResult(record), ranks, 60, "x").outcome == "failed"
+
+
+def test_lab_cluster_stops_a_failed_job_after_its_fail_grace_as_lab_exec_and_lab_torchrun_do(monkeypatch):
+    """5 s after every process of a node failed by default, what the test asks (the CLI's 10 s), 0: the timeout."""
+    from lab.testing import cluster
+
+    asked = []
+    monkeypatch.setattr(cluster.adhoc, "run_exec",
+                        lambda *args, fail_grace: asked.append(("exec", args[5], fail_grace)))
+    monkeypatch.setattr(cluster.adhoc, "run_torchrun",
+                        lambda *args, fail_grace: asked.append(("torchrun", args[6], fail_grace)))
+    monkeypatch.setattr(cluster, "job_result", lambda record: record)
+    nodes = cluster.LabCluster(target=object(), timeout=60)
+    nodes.exec(["true"])
+    nodes.exec(["true"], timeout=30, fail_grace=10)
+    nodes.torchrun("train.py", fail_grace=0)
+    nodes.module("mypkg.train")
+    assert asked == [("exec", 60, 5.0), ("exec", 30, 10), ("torchrun", 60, None), ("torchrun", 60, 5.0)]
