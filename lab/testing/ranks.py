@@ -142,15 +142,22 @@ def rank_outcome(rank: int, data: dict | None, job: JobResult) -> RankOutcome:
     return RankOutcome(rank, node, hostname, "no result", ended=ended)
 
 
+def rank_pytest_args(test_path: Path, test_name: str, rootdir: Path, inifile: Path | None) -> list[str]:
+    """`python -m pytest`'s arguments on each rank. no:lab: where the nodes' Python can see lab itself (`--lab-image
+    host`, or a workspace holding an editable install's lab.egg-info), its plugin would run the test on ranks again,
+    from inside a rank."""
+    return ["pytest", f"{test_path}::{test_name}", "-p", RANK_PLUGIN, "-p", "no:lab", "-p", "no:cacheprovider",
+            "-p", "no:xdist", "--rootdir", str(rootdir), *(["-c", str(inifile)] if inifile else []), "-o", "addopts=",
+            "-q", "-s", "-rN", "--no-header", "--tb=native"]
+
+
 def run_test(target: Target, test_path: Path, test_name: str, rootdir: Path, inifile: Path | None,
              nproc_per_node: int, timeout: float) -> RankTest:
     """Run test `test_name` (what follows '::' in its node id) of file `test_path` on every rank of `target`."""
     token = secrets.token_hex(4)
     host_results = target.transport.host_shared_dir / RESULTS_FOLDER / token
     host_results.mkdir(parents=True)
-    args = ["pytest", f"{test_path}::{test_name}", "-p", RANK_PLUGIN, "-p", "no:cacheprovider", "-p", "no:xdist",
-            "--rootdir", str(rootdir), *(["-c", str(inifile)] if inifile else []), "-o", "addopts=",
-            "-q", "-s", "-rN", "--no-header", "--tb=native"]
+    args = rank_pytest_args(test_path, test_name, rootdir, inifile)
     env = {"LAB_PYTEST_RESULTS": f"{target.transport.shared_dir}/{RESULTS_FOLDER}/{token}",
            "LAB_PYTEST_PG_TIMEOUT": str(int(timeout) + PG_TIMEOUT_MARGIN), "PYTHONDONTWRITEBYTECODE": "1"}
     reporter = Quiet()

@@ -174,3 +174,17 @@ def test_lab_cluster_stops_a_failed_job_after_its_fail_grace_as_lab_exec_and_lab
     nodes.torchrun("train.py", fail_grace=0)
     nodes.module("mypkg.train")
     assert asked == [("exec", 60, 5.0), ("exec", 30, 10), ("torchrun", 60, None), ("torchrun", 60, 5.0)]
+
+
+def test_the_ranks_pytest_leaves_labs_own_plugin_out_where_the_node_can_see_lab(pytester):
+    """A rank's pytest whose Python can import lab (an editable install's lab.egg-info in the workspace, as in this
+    project's own suite, or `--lab-image host`) would load lab's plugin by its entry point, which would take the test
+    to a lab again from inside the rank: the rank's arguments disable it by that entry point's name."""
+    from lab.testing.ranks import rank_pytest_args
+
+    name = next(iter(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]))
+    args = rank_pytest_args(Path("t.py"), "test_x", Path("/w"), None)
+    assert args[args.index(f"no:{name}") - 1] == "-p"
+    pytester.makepyfile(test_body="import pytest\n\n@pytest.mark.lab(nodes=2)\ndef test_x():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", f"no:{name}", "-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=1)  # the body ran in this process, as in a rank; no lab was asked for
