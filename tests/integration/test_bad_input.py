@@ -17,7 +17,9 @@ from lab import paths
 from ..unit.test_cli_errors import assert_one_line_error
 from .conftest import lab, lab_json, labelled
 
-pytestmark = pytest.mark.docker
+# One worker for the module: test_corrupted_run_record adds a record to the session's runs and removes it, which
+# another worker's `unharmed` would see vanish.
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("bad_input")]
 
 
 def lab_state(client, name):
