@@ -273,44 +273,39 @@ def _late_in_its_own_code(ctx: Context) -> list[Finding]:
             continue  # a rank that raised is ending (its stack is its exit), not busy elsewhere
         frame = where.user_frame
         who = f"rank {process.rank}" if process.rank is not None else "a process"
-        if timed_out is not None and (blocked := blocked_on(process, where.thread)):
+        here = f"{frame.function} ({frame.file}:{frame.line})"
+        stack = f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
+        joining = stack + f"node{gave_up.node}: " + gave_up.text.strip()[:200] if gave_up is not None else ""
+        if timed_out is not None:
             waiter = f"rank {timed_out.rank}" if timed_out.rank is not None else f"node{timed_out.node}"
+            waiting = (stack + f"{timed_out.line.where()}: {timed_out.exc_type}: "
+                       f"{timed_out.message.split('. ')[0]}")[:400]
+        if timed_out is not None and (blocked := blocked_on(process, where.thread)):
             return [Finding(
-                "late-rank", f"{who} on node{process.node} was blocked, not computing: in {frame.function} "
-                             f"({frame.file}:{frame.line}) it waited on {blocked} when {waiter} gave up waiting for "
-                             f"it in {timed_out.collective()}",
-                f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
-                f"{timed_out.line.where()}: {timed_out.exc_type}: {timed_out.message.split('. ')[0]}"[:400],
-                process.node, process.rank,
+                "late-rank", f"{who} on node{process.node} was blocked, not computing: in {here} it waited on "
+                             f"{blocked} when {waiter} gave up waiting for it in {timed_out.collective()}",
+                waiting, process.node, process.rank,
                 f"find what {who}'s {frame.function} waits for ({blocked}) and why it never comes on that rank: a lock "
                 "held by another thread, a worker or child process that died or never started, a server only some "
                 "nodes reach; give that wait a timeout so the rank fails with its own error. A longer process-group "
                 "timeout does not help a wait that never ends")]
         if gave_up is not None and (key := _users_own_key(ctx, gave_up)):
             return [Finding(
-                "late-rank", f"{who} on node{process.node} never got past {frame.function} ({frame.file}:"
-                             f"{frame.line}), so the store key '{key}' another rank waited for was never set",
-                f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
-                f"node{gave_up.node}: " + gave_up.text.strip()[:200], process.node, process.rank,
+                "late-rank", f"{who} on node{process.node} never got past {here}, so the store key '{key}' another "
+                             "rank waited for was never set", joining, process.node, process.rank,
                 f"find what line {frame.line} of {frame.function} waits for: a TCPStore(is_master=True) made there "
                 "waits until world_size clients connect (give it the number of processes that really connect, or "
                 "wait_for_workers=False), a lock, a child process, another store key; a longer timeout cannot "
                 "help a wait that never ends")]
         if gave_up is not None:
             return [Finding(
-                "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
-                             f"({frame.file}:{frame.line}) when node{gave_up.node} gave up waiting for it at the "
-                             "rendezvous",
-                f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
-                f"node{gave_up.node}: " + gave_up.text.strip()[:200], process.node, process.rank, LATE_TO_JOIN_FIX)]
-        waiter = f"rank {timed_out.rank}" if timed_out.rank is not None else f"node{timed_out.node}"
+                "late-rank", f"{who} on node{process.node} was alive but late: still in {here} when "
+                             f"node{gave_up.node} gave up waiting for it at the rendezvous",
+                joining, process.node, process.rank, LATE_TO_JOIN_FIX)]
         return [Finding(
-            "late-rank", f"{who} on node{process.node} was alive but late: still in {frame.function} "
-                         f"({frame.file}:{frame.line}) when {waiter} gave up waiting for it in "
-                         f"{timed_out.collective()}",
-            f"node{process.node} {who}: in {frame.function} at {frame.file}:{frame.line} (its stack); "
-            f"{timed_out.line.where()}: {timed_out.exc_type}: {timed_out.message.split('. ')[0]}"[:400],
-            process.node, process.rank, LATE_IN_A_COLLECTIVE_FIX)]
+            "late-rank", f"{who} on node{process.node} was alive but late: still in {here} when {waiter} gave up "
+                         f"waiting for it in {timed_out.collective()}",
+            waiting, process.node, process.rank, LATE_IN_A_COLLECTIVE_FIX)]
     return []
 
 
