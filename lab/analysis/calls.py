@@ -10,6 +10,7 @@ the subgroups it created, and the store keys it set and waited for.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # The operations whose `root` is the rank that sends (broadcast, scatter) or receives (reduce, gather) for everyone.
@@ -48,6 +49,25 @@ class DistCall:
     # Its other arguments, briefly ('input_split_sizes': '[1, 3]', 'scatter_object_input_list': 'None', 'op': 'SUM'):
     # what the ranks passed differently where a call failed on some of them.
     args: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def argument(self, name: str) -> str | None:
+        """One of `args`, as the hooks described it (exercises/jobhooks/sitecustomize.py, `briefly`)."""
+        return dict(self.args).get(name)
+
+    @property
+    def object_list_length(self) -> int | None:
+        """How many objects its object_list held ('list of 3', '[1, 2]'); None when not described."""
+        text = self.argument("object_list")
+        if text is None:
+            return None
+        if found := re.match(r"list of (\d+)", text):
+            return int(found[1])
+        return len([item for item in text.strip("[]").split(",") if item.strip()]) if text.startswith("[") else None
+
+    @property
+    def fills_a_list(self) -> bool:
+        """It was given a list holding only None, to be filled in place (the receiving side of an object call)."""
+        return any(text.endswith(", all None") for _, text in self.args)
 
     @property
     def peer(self) -> int | None:

@@ -165,7 +165,7 @@ def _filled_in_place(ctx: Context, tb) -> DistCall | None:
     last = trace.calls.recent[-1] if trace and trace.calls.recent else None
     if last is None or last.op not in FILLED_IN_PLACE:
         return None
-    return last if any("all None" in text for _, text in last.args) else None
+    return last if last.fills_a_list else None
 
 
 def _call_that_raised(ctx: Context, tb) -> str | None:

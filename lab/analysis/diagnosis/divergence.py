@@ -667,7 +667,7 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
 def _object_lists(ctx: Context) -> str | None:
     """'rank 0 list of 2' for the ranks whose hooks saw them in broadcast_object_list when it failed, or the
     traceback's call; None when no rank was in one."""
-    seen = {trace.rank: dict(call.args).get("object_list", "a list")
+    seen = {trace.rank: call.argument("object_list") or "a list"
             for trace in ctx.evidence.traces if trace.calls and trace.rank is not None
             for call in trace.calls.failed[-1:] + trace.calls.pending[-1:] if call.op == "broadcast_object_list"}
     seen.update({tb.rank: "a list" for tb in ctx.tracebacks if tb.rank is not None and tb.rank not in seen

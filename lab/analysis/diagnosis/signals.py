@@ -136,7 +136,7 @@ def _endings(ctx: Context, kinds: dict) -> list[tuple[int, int | None, int, LogL
     """(node, rank, signal number, the line that says so) per process that died of a signal among `kinds`."""
     endings: dict[tuple[int, int | None], tuple[int, LogLine]] = {}
     for line in ctx.lines:
-        if (match := FATAL_ERROR.search(line.text)) and kinds is FATAL:
+        if (match := FATAL_ERROR.search(line.text)) and _among(FATAL_BY_WORDS[match["what"]], kinds):
             endings.setdefault((line.node, line.rank), (FATAL_BY_WORDS[match["what"]], line))
         elif match := re.search(r"exitcode\s*:\s*-(?P<number>\d+)", line.text):
             number = int(match["number"])

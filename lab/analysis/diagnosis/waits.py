@@ -513,7 +513,7 @@ def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> lis
         tensors = Counter(activity.call.tensors for activity in same if activity.call.tensors)
         if len({tuple(len(tensor.shape) for tensor in key) for key in tensors}) > 1:
             continue  # other numbers of dimensions: different calls met (out of step), not one call's sizes
-        lengths = {a.rank: _object_list_length(a.call) for a in same}
+        lengths = {a.rank: a.call.object_list_length for a in same}
         if None not in lengths.values() and len(set(lengths.values())) > 1:
             # broadcast_object_list / all_gather_object: lists of other lengths never pair their sizes
             odd = _odd(same, lambda activity: lengths[activity.rank])
@@ -532,16 +532,6 @@ def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> lis
                             "make every rank pass the same shape and dtype to each collective (pad or drop the uneven "
                             "last batch, e.g. DistributedSampler(drop_last=True); cast to one dtype before it)")]
     return []
-
-
-def _object_list_length(call: DistCall) -> int | None:
-    """How many objects the call's object_list held, as the hooks described it ('list of 3', '[1, 2]')."""
-    text = dict(call.args).get("object_list")
-    if text is None:
-        return None
-    if found := re.match(r"list of (\d+)", text):
-        return int(found[1])
-    return len([item for item in text.strip("[]").split(",") if item.strip()]) if text.startswith("[") else None
 
 
 def _odd(activities: list[Activity], key) -> Activity:
