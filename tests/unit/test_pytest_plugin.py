@@ -68,18 +68,21 @@ def test_markers_options_and_ini_keys_are_known(pytester):
         assert option in usage
 
 
+TWO_TESTS_THAT_NEED_A_LAB = """
+    import pytest
+
+    @pytest.mark.lab(nodes=2)
+    def test_on_ranks(lab_rank):
+        pass
+
+    def test_jobs(lab_cluster):
+        pass
+"""
+
+
 def test_no_engine_skips_with_the_reason(pytester, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
-    pytester.makepyfile("""
-        import pytest
-
-        @pytest.mark.lab(nodes=2)
-        def test_on_ranks(lab_rank):
-            pass
-
-        def test_jobs(lab_cluster):
-            pass
-    """)
+    pytester.makepyfile(TWO_TESTS_THAT_NEED_A_LAB)
     result = pytester.runpytest_inprocess(*plugin_args(), "--strict-markers", "-rs")
     result.assert_outcomes(skipped=2)
     assert result.stdout.str().count("lab: no Docker engine answers") == 2
@@ -87,16 +90,7 @@ def test_no_engine_skips_with_the_reason(pytester, monkeypatch):
 
 def test_lab_required_makes_no_engine_an_error(pytester, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
-    pytester.makepyfile("""
-        import pytest
-
-        @pytest.mark.lab(nodes=2)
-        def test_on_ranks(lab_rank):
-            pass
-
-        def test_jobs(lab_cluster):
-            pass
-    """)
+    pytester.makepyfile(TWO_TESTS_THAT_NEED_A_LAB)
     result = pytester.runpytest_inprocess(*plugin_args(), "--lab-required")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) + outcomes.get("errors", 0) == 2 and "skipped" not in outcomes
