@@ -169,15 +169,13 @@ def _filled_in_place(ctx: Context, tb) -> DistCall | None:
 
 
 def _call_that_raised(ctx: Context, tb) -> str | None:
-    """The torch.distributed call the user made that raised tb: as the hooks recorded it, else the outermost c10d
-    frame (the inner ones are torch's own helpers)."""
+    """The torch.distributed call the user made that raised tb: as the hooks recorded it, else from its frames."""
     for trace in ctx.evidence.traces:
         if trace.rank == tb.rank and trace.calls is not None:
             for call in reversed(trace.calls.failed):
                 if call.error and tb.message[:60] in call.error:
                     return call.op
-    return next((frame.function for frame in tb.frames if frame.file.endswith("distributed_c10d.py")
-                 and not frame.function.startswith("_")), None)
+    return tb.collective(outermost=True)
 
 
 def last_calls_of(ctx: Context, op: str) -> dict[int, DistCall]:

@@ -62,9 +62,10 @@ class Traceback:
         own = [frame for frame in self.frames if not LIBRARY_FILE.search(frame.file)]
         return own[-1] if own else (self.frames[-1] if self.frames else None)
 
-    def collective(self) -> str | None:
-        """The torch.distributed call the process was in, e.g. 'all_reduce'."""
-        for frame in reversed(self.frames):
+    def collective(self, outermost: bool = False) -> str | None:
+        """The torch.distributed call the process was in, e.g. 'all_reduce': the innermost public one, or with
+        `outermost` the one the user's code called (the inner ones can be torch's own helpers)."""
+        for frame in self.frames if outermost else reversed(self.frames):
             if frame.file.endswith("distributed_c10d.py") and not frame.function.startswith("_"):
                 return frame.function
         return None
