@@ -9,6 +9,7 @@ package is installed, or from the repository's top level in a checkout.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,12 @@ def runs_dir() -> Path:
 def cache_dir() -> Path:
     """Survives `lab down`: wheelhouse, bootstrap logs."""
     return state_dir() / "cache"
+
+
+def host_ports_dir() -> Path:
+    """Reservations of this host's own ports: one folder for every state folder and test worker of this user,
+    since two runs on the host from two `.lab/` folders still share its ports."""
+    return Path(tempfile.gettempdir()) / f"lab-{os.getuid()}-ports"
 
 
 def logs_dir() -> Path:

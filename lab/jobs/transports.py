@@ -23,6 +23,7 @@ from lab.nodes.driver import ENGINE_HINT
 from lab.nodes.faults import faults_between
 from lab.nodes.processes import (JobProcess, StacksUnavailable, container_processes, dump_with_py_spy, host_processes,
                                  host_stacks, parse_remote, remote_script, scan_processes)
+from lab import paths
 from lab.errors import EngineError, LabStateError, RunError
 from lab.jobs.staging import CopyPlan
 from lab.locks import HeldLock, holder, try_lock
@@ -293,7 +294,7 @@ class LocalTransport:
         self.exercises_dir = str(exercises_dir)
         self.host_shared_dir = host_shared_dir
         self.shared_dir = str(host_shared_dir)
-        self.ports = PortReservations(host_shared_dir.parent / "ports")
+        self.ports = PortReservations(paths.host_ports_dir())  # this host's ports, whichever .lab/ runs here
 
     def start(self, index: int, argv: list[str], env: dict[str, str], cwd: str | None = None) -> LocalProcess:
         self.host_shared_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import pytest
 
 from lab import paths
 from lab.errors import LabStateError, RunError, SpecError
-from lab.jobs.transports import DEFAULT_MASTER_PORT, PortReservations, choose_port
+from lab.jobs.transports import DEFAULT_MASTER_PORT, LocalTransport, PortReservations, choose_port
 from lab.locks import holder, try_lock
 from lab.nodes import lifecycle
 
@@ -160,3 +160,14 @@ def test_the_default_port_taken_on_the_node_gives_a_free_reserved_one(tmp_path):
 def test_no_free_port_at_all_is_an_error(tmp_path):
     with pytest.raises(RunError, match="found no free port"):
         choose_port(lambda port: -1, None, "node0", PortReservations(tmp_path / "ports"))
+
+
+def test_host_runs_from_two_state_folders_never_share_a_port(tmp_path):
+    """Processes on this host share its ports whichever `.lab/` (or test worker) started them."""
+    first = LocalTransport(tmp_path / "one" / ".lab" / "local" / "shared", tmp_path)
+    second = LocalTransport(tmp_path / "two" / ".lab" / "local" / "shared", tmp_path)
+    try:
+        assert first.pick_port() != second.pick_port()
+    finally:
+        first.ports.release()
+        second.ports.release()
