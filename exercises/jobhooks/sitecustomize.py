@@ -24,7 +24,10 @@ ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). E
   distributed_c10d: per call the arguments that must agree across ranks, the user's line that made it, when it
   entered and left, the error it raised. Kept: the calls pending per thread, the last that raised, returned and were
   posted (async), every subgroup creation, counts per operation, and the user's own store operations (torch's
-  rendezvous and barriers use the store too; those are left out). A call inside another recorded call (torch's own)
+  rendezvous and barriers use the store too; those are left out).
+- what makes ranks that run the same code compute different things: a call whose result tensor (or list) nothing
+  but the call holds (`all_reduce(torch.stack(...))`: the result is thrown away), DDP forwards with and without
+  gradient sync (`no_sync()`), the user's own hash() of strings, torch's seed and Python's string-hash salt. A call inside another recorded call (torch's own)
   is not recorded; the wrapper adds one frame (`recorded`, in this file) to tracebacks and costs a few microseconds.
 torch is never imported here: a process that does not use torch.distributed writes nothing.
 
@@ -92,7 +95,14 @@ GROUP_CALLS = ("new_group", "new_subgroups", "new_subgroups_by_enumeration")
 AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more once they return
 ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
-KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64}
+KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8}
+# The argument a call writes its result into (on every rank, or on the root where ROOT_ONLY names the root's
+# argument): given a tensor or list nothing else holds, the call's result is thrown away as it returns.
+RESULT_ARGUMENTS = {"all_reduce": "tensor", "broadcast": "tensor", "reduce": "tensor", "recv": "tensor",
+                    "irecv": "tensor", "all_gather": "tensor_list", "all_gather_into_tensor": "output_tensor",
+                    "reduce_scatter": "output", "reduce_scatter_tensor": "output", "all_to_all_single": "output",
+                    "gather": "gather_list", "all_gather_object": "object_list"}
+ROOT_ONLY = {"broadcast": "src", "reduce": "dst", "gather": "dst"}  # broadcast: the non-roots receive
 TENSORS_DESCRIBED = 8  # per call: a list of 1000 tensors says enough in its first ones
 # Arguments described apart (tensors, group, peers, roots) or that need not agree across ranks.
 ARGUMENTS_NOT_COMPARED = {"group", "tag", "src", "dst", "group_src", "group_dst", "async_op", "timeout", "device",
@@ -114,6 +124,7 @@ class _CallLog:
         self.inside: set[int] = set()  # threads in a recorded call: torch's own calls inside it are not the user's
         self.timeouts: dict = {}  # process group (None: the default one) -> its timeout in seconds
         self.init_rank = None  # the rank passed to init_process_group, before the group can say it
+        self.ddp_forwards = {"synced": 0, "no_sync": 0}  # DDP forwards whose backward all-reduces, and those in no_sync
 
     def __bool__(self) -> bool:
         return bool(self.counts or self.kept["store"])
@@ -122,7 +133,7 @@ class _CallLog:
         with self.lock:
             return {"pending": [dict(record) for record in self.pending.values()],
                     **{name: [dict(record) for record in kept] for name, kept in self.kept.items()},
-                    "counts": dict(self.counts)}
+                    "counts": dict(self.counts), "ddp_forwards": dict(self.ddp_forwards), **_process_seeds()}
 
     def long_pending(self, now: float) -> frozenset[int]:
         """The calls and store operations pending for PENDING_SNAPSHOT_SECONDS or more."""
@@ -133,6 +144,31 @@ class _CallLog:
 
 
 CALLS = _CallLog()
+_builtin_hash = hash
+
+
+def _process_seeds() -> dict:
+    """What makes "the same" computation differ between processes: torch's seed (seeded per rank, or not at all) and
+    Python's string hashing (random per process unless PYTHONHASHSEED is set): compared across ranks by the lab."""
+    seeds = {"hash_probe": _builtin_hash("lab")}
+    try:
+        seeds["torch_seed"] = sys.modules["torch"].initial_seed()
+    except Exception:
+        pass
+    return seeds
+
+
+def _temporary_references(*args, **kwargs) -> int:
+    """How many references a value made for the call holds inside `recorded` (Python versions differ: measured)."""
+    given = {**dict(zip(["value"], args)), **kwargs}
+    return _references(given, "value")
+
+
+def _references(given: dict, name: str) -> int:
+    value = given.get(name)
+    return sys.getrefcount(value) - 1  # less this function's own
+
+
 _LIBRARY_DIRS = tuple(os.path.dirname(path) + os.sep for path in (os.__file__, os.path.abspath(__file__)))
 _user_files: dict[str, bool] = {}
 _file_names: dict[str, str] = {}
@@ -273,6 +309,28 @@ def _record_dist_calls(dist, c10d) -> None:
         except Exception:
             pass
 
+    temporary = {False: _temporary_references(object()), True: _temporary_references(value=object())}
+    storage_uses = getattr(torch._C, "_storage_Use_Count", None)
+
+    def thrown_away(op, given: dict, by_keyword: bool) -> bool:
+        """The call writes its result into a tensor (or list) nothing but the call holds (torch.stack(...),
+        x.clone(), a list made in the call): nobody can read the result once it returns."""
+        name = RESULT_ARGUMENTS[op]
+        if _references(given, name) != temporary[by_keyword]:  # counted before this function holds it too
+            return False
+        value = given.get(name)
+        if value is None:
+            return False
+        if op in ROOT_ONLY:
+            root = given.get(ROOT_ONLY[op])
+            is_root = root is not None and root == dist.get_rank()
+            if is_root != (op != "broadcast"):  # broadcast's root only sends; reduce's and gather's root receives
+                return False
+        if isinstance(value, tensor_type):  # not a view or alias of a tensor that is kept, nor C++'s (a .grad)
+            return (value._base is None and value._use_count() == 1 and storage_uses is not None
+                    and storage_uses(value.untyped_storage()._cdata) <= 2)
+        return isinstance(value, list)
+
     def posted_by_batch(p2p_ops, caller, at) -> None:
         for p2p in list(p2p_ops)[:TENSORS_DESCRIBED]:
             try:
@@ -322,6 +380,9 @@ def _record_dist_calls(dist, c10d) -> None:
                 record = {"op": op, "caller": _caller(sys._getframe(1)), "thread": threading.current_thread().name,
                           "entered_at": now}
                 describe(op, given, args + tuple(kwargs.values()), record)
+                if op in RESULT_ARGUMENTS and thrown_away(op, given, RESULT_ARGUMENTS[op] in kwargs):
+                    record["discarded"] = RESULT_ARGUMENTS[op]
+                    CALLS.kept["discarded"].append(record)
                 if op == "init_process_group" and isinstance(given.get("rank"), int) and given["rank"] >= 0:
                     CALLS.init_rank = (given["rank"], given.get("world_size"))
                 with CALLS.lock:
@@ -417,14 +478,14 @@ def _record_store_operations(store_type) -> None:
                 pass
 
 
-def _once_torch_distributed_imported(then) -> None:
-    """Call `then(torch.distributed, distributed_c10d)` as soon as torch.distributed has been imported (`import torch`
-    does it, as does any form of importing it): a finder first on sys.meta_path runs its loader and then `then`."""
+def _once_imported(name: str, then) -> None:
+    """Call `then(module)` as soon as module `name` has been imported (torch.distributed: `import torch` does it, as
+    does any form of importing it): a finder first on sys.meta_path runs its loader and then `then`."""
 
     class AfterImport:
         @staticmethod
         def find_spec(fullname, path=None, target=None):
-            if fullname != "torch.distributed":
+            if fullname != name:
                 return None
             sys.meta_path.remove(AfterImport)
             spec = importlib.util.find_spec(fullname)
@@ -434,12 +495,10 @@ def _once_torch_distributed_imported(then) -> None:
 
             def exec_module(module):
                 loader_exec(module)
-                c10d = sys.modules.get("torch.distributed.distributed_c10d")
-                if c10d is not None:
-                    try:
-                        then(module, c10d)
-                    except Exception:
-                        pass
+                try:
+                    then(module)
+                except Exception:
+                    pass
 
             spec.loader.exec_module = exec_module
             return spec
@@ -522,11 +581,53 @@ def _write_dumps(folder: str):
     return dump
 
 
-def _record_dist_calls_and_store(dist, c10d) -> None:
+def _record_dist_calls_and_store(dist) -> None:
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    if c10d is None:
+        return
     _record_dist_calls(dist, c10d)
     store_type = getattr(c10d, "Store", None)
     if store_type is not None:
         _record_store_operations(store_type)
+
+
+def _count_ddp_forwards(module) -> None:
+    """Count DDP's forwards by whether their backward all-reduces the gradients (outside `no_sync()`) or not: a job
+    whose every forward ran in no_sync never averaged a gradient."""
+    ddp = module.DistributedDataParallel
+    forward = ddp.forward
+
+    @functools.wraps(forward)
+    def counted(self, *args, **kwargs):
+        try:
+            CALLS.ddp_forwards["synced" if self.require_backward_grad_sync else "no_sync"] += 1
+        except Exception:
+            pass
+        return forward(self, *args, **kwargs)
+
+    ddp.forward = counted
+
+
+def _record_string_hashes() -> None:
+    """Note the user's own hash() of strings: Python salts them per process (PYTHONHASHSEED), so ranks that shard,
+    assign or seed by hash() disagree. Other calls pass straight through."""
+    import builtins
+
+    def hash(value):  # noqa: A001 - stands in for the builtin
+        if type(value) in (str, bytes) or (type(value) is tuple and any(type(item) in (str, bytes) for item in value)):
+            try:
+                frame = sys._getframe(1)
+                filename = frame.f_code.co_filename
+                if not filename.startswith("<") and _is_user_file(filename):
+                    caller = _caller(frame)
+                    with CALLS.lock:
+                        if all(record["caller"] != caller for record in CALLS.kept["hashed"]):
+                            CALLS.kept["hashed"].append({"op": "hash", "caller": caller, "at": time.time()})
+            except Exception:
+                pass
+        return _builtin_hash(value)
+
+    builtins.hash = hash
 
 
 def _stack_when_terminated(folder: str) -> None:
@@ -575,7 +676,10 @@ def _run_shadowed_sitecustomize() -> None:
 _line_buffered()
 _stacks_on_fatal_signals()
 if os.environ.get("LAB_FLIGHT_DIR"):
-    _once_torch_distributed_imported(_record_dist_calls_and_store)
+    _once_imported("torch.distributed", _record_dist_calls_and_store)
+    _once_imported("torch.nn.parallel.distributed", _count_ddp_forwards)
+    if not os.environ.get("PYTHONHASHSEED", "random").isdigit():  # salted per process
+        _record_string_hashes()
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)
     write_dump = _write_dumps(os.environ["LAB_FLIGHT_DIR"])  # write_dump(reason): what bench/hook_cost.py times
     if os.environ.get("RANK"):

@@ -49,6 +49,9 @@ class DistCall:
     # Its other arguments, briefly ('input_split_sizes': '[1, 3]', 'scatter_object_input_list': 'None', 'op': 'SUM'):
     # what the ranks passed differently where a call failed on some of them.
     args: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # The argument it writes its result into, where nothing but the call held it (a tensor made for the call): the
+    # result was thrown away as the call returned.
+    discarded: str | None = field(default=None, compare=False)
 
     def argument(self, name: str) -> str | None:
         """One of `args`, as the hooks described it (exercises/jobhooks/sitecustomize.py, `briefly`)."""
@@ -113,6 +116,11 @@ class CallLog:
     groups: tuple[DistCall, ...] = ()  # new_group / new_subgroups calls, with the ranks passed in `group`
     store: tuple[StoreOp, ...] = ()  # the user's store operations, oldest first
     counts: dict[str, int] = field(default_factory=dict)  # calls made per operation
+    discarded: tuple[DistCall, ...] = ()  # calls whose result went into a tensor or list nothing else held
+    hashed: tuple[str, ...] = ()  # the user's lines that hash()ed strings (salted per process unless PYTHONHASHSEED)
+    ddp_forwards: dict[str, int] = field(default_factory=dict)  # 'synced' / 'no_sync': DDP forwards by gradient sync
+    torch_seed: int | None = None  # torch.initial_seed() as the process ended: per rank, or random when unseeded
+    hash_probe: int | None = None  # hash('lab') in that process: differs between processes whose salt differs
 
     @property
     def blocked_in(self) -> DistCall | None:
@@ -143,7 +151,15 @@ def read_calls(data: dict | None) -> CallLog | None:
                    recent=_calls(data.get("recent")), posted=_calls(data.get("posted")),
                    groups=_calls(data.get("groups")),
                    store=tuple(_store_op(item) for item in data.get("store") or [] if isinstance(item, dict)),
-                   counts={str(op): int(count) for op, count in (data.get("counts") or {}).items()})
+                   counts=_counts(data.get("counts")), discarded=_calls(data.get("discarded")),
+                   hashed=tuple(str(item.get("caller")) for item in data.get("hashed") or []
+                                if isinstance(item, dict) and item.get("caller")),
+                   ddp_forwards=_counts(data.get("ddp_forwards")), torch_seed=_int(data.get("torch_seed")),
+                   hash_probe=_int(data.get("hash_probe")))
+
+
+def _counts(data) -> dict[str, int]:
+    return {str(name): int(count) for name, count in (data or {}).items() if isinstance(count, int)}
 
 
 def _calls(items) -> tuple[DistCall, ...]:
@@ -162,7 +178,7 @@ def _call(item: dict) -> DistCall:
         is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),
         ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")),
         args=tuple((str(name), str(text)) for name, text in (item.get("args") or {}).items())
-        if isinstance(item.get("args"), dict) else ())
+        if isinstance(item.get("args"), dict) else (), discarded=item.get("discarded"))
 
 
 def _store_op(item: dict) -> StoreOp:

@@ -42,6 +42,7 @@ ENGINE_HINT = "start one with `make engine` (or start Docker Desktop), then try 
 # at a time and 5.0 s 16 at a time (bench/RESULTS.md). The client keeps as many connections open, so no thread
 # waits for one or throws one away.
 ENGINE_THREADS = 16
+LISTING_ATTEMPTS = 3  # a container removed while the engine lists them (another command's `down`): list again
 HOST_KEY_PATH = "/etc/ssh/ssh_host_ed25519_key.pub"  # sshd's ed25519 key: in the node image and `--image host` nodes
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -309,13 +310,24 @@ class DockerDriver:
     # --- discovery ----------------------------------------------------------------------------
     def containers(self, name: str | None = None) -> list:
         with engine_errors("list containers"):
-            found = self.client.containers.list(all=True, filters=lab_filter(name))
+            found = self._listed_containers(lab_filter(name))
         return sorted(found, key=lambda c: (c.labels.get(LAB_LABEL, ""), int(c.labels.get(NODE_LABEL, 0))))
+
+    def _listed_containers(self, filters: dict) -> list:
+        """Containers with their full attributes; one removed by another command between the listing and its
+        inspection (the SDK inspects each) makes the listing start again rather than fail."""
+        for attempt in range(LISTING_ATTEMPTS):
+            try:
+                return self.client.containers.list(all=True, filters=filters)
+            except docker.errors.NotFound:
+                if attempt == LISTING_ATTEMPTS - 1:
+                    raise
+        return []
 
     def lab_names(self) -> list[str]:
         names = set()
         with engine_errors("list labs"):
-            for kind in (self.client.containers.list(all=True, filters=lab_filter()),
+            for kind in (self.client.containers.list(all=True, sparse=True, filters=lab_filter()),
                          self.client.networks.list(filters=lab_filter()),
                          self.client.volumes.list(filters=lab_filter())):
                 names.update(_labels(obj).get(LAB_LABEL) for obj in kind)
@@ -325,7 +337,7 @@ class DockerDriver:
         """Lab name -> its owner (OWNER_LABEL), for every lab with an owner, from any object left of it."""
         owners = {}
         with engine_errors("list labs"):
-            for kind in (self.client.containers.list(all=True, filters=lab_filter()),
+            for kind in (self.client.containers.list(all=True, sparse=True, filters=lab_filter()),
                          self.client.networks.list(filters=lab_filter()),
                          self.client.volumes.list(filters=lab_filter())):
                 for obj in kind:

@@ -288,6 +288,14 @@ def test_ddp_parameters_without_a_gradient(lab_cluster, how):
     assert "aux_head.bias, aux_head.weight" in top["title"] and "find_unused_parameters=True" in top["fix"]
 
 
+def test_a_metric_all_reduced_in_a_tensor_nobody_keeps(lab_cluster):
+    """The hooks in each node see the all_reduce given a tensor made for the call; the script's own check raises."""
+    record = run_failing(lab_cluster, "torchrun", "metrics_reduced_in_a_temporary.py")
+    top = assert_diagnosed(record, "collective-result-discarded", 0, 0, "ranks disagree on the validation loss",
+                           ENDS_BY_ITSELF)
+    assert "all_reduce at metrics_reduced_in_a_temporary.py:19" in top["title"] and "ranks 0, 1" in top["title"]
+
+
 @pytest.mark.slow
 def test_ddp_models_that_differ_between_ranks(lab_cluster):
     record = run_failing(lab_cluster, "exec", "ddp_model_mismatch.py")

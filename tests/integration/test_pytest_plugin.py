@@ -44,7 +44,7 @@ def run_pytest(prefix: str, *args: str, timeout: float = 1200) -> subprocess.Com
 def labelled(client, prefix: str) -> list[str]:
     """Every container, network and volume of a lab whose name starts with `prefix-`."""
     found = []
-    for kind in (client.containers.list(all=True, filters={"label": "io.lab.lab"}),
+    for kind in (client.containers.list(all=True, sparse=True, filters={"label": "io.lab.lab"}),
                  client.networks.list(filters={"label": "io.lab.lab"}),
                  client.volumes.list(filters={"label": "io.lab.lab"})):
         for obj in kind:
@@ -55,16 +55,18 @@ def labelled(client, prefix: str) -> list[str]:
 
 
 def lab_names(client, prefix: str) -> set[str]:
-    containers = client.containers.list(all=True, filters={"label": "io.lab.lab"})
-    return {container.labels["io.lab.lab"] for container in containers
-            if container.labels["io.lab.lab"].startswith(f"{prefix}-")}
+    # sparse: labels from the listing itself, so a container another session removes meanwhile is no error
+    containers = client.containers.list(all=True, sparse=True, filters={"label": "io.lab.lab"})
+    return {container.attrs["Labels"]["io.lab.lab"] for container in containers
+            if container.attrs["Labels"]["io.lab.lab"].startswith(f"{prefix}-")}
 
 
 def wait_for_lab(client, prefix: str, process: subprocess.Popen, seconds: float = 300) -> set[str]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and process.poll() is None:
         names = lab_names(client, prefix)
-        if len(names) == 1 and len(client.containers.list(filters={"label": f"io.lab.lab={min(names)}"})) == 2:
+        running = client.containers.list(sparse=True, filters={"label": f"io.lab.lab={min(names)}"}) if names else []
+        if len(names) == 1 and len(running) == 2:
             return names
         time.sleep(1)
     raise AssertionError(f"no lab {prefix}-* came up (pytest exit {process.poll()})")

@@ -336,3 +336,49 @@ def test_the_dumps_of_one_process_merge_into_its_freshest_calls(tmp_path):
     (tmp_path / "live-node1-pid9.json").write_text(json.dumps(_dump("live", 4.0, [recv], [])))
     [trace] = load_traces(tmp_path)  # where the lab asked, the state is the live dump's; the calls the freshest
     assert trace.live and trace.calls.failed[0].error == "E: x"
+
+
+@SLOW
+def test_what_makes_ranks_compute_differently_is_kept_results_thrown_away_no_sync_hashes_and_seeds(tmp_path):
+    """A result written into a tensor made for the call (not a named tensor, a view, a .grad, nor the root's own
+    broadcast), DDP forwards inside and outside no_sync, the user's hash() of a string, torch's seed per rank."""
+    ended = run_ranks(tmp_path, """torch.manual_seed(100 + rank)
+a, named, view = torch.ones(2), torch.ones(2), torch.ones(4)
+dist.all_reduce(torch.stack([a[0], a[1]]))
+dist.all_reduce(named)
+dist.all_reduce(view[:2])
+p = torch.nn.Parameter(torch.ones(3)); (p * 2).sum().backward(); dist.all_reduce(p.grad)
+dist.all_reduce(tensor=a.clone())
+dist.broadcast(torch.zeros(1), src=0)
+shard = hash("file-3") % 2
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+with model.no_sync():
+    model(torch.ones(1, 2)).sum().backward()
+    model(torch.ones(1, 2)).sum().backward()
+model(torch.ones(1, 2)).sum().backward()
+dist.destroy_process_group()
+""", timeout=30)
+    assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
+    calls = {trace.rank: trace.calls for trace in load_traces(tmp_path / "flight")}
+    for rank, log in calls.items():
+        thrown = [(call.op, call.caller, call.discarded) for call in log.discarded]
+        expected = [("all_reduce", "job.py:7 in <module>", "tensor"), ("all_reduce", "job.py:11 in <module>", "tensor")]
+        assert thrown == expected + ([("broadcast", "job.py:12 in <module>", "tensor")] if rank == 1 else []), thrown
+        assert log.hashed == ("job.py:13 in <module>",)
+        assert log.ddp_forwards == {"synced": 1, "no_sync": 2} and log.torch_seed == 100 + rank
+    assert calls[0].hash_probe != calls[1].hash_probe  # each process salts its own
+
+
+@SLOW
+def test_a_fixed_hash_seed_leaves_hash_alone(tmp_path):
+    ended = run_ranks(tmp_path, "shard = hash('file-3')\ndist.barrier()\n", timeout=30)
+    assert [end.returncode for end in ended] == [0, 0]
+    assert all(trace.calls.hashed for trace in load_traces(tmp_path / "flight"))
+    (tmp_path / "flight").rename(tmp_path / "salted")
+    processes = [subprocess.Popen([sys.executable, str(tmp_path / "job.py"), str(port), str(rank), "30"],
+                                  env=hook_env(tmp_path, rank, PYTHONHASHSEED="0"))
+                 for port in [free_port()] for rank in (0, 1)]
+    assert [process.wait(timeout=120) for process in processes] == [0, 0]
+    traces = load_traces(tmp_path / "flight")
+    assert len(traces) == 2 and not any(trace.calls.hashed for trace in traces)
+    assert len({trace.calls.hash_probe for trace in traces}) == 1

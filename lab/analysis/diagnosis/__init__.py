@@ -6,14 +6,15 @@ combined log; stack dumps when it took them; the launch facts and the lab's inje
 tracebacks) rather than one script's text, and use the environment and the launch facts where they are known. They
 live by family: addresses (rendezvous and network), divergence (ranks that disagree), resources (memory, shared
 memory, GPUs), nodes (the nodes differ or lack what the job names: from what they answered after the run), crashes
-(a process failing on its own), signals (a process killed by a fatal signal), waits (the ranks' pending calls matched
+(a process failing on its own), replicas (ranks that ran alike and computed different things, which the script's
+own check caught), signals (a process killed by a fatal signal), waits (the ranks' pending calls matched
 across ranks: deadlocks, roots, groups, tags, store keys, timeouts) and endings (how a run ended when nothing more is
 known, saying what each rank was doing).
 """
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import addresses, crashes, divergence, endings, nodes, resources, signals, waits
+from lab.analysis.diagnosis import addresses, crashes, divergence, endings, nodes, replicas, resources, signals, waits
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -33,7 +34,8 @@ PRIORITY = [
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
     "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
-    "object-not-picklable", "device-mismatch", "disk-full", "rank-crashed", "rank-exited", "uneven-collectives",
+    "object-not-picklable", "device-mismatch", "disk-full", "collective-result-discarded", "gradients-not-synchronised",
+    "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
 ]
@@ -161,6 +163,15 @@ CAUSES = {
                               "dataset's native code) and its rank raised.",
     "backend-unavailable": "A node asked for a backend this torch was built without (mpi, ucc), often because the "
                            "backend is read from something that differs between the nodes.",
+    "collective-result-discarded": "A collective wrote its result into a tensor (or list) made for the call that "
+                                   "nothing kept (`all_reduce(torch.stack(...))`, `.clone()`, `.to()`): the result was "
+                                   "thrown away, and each rank went on with its own values.",
+    "gradients-not-synchronised": "Every DDP forward ran inside `no_sync()`, so DDP never all-reduced a gradient: each "
+                                  "rank stepped on its own gradients and the replicas drifted apart.",
+    "hash-differs-per-process": "The script assigns or shards with `hash()` of strings, which Python salts per "
+                                "process (PYTHONHASHSEED unset): every rank computed another assignment.",
+    "initial-weights-differ": "Every rank's own check failed alike after the ranks started from different weights: "
+                              "torch seeded per rank (or not at all) and no broadcast or DDP made the weights the same.",
     "state-dict-mismatch": "A checkpoint's keys differ from the model's: saved from a DDP-wrapped model ('module.' "
                            "prefixes) and loaded into the bare one, or another architecture on this node.",
 }
@@ -182,7 +193,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
              + waits.reasoning_findings(ctx) + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx)
              + divergence.late_rank_findings(ctx) + divergence.world_size_findings(ctx)
              + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
-    found += (crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
+    found += (replicas.replica_findings(ctx) + crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)

@@ -1,0 +1,119 @@
+"""Ranks that ran the same code and still computed different things, which the script's own check then caught (its
+error raised in its own code, not in torch): what the jobs' hooks saw each process do that makes replicas differ.
+
+- a collective that wrote its result into a tensor (or list) nothing else held: the result was thrown away;
+- DDP forwards that all ran inside `no_sync()`: no gradient was ever all-reduced;
+- the user's own hash() of strings while each process has its own salt (PYTHONHASHSEED unset);
+- torch seeded differently per rank (or not at all) with no broadcast of the weights and no DDP to do it.
+"""
+
+from __future__ import annotations
+
+from lab.analysis.calls import CallLog, DistCall
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
+
+
+def replica_findings(ctx: Context) -> list[Finding]:
+    """Findings only where some rank's own code raised (its check of a result): the evidence is the hooks' record."""
+    raised = [tb for tb in ctx.tracebacks if _raised_by_own_code(tb)]
+    logs = {trace.rank: (trace.node, trace.calls) for trace in ctx.evidence.traces
+            if trace.rank is not None and trace.calls is not None}
+    if not raised or not logs:
+        return []
+    evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600]
+    return [finding for finding in (_discarded_result(logs, evidence), _never_synchronised(logs, evidence),
+                                    _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
+            if finding is not None]
+
+
+def _raised_by_own_code(tb: Traceback) -> bool:
+    return bool(tb.frames) and not LIBRARY_FILE.search(tb.frames[-1].file)
+
+
+def _discarded_result(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    by_line: dict[tuple[str, str | None], list[tuple[int, int | None, DistCall]]] = {}
+    for rank, (node, calls) in sorted(logs.items()):
+        for call in calls.discarded:
+            by_line.setdefault((call.op, call.caller), []).append((rank, node, call))
+    if not by_line:
+        return None
+    (op, caller), found = next(iter(by_line.items()))
+    rank, node, call = found[0]
+    ranks = ", ".join(str(rank) for rank, _, _ in found)
+    made = f"a {call.tensors[0]} tensor" if call.tensors else "a tensor"
+    if call.discarded in ("tensor_list", "gather_list", "object_list"):
+        return Finding(
+            "collective-result-discarded", f"{op} at {caller} filled a list made for the call, which nothing keeps "
+            f"(ranks {ranks}): the gathered values were thrown away as it returned", evidence, node, rank,
+            f"keep the list in a variable, pass that to {op} and read the results from it (outputs = "
+            f"[torch.empty_like(t) for _ in range(world_size)]; dist.{op}(outputs, t)), not from a list written "
+            "inside the call's parentheses")
+    return Finding(
+        "collective-result-discarded", f"{op} at {caller} wrote its result into {made} made for the call, which "
+        f"nothing keeps (ranks {ranks}): the result was thrown away as it returned, and every rank went on with its "
+        "own values", evidence, node, rank,
+        f"give {op} a tensor held in a variable and read the result from that variable (stacked = torch.stack(...); "
+        f"dist.{op}(stacked); loss, correct = stacked.tolist()): torch.stack, torch.tensor, .clone() and .to() of "
+        "another device or dtype make a new tensor, which the call fills and nobody reads")
+
+
+def _never_synchronised(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    quiet = {rank: (node, calls.ddp_forwards.get("no_sync", 0)) for rank, (node, calls) in sorted(logs.items())
+             if calls.ddp_forwards.get("no_sync", 0) and not calls.ddp_forwards.get("synced", 0)}
+    if not quiet:
+        return None
+    rank, (node, forwards) = next(iter(quiet.items()))
+    ranks = ", ".join(map(str, quiet))
+    return Finding(
+        "gradients-not-synchronised", f"every DDP forward of ranks {ranks} ran inside no_sync() ({forwards} on rank "
+        f"{rank}, none outside): DDP never all-reduced a gradient, so each rank stepped on its own gradients and the "
+        "replicas drifted apart", evidence, node, rank,
+        "run the last micro-batch of each accumulation outside no_sync(): only the first ACCUM-1 forward/backward "
+        "passes go in `with model.no_sync():`, the last one (before optimizer.step()) runs plainly, and its backward "
+        "all-reduces the accumulated gradients")
+
+
+def _salted_hash(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    probes = {calls.hash_probe for _, calls in logs.values() if calls.hash_probe is not None}
+    hashed = [(rank, node, caller) for rank, (node, calls) in sorted(logs.items()) for caller in calls.hashed]
+    if len(probes) < 2 or not hashed:
+        return None
+    rank, node, caller = hashed[0]
+    return Finding(
+        "hash-differs-per-process", f"hash() of strings at {caller} gives each process its own value: Python salts "
+        "string hashes per process (PYTHONHASHSEED is not set), so the ranks computed different assignments from the "
+        "same names", evidence, node, rank,
+        "use a hash that is the same in every process (zlib.crc32(name.encode()), or int(hashlib.md5(name.encode())"
+        ".hexdigest(), 16)), or set one PYTHONHASHSEED for every process before Python starts (`lab torchrun --env "
+        "PYTHONHASHSEED=0`, the same on every node)")
+
+
+def _different_start(ctx: Context, raised: list[Traceback], logs: dict[int, tuple[int | None, CallLog]],
+                     evidence: str) -> Finding | None:
+    """Every rank's own check failed alike, their seeds differ, and nothing made their weights the same."""
+    lines = {(tb.short_type, tb.frames[-1].file, tb.frames[-1].line) for tb in raised}
+    ranks = {tb.rank for tb in raised}
+    if len(lines) != 1 or None in ranks or len(ranks) < (ctx.evidence.expected_world_size or 2):
+        return None
+    seeds = {rank: calls.torch_seed for rank, (_, calls) in sorted(logs.items()) if calls.torch_seed is not None}
+    synced = any(calls.counts.get("broadcast") or sum(calls.ddp_forwards.values()) for _, calls in logs.values())
+    if len(set(seeds.values())) < 2 or synced:
+        return None
+    # averaged by hand: all_reduce of floating tensors of several shapes (a model's gradients), not one metric
+    averaged = {rank: {call.tensors[0] for call in (*calls.recent, *calls.failed)
+                       if call.op == "all_reduce" and call.tensors and "float" in call.tensors[0].dtype}
+                for rank, (_, calls) in logs.items()}
+    rank = min(seeds)
+    if len(averaged.get(rank, ())) < 2:
+        return None
+    shown = ", ".join(f"rank {rank} {seed}" for rank, seed in list(seeds.items())[:4])
+    shapes = ", ".join(sorted(map(str, averaged[rank]))[:4])
+    return Finding(
+        "initial-weights-differ", f"the ranks started from different weights: torch's seed differs per rank "
+        f"({shown}) and nothing broadcast rank 0's parameters (no broadcast, no DDP); the gradients averaged by hand "
+        f"(all_reduce of {shapes}) keep the updates equal but never the weights", evidence, logs[rank][0], rank,
+        "start every rank from rank 0's weights: after building the model, `for p in model.parameters(): "
+        "dist.broadcast(p.data, src=0)` (DDP does this when it wraps the model), or build the model under the same "
+        "seed on every rank and seed per rank only what must differ (the data order)")

@@ -1,0 +1,84 @@
+"""Ranks that ran the same code and computed different things, which the script's own check caught
+(lab/analysis/diagnosis/replicas.py): on real records of tests/failures/ scripts run on a 2-node lab with the jobs'
+hooks, and the same records changed where each finding must not fire."""
+
+from dataclasses import replace
+from pathlib import Path
+
+from lab.analysis.calls import CallLog, DistCall
+from lab.analysis.diagnosis import Evidence, diagnose
+from tools.docs_reference import load_evidence
+
+SAMPLES = Path(__file__).parent / "diagnosis_samples"
+
+
+def sample(name: str) -> Evidence:
+    return load_evidence(SAMPLES / name)
+
+
+def with_calls(evidence: Evidence, **changes) -> Evidence:
+    """The record with every rank's CallLog changed as `changes` says."""
+    return replace(evidence, traces=[replace(trace, calls=replace(trace.calls, **changes)) if trace.calls else trace
+                                     for trace in evidence.traces])
+
+
+def causes(evidence: Evidence) -> list[str]:
+    return [finding.cause for finding in diagnose(evidence)]
+
+
+def test_a_metric_all_reduced_in_a_stacked_tensor_is_a_result_thrown_away():
+    evidence = sample("metrics_reduced_in_a_temporary")
+    found = diagnose(evidence)[0]
+    assert found.cause == "collective-result-discarded"
+    assert "all_reduce at metrics_reduced_in_a_temporary.py:19" in found.title and "ranks 0, 1" in found.title
+    assert "variable" in found.fix and "torch.stack" in found.fix
+    # without the hooks' record of it the crash stays a crash
+    assert "collective-result-discarded" not in causes(with_calls(evidence, discarded=()))
+
+
+def test_every_micro_batch_inside_no_sync_is_gradients_never_synchronised():
+    evidence = sample("accumulation_all_in_no_sync")
+    found = diagnose(evidence)[0]
+    assert found.cause == "gradients-not-synchronised" and "no_sync()" in found.title
+    assert "last micro-batch" in found.fix
+    # one forward outside no_sync per step (the usual accumulation) is fine
+    assert "gradients-not-synchronised" not in causes(with_calls(evidence, ddp_forwards={"synced": 3, "no_sync": 9}))
+
+
+def test_shards_assigned_by_the_hash_of_a_name_is_the_per_process_salt():
+    evidence = sample("shards_by_string_hash")
+    found = diagnose(evidence)[0]
+    assert found.cause == "hash-differs-per-process" and "shards_by_string_hash.py:15" in found.title
+    assert "PYTHONHASHSEED" in found.fix and "zlib.crc32" in found.fix
+    # the same salt everywhere (PYTHONHASHSEED set): hash() is not why
+    assert "hash-differs-per-process" not in causes(with_calls(evidence, hash_probe=7))
+
+
+def test_hand_averaged_gradients_from_weights_seeded_per_rank_start_apart():
+    evidence = sample("hand_averaged_gradients_seeded_per_rank")
+    found = diagnose(evidence)[0]
+    assert found.cause == "initial-weights-differ" and "rank 0 1234, rank 1 1235" in found.title
+    assert "dist.broadcast(p.data, src=0)" in found.fix
+    # one seed everywhere, or weights broadcast, or DDP: not why
+    assert "initial-weights-differ" not in causes(with_calls(evidence, torch_seed=1234))
+    broadcast = with_calls(evidence, counts={"broadcast": 6, "all_reduce": 30})
+    assert "initial-weights-differ" not in causes(broadcast)
+    assert "initial-weights-differ" not in causes(with_calls(evidence, ddp_forwards={"synced": 5}))
+
+
+def test_none_fires_where_the_error_came_from_torch_not_the_scripts_own_check():
+    """Dtypes that differ, rejected inside all_reduce, with every replica clue the hooks can record set on its
+    ranks (a result thrown away, a hash() with salts that differ, DDP forwards all in no_sync)."""
+    plain = sample("dtype_differs_metric")
+    assert any(trace.calls for trace in plain.traces)
+    thrown = DistCall("all_reduce", "x.py:2 in <module>", discarded="tensor")
+    evidence = replace(plain, traces=[
+        replace(trace, calls=replace(trace.calls, discarded=(thrown,), hashed=("x.py:1 in <module>",),
+                                     hash_probe=trace.rank, ddp_forwards={"no_sync": 4})) if trace.calls else trace
+        for trace in plain.traces])
+    assert not {"collective-result-discarded", "gradients-not-synchronised", "hash-differs-per-process",
+                "initial-weights-differ"} & set(causes(evidence))
+
+
+def test_a_call_log_without_the_new_fields_reads_as_before():
+    assert CallLog().discarded == () and CallLog().hash_probe is None and CallLog().ddp_forwards == {}
