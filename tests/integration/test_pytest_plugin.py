@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/ci"
 BUGS = f"{EXAMPLE}/tests/test_known_bugs.py"
 HANG = f"{BUGS}::test_swap_with_the_other_rank"
-HANG_TIMEOUT = 120  # the hang test's marker
+HANG_TIMEOUT = 60  # the hang test's marker
 
 
 def plugin_args() -> list[str]:

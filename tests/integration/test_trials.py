@@ -12,7 +12,7 @@ TRIALS = Path(__file__).resolve().parents[2] / "bench" / "trials.py"
 
 
 def test_a_handful_of_interruption_trials_leave_nothing(tmp_path):
-    result = subprocess.run([sys.executable, str(TRIALS), "--only", "sigint,sigkill,cycles,runs,faults", "--trials", "2",
+    result = subprocess.run([sys.executable, str(TRIALS), "--only", "sigint,sigkill,cycles,runs,faults", "--trials", "1",
                              "--seed", "20261123", "--results", str(tmp_path / "trials.json")],
                             capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

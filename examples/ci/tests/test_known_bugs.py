@@ -12,7 +12,7 @@ from ciexample.distributed import gather_objects
 pytestmark = [pytest.mark.known_bug, pytest.mark.lab(nodes=2, nproc_per_node=1)]
 
 
-@pytest.mark.lab(nodes=2, nproc_per_node=1, timeout=120)
+@pytest.mark.lab(nodes=2, nproc_per_node=1, timeout=60)
 def test_swap_with_the_other_rank(lab_rank):
     mine, theirs = torch.full((2,), float(lab_rank.rank)), torch.empty(2)
     other = 1 - lab_rank.rank
