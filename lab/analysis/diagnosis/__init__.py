@@ -26,14 +26,14 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 # Causes, most specific / most likely root first.
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
-    "master-port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
+    "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set",
     "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
-    "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-mismatch", "timeout-too-short",
-    "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem",
+    "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "collective-mismatch", "timeout-too-short",
+    "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "disk-full", "collective-result-discarded", "gradients-not-synchronised",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -53,6 +53,16 @@ CAUSES = {
     "wrong-service-on-port": "Something other than a torch store answers at the rendezvous port (for example sshd "
                              "on 22: \"invalid value returned from server\").",
     "master-port-in-use": "The store could not listen on `MASTER_PORT` on the first node: something else holds it.",
+    "port-in-use": "A port the job's own code binds (a metrics or debug server, a socket of its own) is taken on the "
+                   "node, most often by the job's other processes there, which run the same line.",
+    "checkpoint-read-while-written": "`torch.load` read a file that ends early: a checkpoint another rank was still "
+                                     "writing (a reader that polls for the file sees it from its first byte), or a "
+                                     "write cut short.",
+    "cross-device-rename": "`os.rename`/`os.replace` between two filesystems (a node's own `/tmp` and a shared "
+                           "folder): the kernel refuses it (EXDEV).",
+    "collective-output-size": "A collective's output is not sized for the world: reduce_scatter's holds one shard "
+                              "(input / world size), all_gather_into_tensor's every rank's input (input x world size).",
+    "reduce-op-dtype": "A reduce op was given a dtype it cannot reduce (the bitwise BOR, BAND, BXOR on floats).",
     "socket-ifname-missing": "`GLOO_SOCKET_IFNAME` or `NCCL_SOCKET_IFNAME` names a network interface the node "
                              "lacks.",
     "nccl-without-gpu": "The nccl backend or CUDA was asked for on a node without a GPU torch can use.",

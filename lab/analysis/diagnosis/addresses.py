@@ -67,7 +67,10 @@ def _unresolvable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
             f"e.g. {rendezvous_host(ctx.evidence)}, the lab's rendezvous host; check the spelling of '{host}'")
 
 
-def _port_in_use(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+def _port_in_use(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    raised = next((tb for tb in ctx.tracebacks if tb.line is line), None)
+    if raised is not None and job_own_port(raised):
+        return None  # a port of the job's own (a metrics server): crashes.py names it
     named = re.search(r"port: (\d+)|address \('[^']*', (\d+)\)", line.text)
     port = next(filter(None, named.groups()), None) if named else ctx.evidence.master_port
     port_text = f"port {port}" if port else "the rendezvous port"
@@ -80,6 +83,14 @@ def _port_in_use(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str
     return (f"{port_text} is already in use on node{line.node}: the store could not listen on it",
             f"pick a free MASTER_PORT (lab: --master-port PORT) or stop what holds {port_text} "
             f"(a previous run still alive? `ss -ltnp` on node{line.node} shows it)")
+
+
+def job_own_port(tb) -> bool:
+    """An address-in-use error of the job's own socket: frames shown, none of them torch.distributed's, and not one
+    of torch's errors (a traceback cut to its last lines says nothing: the store's port is the likelier)."""
+    return bool(tb.frames) and not tb.exc_type.startswith("torch.") and not any(
+        "/torch/distributed/" in frame.file or frame.function in ("init_process_group", "TCPStore")
+        for frame in tb.frames)
 
 
 def _user_made_store(tb) -> bool:

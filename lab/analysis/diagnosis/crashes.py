@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from lab.analysis.calls import DistCall, arguments_that_differ
+from lab.analysis.diagnosis.addresses import job_own_port
 from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, TRACEBACK_FRAME, LogLine
@@ -20,6 +21,12 @@ def traceback_findings(ctx: Context) -> list[Finding]:
     for tb in ctx.tracebacks:
         if tb.short_type == "BrokenPipeError" and not tb.collective():  # its own output, not a peer's socket
             found.append(_output_pipe_closed(ctx, tb))
+            continue
+        if ADDRESS_IN_USE.search(tb.message) and job_own_port(tb):
+            found.append(_own_port_taken(ctx, tb))
+            continue
+        if _reads_a_checkpoint(tb) and (READ_PAST_END.search(f"{tb.short_type}: {tb.message}")):
+            found.append(_checkpoint_cut_short(ctx, tb))
             continue
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             continue
@@ -84,6 +91,62 @@ def _output_pipe_closed(ctx: Context, tb) -> Finding:
                    "other ranks' lost connections follow from this rank's end")
 
 
+ADDRESS_IN_USE = re.compile(r"Address already in use|EADDRINUSE")
+# torch.load of a file that ends early: an empty or truncated pickle, or a zip whose directory is not written yet
+READ_PAST_END = re.compile(r"^EOFError|Ran out of input|pickle data was truncated|failed finding central directory"
+                           r"|PytorchStreamReader failed")
+
+
+def _reads_a_checkpoint(tb) -> bool:
+    return any(frame.file.endswith("/torch/serialization.py") and frame.function in ("load", "_load", "_legacy_load")
+               for frame in tb.frames)
+
+
+def _source_of(ctx: Context, tb, frame) -> str:
+    """The source line a traceback quotes under `frame` (the line after its 'File ..., line N' line)."""
+    lines = [line.text for line in ctx.lines if line.node == tb.node and line.rank == tb.rank]
+    for index, text in enumerate(lines[:-1]):
+        if f", line {frame.line}, in {frame.function}" in text and frame.file.rsplit("/", 1)[-1] in text:
+            return lines[index + 1].strip()
+    return ""
+
+
+def _own_port_taken(ctx: Context, tb) -> Finding:
+    """A port the job's own code binds (a metrics server, a socket of its own), not the rendezvous store's."""
+    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    frame = tb.user_frame()
+    source = _source_of(ctx, tb, frame) if frame else ""
+    number = re.search(r"(?<![\w.])(\d{2,5})(?![\w.])", source)
+    port = f"port {number[1]}" if number else "a port"
+    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    per_node = ctx.evidence.nproc_per_node
+    who = (f"the job runs {per_node} processes per node and each binds the same port, so all but the first fail"
+           if per_node > 1 else "another process on the node holds it")
+    return Finding("port-in-use", f"{port} that the job's own code binds{at} ({source[:80] or tb.short_type}) is "
+                                  f"taken on node{tb.node}: {who}; the rendezvous port is not involved",
+                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   tb.node, rank,
+                   "bind it in one process per node (if int(os.environ['LOCAL_RANK']) == 0), or give each process its "
+                   "own port (BASE + LOCAL_RANK), or bind port 0 and report the port the system chose")
+
+
+def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
+    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    frame = tb.user_frame()
+    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    others = ctx.multi_node or ctx.evidence.nproc_per_node > 1
+    return Finding("checkpoint-read-while-written",
+                   f"rank {rank if rank is not None else '?'}'s torch.load{at} read a file that ends early "
+                   f"({tb.short_type}: {_said(tb.message, 80)}): "
+                   + ("a checkpoint another rank was still writing (it exists from its first byte), or a write cut "
+                      "short" if others else "a write cut short, or a file still being written"),
+                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   tb.node, rank,
+                   "let readers in only once the writer is done: dist.barrier() after rank 0's torch.save and before "
+                   "any torch.load (polling for the file's existence is not enough), or save to a temporary name in "
+                   "the same folder and os.replace() it into place")
+
+
 WORKER_RERAISED = re.compile(r"Caught (?P<type>\w+) in (?P<where>DataLoader worker process \d+|pin memory thread)")
 COLLATE_FUNCTIONS = {"default_collate", "collate", "collate_tensor_fn"}
 
@@ -142,7 +205,7 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
         return (f"make what the ranks pass to {op}{line} agree; they passed {' | '.join(differs)}, which {op} "
                 f"rejected ({_said(tb.message, 100)}): compute these the same way on every rank (from the world size "
                 "or a value agreed first, e.g. an all_reduce(MAX) of the counts), not from each rank's own data")
-    raised = {other.rank for other in ctx.tracebacks if other.exc_type == tb.exc_type and other.message == tb.message}
+    raised = {other.rank for other in ctx.tracebacks if _same_error(other, tb)}
     ranks = ctx.evidence.expected_world_size
     alone = (f"; only {' and '.join(f'rank {rank}' for rank in sorted(raised, key=str))} raised it: what differs there "
              "is the cause (its data shard, a file or a variable on its node, a branch on the rank)"
@@ -154,6 +217,18 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
                 "errors go with it")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
+
+
+def _same_error(one, other) -> bool:
+    """The same exception: one message, or one type raised at one line of the user's code (messages that carry a
+    rank's own path, time or sizes still differ)."""
+    if one.exc_type != other.exc_type:
+        return False
+    if one.message == other.message:
+        return True
+    mine, theirs = one.user_frame(), other.user_frame()
+    return mine is not None and theirs is not None and (mine.file.rsplit("/", 1)[-1], mine.line) == (
+        theirs.file.rsplit("/", 1)[-1], theirs.line)
 
 
 FILLED_IN_PLACE = ("broadcast_object_list", "scatter_object_list", "recv_object_list")
@@ -307,9 +382,50 @@ def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
                 "the script on one node)",
                 "define every class and function you send through *_object collectives at the top level of a module "
                 "that every rank imports, and give every node the same code")
+    starting_workers = any(other.node == line.node and ("_MultiProcessingDataLoaderIter" in other.text
+                                                         or "start a worker Process" in other.text)
+                           for other in ctx.lines)
+    if starting_workers:
+        what = re.search(r"local object '([^']+)'", line.text)
+        return (f"the DataLoader could not start its worker processes: {what[1] if what else 'an object they need'} "
+                "cannot be pickled, and workers started with spawn or forkserver get the dataset, collate_fn and "
+                "worker_init_fn pickled",
+                "make collate_fn, worker_init_fn and what the dataset holds module-level functions and classes (not "
+                "lambdas or functions defined inside another), or start the workers with fork "
+                "(DataLoader(..., multiprocessing_context='fork')), or num_workers=0")
     return ("an object passed to a *_object collective (or to a DataLoader worker) cannot be pickled",
             "send plain data: tensors, numbers, strings, lists and dicts of them; leave out lambdas, locks, open "
             "files, sockets and generators (or convert them first)")
+
+
+def _cross_device(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"os.rename/os.replace cannot move {match['source']} to {match['target']}: they are on two filesystems "
+            "(a node's own /tmp and the job's folder, which the lab shares between nodes as a volume, are two)",
+            "create the temporary file in the destination folder (tempfile.NamedTemporaryFile(dir=<that folder>, "
+            "delete=False)) and os.replace it there, or use shutil.move, which copies across filesystems")
+
+
+def _output_size(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    check = match["check"] or match["python"] or ""
+    scatter = check.startswith("output") and "* worldSize ==" in check or check.lower().startswith("input tensor size")
+    sizes = f" ({match['left']} vs. {match['right']})" if match["left"] else ""
+    if scatter:
+        return (f"reduce_scatter's output is not one shard of its input{sizes}: the output must hold input size / "
+                "world size elements, and it was given the input's whole size",
+                "allocate the output as one shard: torch.empty(t.numel() // dist.get_world_size()) (reduce_scatter_"
+                "tensor), with the input's length divisible by the world size; all_reduce if every rank needs the "
+                "whole sum")
+    return (f"all_gather_into_tensor's output is not world size times its input{sizes}: it must hold every rank's "
+            "input, end to end",
+            "allocate the output as torch.empty(dist.get_world_size() * t.numel()) (or torch.empty((world_size, *t."
+            "shape)) for all_gather_into_tensor's stacked form)")
+
+
+def _reduce_op_dtype(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"ReduceOp.{match['op']} cannot reduce a {match['what']} tensor: the bitwise ops (BOR, BAND, BXOR) take "
+            "integer tensors only",
+            f"reduce an integer tensor (torch.tensor([int(flag)], dtype=torch.int32)) with ReduceOp.{match['op']}, or "
+            "keep the float and use ReduceOp.MAX (any rank's 1 wins) or MIN (every rank must agree)")
 
 
 def _device_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -366,6 +482,12 @@ def _alltoall_splits(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
 
 
 def _scatter_source(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    if "gather_list" in match[0]:
+        return ("gather's list is passed on another rank than its destination (dst): only the destination receives, "
+                "so only it may pass gather_list" if match["gather"] else
+                "gather's destination (dst) has no gather_list to receive into",
+                "pass gather_list on the rank given as dst only, None on every other rank: gather_list=[torch.empty_"
+                "like(t) for _ in range(world_size)] if rank == dst else None (all_gather gives every rank the list)")
     return ("scatter's list is built on another rank than the one passed as its source (src): the source has no list, "
             "or another rank has one", "build scatter_list / scatter_object_input_list on the rank you pass as src, "
             "and pass None on every other rank (or pass as src the rank that builds it)")
@@ -420,7 +542,8 @@ PATTERNS = [
         r"alltoallv?\.cc.*(?:LengthPerRank|length)|Split sizes doesn't match total dim 0 size"), _alltoall_splits),
     PatternRule("root-mismatch", re.compile(
         r"source rank must provide non-None scatter_object_input_list|scatter_list must NOT be specified on non-source"
-        r"|Argument ``?scatter_list``? must be specified on source rank"), _scatter_source),
+        r"|Argument ``?scatter_list``? must be specified on source rank"
+        r"|``?gather_list``? must (?P<gather>NOT )?be specified on (?:non-)?destination rank"), _scatter_source),
     PatternRule("state-dict-mismatch", re.compile(
         r"(?:Missing|Unexpected) key\(s\) in state_dict"), _state_dict_keys),
     PatternRule("collective-list-length", re.compile(
@@ -445,6 +568,15 @@ PATTERNS = [
         r"No backend type associated with device type|Tensors must be CUDA and dense|Expected all tensors to be on "
         r"the same device|Tensor list must be nonempty and all tensors on the same device"), _device_mismatch),
     PatternRule("disk-full", re.compile(r"No space left on device"), _disk_full),
+    PatternRule("cross-device-rename", re.compile(
+        r"Invalid cross-device link: '(?P<source>[^']+)' -> '(?P<target>[^']+)'"), _cross_device),
+    PatternRule("collective-output-size", re.compile(
+        r"Check failed: (?P<check>output\w*\[0\] \* worldSize == input\w*\[0\]|output\w*\[0\] == input\w*\[0\] \* "
+        r"worldSize|input\w*\[0\] \* worldSize == output\w*\[0\]) \((?P<left>\d+) vs\. (?P<right>\d+)\)"
+        r"|(?P<python>[Oo]utput tensor size must be equal to world_size times input tensor size"
+        r"|[Ii]nput tensor size must be equal to world_size times output tensor size)"), _output_size),
+    PatternRule("reduce-op-dtype", re.compile(
+        r"Cannot use ReduceOp\.(?P<op>\w+) with (?P<what>non-integral|boolean|complex) dtype"), _reduce_op_dtype),
     PatternRule("process-group-not-initialized", re.compile(
         r"Default process group has not been initialized|Process group cannot be None"), _not_initialized),
     PatternRule("script-not-found", re.compile(

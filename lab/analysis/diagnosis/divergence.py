@@ -13,7 +13,7 @@ from lab.analysis.diagnosis.addresses import connect_attempts
 from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, env_values,
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine, collective_in, last_own_line
+from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import Frame, ProcessStack
 
@@ -607,6 +607,8 @@ def out_of_step_findings(ctx: Context) -> list[Finding]:
     """Ranks whose recorders hold different calls at the same sequence number (another operation, dtype or number
     of dimensions, not only other sizes): they ran different numbers of collectives before it, so one rank's call
     met another's; gloo then reports the sizes that differ, which alone reads like a shape bug."""
+    if left := _left_the_loop(ctx):
+        return left
     ranked = [trace for trace in ctx.evidence.traces if trace.rank is not None]
     seqs = Counter(call.seq for trace in ranked for call in trace.history)
     common = max((seq for seq, count in seqs.items() if count > 1), default=None)
@@ -627,6 +629,49 @@ def out_of_step_findings(ctx: Context) -> list[Finding]:
         "collectives (Flight Recorder): " + "; ".join(f"rank {rank} #{common} {_call(call)}"
                                                         for rank, call in sorted(calls.items())),
         node_of_rank(ctx, odd), odd, OUT_OF_STEP_FIX)]
+
+
+FAULTHANDLER_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+SIZES_MET = re.compile(r"Received data size doesn't match|op\.preamble\.length <= op\.nbytes")
+
+
+def _left_the_loop(ctx: Context) -> list[Finding]:
+    """A size error of gloo where one rank was still in backward (DDP's gradient all_reduce, inside autograd) while
+    the rank that met it had made a collective of its own: that rank left the training loop first, so its call met a
+    gradient bucket. The ranks ran different numbers of steps, not one call with other sizes."""
+    met = next((line for line in ctx.lines if SIZES_MET.search(line.text) and line.rank is not None), None)
+    if met is None:
+        return []
+    in_backward = [process for process in ctx.evidence.processes if process.rank is not None and process.rank != met.rank
+                   and any(frame.function in ("backward", "_engine_run_backward") for thread in process.threads[:1]
+                           for frame in thread.frames)]
+    own_call = _own_collective(ctx, met)
+    if not in_backward or own_call is None:
+        return []
+    other = in_backward[0]
+    line = other.waiting().user_frame if other.waiting() else None
+    where = f" ({line.location})" if line else ""
+    return [Finding(
+        "collective-mismatch", f"the ranks ran different numbers of steps: rank {met.rank} had left its training loop "
+        f"and called {own_call} while rank {other.rank} was still in backward{where}, whose DDP gradient all_reduce "
+        "its call met (hence the sizes that differ)", met.text[:300], met.node, met.rank,
+        "give every rank the same number of batches: filter or split the data so each rank gets as many (shard "
+        "after filtering; DistributedSampler(drop_last=True)), agree on the count first (all_reduce(MIN) of the "
+        "batches and stop there), or wrap the loop in model.join() (torch.distributed.algorithms.Join)")]
+
+
+def _own_collective(ctx: Context, met: LogLine) -> str | None:
+    """'all_reduce at x.py:39': the collective the user's code was in on `met`'s rank, from its traceback or its
+    faulthandler stack (innermost first there)."""
+    frames = [FAULTHANDLER_FRAME.match(line.text) or TRACEBACK_FRAME.match(line.text) for line in ctx.lines
+              if line.node == met.node and line.rank == met.rank]
+    frames = [frame for frame in frames if frame]
+    for index, frame in enumerate(frames):
+        if frame["file"].endswith("distributed_c10d.py") and not frame["function"].startswith("_"):
+            user = next((other for other in frames[index + 1:] if not LIBRARY_FILE.search(other["file"])), None)
+            if user is not None:
+                return f"{frame['function']} at {user['file'].rsplit('/', 1)[-1]}:{user['line']}"
+    return None
 
 
 def _kind(call) -> tuple:
@@ -738,10 +783,28 @@ def _unused_parameters(match: re.Match, line: LogLine, ctx: Context) -> tuple[st
     indices = near(ctx, line, r"Parameter indices which did not receive grad for rank (\d+): ([\d ]+)")
     which = (f"{named[2].strip()}" if named else f"parameter indices {indices[2].strip()}" if indices
              else "some parameters")
-    return (f"DDP got no gradient for {which} (rank {(named or indices)[1] if (named or indices) else '?'}): "
+    rank = (named or indices)[1] if (named or indices) else "?"
+    if (steps := _gradient_reductions(ctx, line)) >= 2:
+        return (f"DDP got no gradient for {which} (rank {rank}) after {steps} steps that reduced every gradient: they "
+                "stopped getting gradients mid-run (requires_grad turned off after DDP wrapped the model, or a branch "
+                "that skips them from then on), and DDP's reducer still waits for them",
+                "change which parameters train before wrapping the model: freeze them first and then build "
+                "DistributedDataParallel (or build a new one after changing requires_grad); if they are skipped only "
+                "on some steps, pass find_unused_parameters=True")
+    return (f"DDP got no gradient for {which} (rank {rank}): "
             "the loss does not use them", "remove the parameters the forward pass never uses (or freeze them: "
             "requires_grad=False); if they are used only on some steps, pass find_unused_parameters=True to "
             "DistributedDataParallel" + ("" if named else "; TORCH_DISTRIBUTED_DEBUG=INFO names them"))
+
+
+def _gradient_reductions(ctx: Context, line: LogLine) -> int:
+    """How many whole steps of DDP's gradient all_reduce the rank finished, as its Flight Recorder kept them: its
+    float all_reduce entries over the number of bucket shapes (0 without a recorder)."""
+    trace = next((trace for trace in ctx.evidence.traces if trace.node == line.node
+                  and (line.rank is None or trace.rank == line.rank)), None)
+    reductions = [entry.sizes for entry in trace.history if entry.operation == "all_reduce"
+                  and all(dtype.lower().startswith(("float", "half", "bfloat")) for dtype in entry.dtypes)] if trace else []
+    return len(reductions) // len(set(reductions)) if reductions else 0
 
 
 def _model_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:

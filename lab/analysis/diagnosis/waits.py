@@ -836,10 +836,70 @@ def _others_waiting(ctx: Context, rank: int) -> str:
     return ""
 
 
+def self_peer_findings(ctx: Context) -> list[Finding]:
+    """A point-to-point call whose peer is the caller itself: gloo has no pair with its own rank, so it fails or waits
+    for ever, whatever the other ranks do."""
+    for trace in ctx.evidence.traces:
+        if trace.rank is None or trace.calls is None:
+            continue
+        for call in (*trace.calls.failed, *trace.calls.pending, *trace.calls.posted):
+            if call.op in POINT_TO_POINT and call.peer == trace.rank:
+                world = trace.world_size or ctx.evidence.expected_world_size
+                return [Finding(
+                    "p2p-mismatch", f"rank {trace.rank}'s {call.op} at {call.caller} names rank {trace.rank}, itself, "
+                    f"as its peer: a ring or pair computed modulo another count than the world size ({world})",
+                    f"rank {trace.rank}: {call}" + (f" raised {call.error[:200]}" if call.error else ""),
+                    trace.node, trace.rank,
+                    "compute peers from the global rank and the world size: dst = (rank + 1) % dist.get_world_size(), "
+                    "src = (rank - 1) % dist.get_world_size(); LOCAL_WORLD_SIZE and the processes per node count one "
+                    "node only")]
+    return []
+
+
+def split_size_findings(ctx: Context) -> list[Finding]:
+    """all_to_all_single's splits as the ranks passed them: what rank i expects from rank j (its output_split_sizes[j])
+    must be what j sends to i (j's input_split_sizes[i]). Where not every rank's call is known, a rank that passes its
+    own send counts as its receive counts (uneven ones) is the usual mistake."""
+    splits = {}
+    for trace in ctx.evidence.traces:
+        if trace.rank is None or trace.calls is None:
+            continue
+        for call in (*trace.calls.pending, *trace.calls.failed):
+            sizes = [_int_list(call.argument(name)) for name in ("input_split_sizes", "output_split_sizes")]
+            if call.op == "all_to_all_single" and all(sizes):
+                splits[trace.rank] = (trace.node, call, *sizes)
+    fix = ("exchange the counts before the data: recv_counts = torch.empty_like(send_counts); dist.all_to_all_single("
+           "recv_counts, send_counts); then pass output_split_sizes=recv_counts.tolist() and an output of "
+           "recv_counts.sum() rows")
+    world = len(next(iter(splits.values()))[2]) if splits else 0
+    if len(splits) == world > 1:
+        for rank, (node, call, _, expects) in sorted(splits.items()):
+            for peer, count in enumerate(expects):
+                sends = splits[peer][2][rank] if peer in splits and rank < len(splits[peer][2]) else count
+                if sends != count:
+                    return [Finding("shape-mismatch", f"all_to_all_single's split sizes disagree: rank {rank} expects "
+                                    f"{count} rows from rank {peer}, which sends it {sends} (output_split_sizes must be "
+                                    "what each peer's input_split_sizes gives this rank)", str(call), node, rank, fix)]
+    for rank, (node, call, sends, expects) in sorted(splits.items()):
+        if sends == expects and len(set(sends)) > 1:
+            return [Finding("shape-mismatch", f"rank {rank} passes its own send counts as its receive counts in "
+                            f"all_to_all_single ({sends} as both input_split_sizes and output_split_sizes): what it "
+                            "receives from each peer is that peer's count for it, which nobody exchanged",
+                            str(call), node, rank, fix)]
+    return []
+
+
+def _int_list(text: str | None) -> list[int] | None:
+    try:
+        return [int(item) for item in text.strip("[]").split(",")] if text and text.startswith("[") else None
+    except ValueError:
+        return None
+
+
 def reasoning_findings(ctx: Context) -> list[Finding]:
     """Every rule that matches the ranks' calls, in the order a root cause is most likely."""
     activities = rank_activities(ctx)
-    return (point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
+    return (self_peer_findings(ctx) + split_size_findings(ctx) + point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
             + group_findings(ctx, activities) + store_findings(ctx) + member_elsewhere_findings(ctx, activities)
             + call_mismatch_findings(ctx, activities)
             + timeout_findings(ctx, activities) + dataloader_findings(ctx))
