@@ -124,7 +124,8 @@ class _CallLog:
         self.inside: set[int] = set()  # threads in a recorded call: torch's own calls inside it are not the user's
         self.timeouts: dict = {}  # process group (None: the default one) -> its timeout in seconds
         self.init_rank = None  # the rank passed to init_process_group, before the group can say it
-        self.ddp_forwards = {"synced": 0, "no_sync": 0}  # DDP forwards whose backward all-reduces, and those in no_sync
+        # DDP forwards whose backward all-reduces, those in no_sync, and buffers a DDP(broadcast_buffers=False) holds
+        self.ddp_forwards = {"synced": 0, "no_sync": 0}
 
     def __bool__(self) -> bool:
         return bool(self.counts or self.kept["store"])
@@ -595,7 +596,16 @@ def _count_ddp_forwards(module) -> None:
     """Count DDP's forwards by whether their backward all-reduces the gradients (outside `no_sync()`) or not: a job
     whose every forward ran in no_sync never averaged a gradient."""
     ddp = module.DistributedDataParallel
-    forward = ddp.forward
+    forward, construct = ddp.forward, ddp.__init__
+
+    @functools.wraps(construct)
+    def constructed(self, *args, **kwargs):
+        construct(self, *args, **kwargs)
+        try:  # buffers (BatchNorm's running statistics) that DDP will not keep equal across the ranks
+            if not self.broadcast_buffers and any(True for _ in self.module.buffers()):
+                CALLS.ddp_forwards["buffers_not_broadcast"] = sum(1 for _ in self.module.buffers())
+        except Exception:
+            pass
 
     @functools.wraps(forward)
     def counted(self, *args, **kwargs):
@@ -605,7 +615,7 @@ def _count_ddp_forwards(module) -> None:
             pass
         return forward(self, *args, **kwargs)
 
-    ddp.forward = counted
+    ddp.forward, ddp.__init__ = counted, constructed
 
 
 def _record_string_hashes() -> None:

@@ -199,6 +199,20 @@ def test_port_in_use_from_a_python_bind():
     assert top.cause == "master-port-in-use" and "port 30183" in top.title
 
 
+def test_an_eof_outside_torch_load_is_no_checkpoint_read_while_written():
+    log = ('Traceback (most recent call last):\n  File "/w/train.py", line 9, in <module>\n    line = input()\n'
+           "EOFError: EOF when reading a line\n")
+    assert "checkpoint-read-while-written" not in causes(diagnose(lab_run(log, log)))
+
+
+def test_a_truncated_checkpoint_under_torch_load_is_a_file_still_being_written():
+    log = ('Traceback (most recent call last):\n  File "/w/train.py", line 23, in <module>\n    state = torch.load(p)\n'
+           '  File "/venv/lib/python3.11/site-packages/torch/serialization.py", line 1520, in load\n'
+           "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory\n")
+    top = diagnose(lab_run("", log, exit_codes=[1, 1]))[0]
+    assert top.cause == "checkpoint-read-while-written" and "dist.barrier()" in top.fix
+
+
 # --- world size ------------------------------------------------------------------------------------------------------
 def test_world_size_larger_than_launched():
     node0 = "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. 2/3 clients joined.\n"

@@ -82,3 +82,11 @@ def test_none_fires_where_the_error_came_from_torch_not_the_scripts_own_check():
 
 def test_a_call_log_without_the_new_fields_reads_as_before():
     assert CallLog().discarded == () and CallLog().hash_probe is None and CallLog().ddp_forwards == {}
+
+
+def test_batchnorm_buffers_kept_per_rank_by_broadcast_buffers_false():
+    evidence = sample("batchnorm_buffers_not_broadcast")
+    found = diagnose(evidence)[0]
+    assert found.cause == "buffers-not-broadcast" and "broadcast_buffers=False" in found.title
+    assert "SyncBatchNorm" in found.fix
+    assert "buffers-not-broadcast" not in causes(with_calls(evidence, ddp_forwards={"synced": 10}))

@@ -371,10 +371,9 @@ dist.destroy_process_group()
 
 @SLOW
 def test_a_fixed_hash_seed_leaves_hash_alone(tmp_path):
-    ended = run_ranks(tmp_path, "shard = hash('file-3')\ndist.barrier()\n", timeout=30)
-    assert [end.returncode for end in ended] == [0, 0]
-    assert all(trace.calls.hashed for trace in load_traces(tmp_path / "flight"))
-    (tmp_path / "flight").rename(tmp_path / "salted")
+    """With PYTHONHASHSEED set every process hashes alike: hash() is not wrapped, the probes agree (the test above
+    saw the salted case)."""
+    (tmp_path / "job.py").write_text(INIT + "shard = hash('file-3')\ndist.barrier()\n")
     processes = [subprocess.Popen([sys.executable, str(tmp_path / "job.py"), str(port), str(rank), "30"],
                                   env=hook_env(tmp_path, rank, PYTHONHASHSEED="0"))
                  for port in [free_port()] for rank in (0, 1)]

@@ -34,7 +34,7 @@ PRIORITY = [
     "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "collective-mismatch", "timeout-too-short",
     "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
-    "object-not-picklable", "device-mismatch", "disk-full", "collective-result-discarded", "gradients-not-synchronised",
+    "object-not-picklable", "device-mismatch", "disk-full", "collective-result-discarded", "gradients-not-synchronised", "buffers-not-broadcast",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -178,6 +178,9 @@ CAUSES = {
                                    "thrown away, and each rank went on with its own values.",
     "gradients-not-synchronised": "Every DDP forward ran inside `no_sync()`, so DDP never all-reduced a gradient: each "
                                   "rank stepped on its own gradients and the replicas drifted apart.",
+    "buffers-not-broadcast": "DDP was built with `broadcast_buffers=False` on a model with buffers (BatchNorm's "
+                             "running statistics): each rank's buffers follow its own data, so evaluation differs "
+                             "between replicas whose weights agree.",
     "hash-differs-per-process": "The script assigns or shards with `hash()` of strings, which Python salts per "
                                 "process (PYTHONHASHSEED unset): every rank computed another assignment.",
     "initial-weights-differ": "Every rank's own check failed alike after the ranks started from different weights: "
@@ -200,7 +203,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + signals.signal_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
-             + waits.reasoning_findings(ctx) + pattern_findings(ctx) + divergence.duplicate_rank_findings(ctx)
+             + waits.reasoning_findings(ctx) + pattern_findings(ctx) + divergence.inherited_rank_findings(ctx)
+             + divergence.duplicate_rank_findings(ctx)
              + divergence.late_rank_findings(ctx) + divergence.world_size_findings(ctx)
              + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
     found += (replicas.replica_findings(ctx) + crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)

@@ -50,6 +50,17 @@ def processes_started(ctx: Context) -> int:
     return max(ctx.evidence.expected_world_size, spawned_per_node(ctx) * ctx.evidence.nnodes)
 
 
+def _world_sizes_per_node(ctx: Context) -> str | None:
+    """'node0 2, node1 1' when the world sizes the processes passed to init_process_group differ by node."""
+    sizes = {}
+    for trace in ctx.evidence.traces:
+        if trace.node is not None and trace.world_size:
+            sizes.setdefault(trace.node, set()).add(int(trace.world_size))
+    if len({size for found in sizes.values() for size in found}) < 2:
+        return None
+    return ", ".join(f"node{node} " + "/".join(map(str, sorted(found))) for node, found in sorted(sizes.items()))
+
+
 RANK_OUTSIDE_WORLD = re.compile(r"rank < size\. (?P<rank>\d+) vs (?P<size>\d+)|Invalid rank (?P<rank2>\d+), world size "
                                 r"(?P<size2>\d+)|rank \(\d+\) (?:must be|should be) (?:smaller|less) than world")
 
@@ -63,6 +74,15 @@ def world_size_findings(ctx: Context) -> list[Finding]:
     for line in ctx.lines:
         if outside := RANK_OUTSIDE_WORLD.search(line.text):
             size = outside["size"] or outside["size2"]
+            if differs := _world_sizes_per_node(ctx):
+                found.append(Finding(
+                    "world-size-mismatch", f"the nodes pass different world sizes to init_process_group ({differs}): "
+                    f"a process claims rank {outside['rank'] or outside['rank2'] or '?'} in a world of {size or '?'}",
+                    quote(line), line.node, line.rank,
+                    f"give every node the same world size ({launched}): whatever sets it differs between the nodes (a "
+                    "variable exported in one node's shell or profile, a per-node config); under `lab exec` pass "
+                    "{world_size} or NNODES, the same everywhere"))
+                continue
             found.append(Finding(
                 "world-size-mismatch", f"a process claims rank {outside['rank'] or outside['rank2'] or '?'} in a world "
                                        f"of {size or '?'}: the job passes a world size smaller than the {launched} "
@@ -114,6 +134,33 @@ def _world_asked_in_stacks(ctx: Context) -> list[Finding]:
         f"pass world_size={launched}, or better read it from the environment (int(os.environ['WORLD_SIZE']); "
         "init_method='env://' reads it by itself) instead of a count of your own; or launch as many processes "
         "as the job asks for")]
+
+
+def inherited_rank_findings(ctx: Context) -> list[Finding]:
+    """A child of a rank's worker (subprocess, os.system, multiprocessing) that inherited the job's RANK and MASTER_*
+    and is itself in torch.distributed: it joins the job's rendezvous as a second process of its parent's rank."""
+    workers = {(process.node, process.pid): process for process in ctx.evidence.processes
+               if process.role == "worker" and process.pid is not None}
+    for process in ctx.evidence.processes:
+        parent = workers.get((process.node, process.ppid))
+        if process.role == "worker" or parent is None or process.env.get("RANK") != parent.env.get("RANK"):
+            continue
+        waiting = process.waiting()
+        if waiting is None or not waiting.in_distributed_call:
+            continue
+        started = (parent.waiting().user_frame.location if parent.waiting() and parent.waiting().user_frame
+                   else "its code")
+        return [Finding(
+            "duplicate-rank", f"a child process of rank {parent.rank} (pid {process.pid}, started at {started}) "
+            f"inherited the job's RANK={process.env.get('RANK')}, WORLD_SIZE and MASTER_ADDR/PORT and is in "
+            f"{waiting.call} itself: it joins the job's rendezvous as a second rank {parent.rank}",
+            f"node{process.node} pid {process.pid} (parent pid {process.ppid}, rank {parent.rank}): "
+            + " ".join(process.cmdline)[:200], process.node, parent.rank,
+            "keep torch.distributed out of helper processes (compute there, reduce in the parent), or start them with "
+            "an environment of their own: env={k: v for k, v in os.environ.items() if k not in ('RANK', 'WORLD_SIZE', "
+            "'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT') and not k.startswith('TORCHELASTIC_')}, and their own "
+            "port and world if they need a group")]
+    return []
 
 
 def duplicate_rank_findings(ctx: Context) -> list[Finding]:
@@ -622,6 +669,8 @@ def out_of_step_findings(ctx: Context) -> list[Finding]:
     odd = min(rank for rank, call in calls.items() if kinds[_kind(call)] == fewest)
     others = sorted(rank for rank, call in calls.items() if _kind(call) != _kind(calls[odd]))
     named = " and ".join(f"rank {rank}" for rank in others)
+    if (alone := _ddp_forward_alone(ctx, calls, odd, others)) is not None:
+        return [alone]
     return [Finding(
         "collective-mismatch", f"the ranks are out of step: at #{common} rank {odd} called {_call(calls[odd])} while "
                                f"{named} called {_call(calls[others[0]])}: they ran different numbers of collectives "
@@ -629,6 +678,27 @@ def out_of_step_findings(ctx: Context) -> list[Finding]:
         "collectives (Flight Recorder): " + "; ".join(f"rank {rank} #{common} {_call(call)}"
                                                         for rank, call in sorted(calls.items())),
         node_of_rank(ctx, odd), odd, OUT_OF_STEP_FIX)]
+
+
+def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -> Finding | None:
+    """One side of the mismatch is DDP's own broadcast of the buffers, made by its forward on a rank that ran the
+    wrapped model alone (an evaluation under `if rank == 0`), while the other ranks were elsewhere."""
+    for rank in [odd, *others]:
+        tb = next((tb for tb in ctx.tracebacks if tb.rank == rank
+                   and any(frame.function in ("_sync_buffers", "_sync_module_buffers") for frame in tb.frames)), None)
+        if tb is None:
+            continue
+        user = tb.user_frame()
+        rest = sorted(set(calls) - {rank})
+        at = f" at {user.file.rsplit('/', 1)[-1]}:{user.line} in {user.function}" if user else ""
+        return Finding(
+            "collective-mismatch", f"rank {rank} ran the DDP-wrapped model{at} while "
+            + " and ".join(f"rank {other}" for other in rest) + f" did not: DDP's forward broadcasts the buffers "
+            f"({_call(calls[rank])}), a collective the other ranks never make there (they called "
+            f"{_call(calls[rest[0]])})", f"rank {rank}: {tb.exc_type}: {tb.message}"[:300], tb.node, rank,
+            "run the DDP model's forward on every rank or on none: evaluate the bare model on one rank "
+            "(model.module(x), under torch.no_grad()), or evaluate on every rank and reduce the metrics")
+    return None
 
 
 FAULTHANDLER_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')

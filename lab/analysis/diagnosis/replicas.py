@@ -3,6 +3,7 @@ error raised in its own code, not in torch): what the jobs' hooks saw each proce
 
 - a collective that wrote its result into a tensor (or list) nothing else held: the result was thrown away;
 - DDP forwards that all ran inside `no_sync()`: no gradient was ever all-reduced;
+- DDP built with broadcast_buffers=False on a model with buffers: BatchNorm's statistics stay each rank's own;
 - the user's own hash() of strings while each process has its own salt (PYTHONHASHSEED unset);
 - torch seeded differently per rank (or not at all) with no broadcast of the weights and no DDP to do it.
 """
@@ -24,6 +25,7 @@ def replica_findings(ctx: Context) -> list[Finding]:
         return []
     evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600]
     return [finding for finding in (_discarded_result(logs, evidence), _never_synchronised(logs, evidence),
+                                    _buffers_apart(logs, evidence),
                                     _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
             if finding is not None]
 
@@ -73,6 +75,21 @@ def _never_synchronised(logs: dict[int, tuple[int | None, CallLog]], evidence: s
         "run the last micro-batch of each accumulation outside no_sync(): only the first ACCUM-1 forward/backward "
         "passes go in `with model.no_sync():`, the last one (before optimizer.step()) runs plainly, and its backward "
         "all-reduces the accumulated gradients")
+
+
+def _buffers_apart(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    apart = {rank: (node, calls.ddp_forwards["buffers_not_broadcast"]) for rank, (node, calls) in sorted(logs.items())
+             if calls.ddp_forwards.get("buffers_not_broadcast")}
+    if not apart:
+        return None
+    rank, (node, buffers) = next(iter(apart.items()))
+    return Finding(
+        "buffers-not-broadcast", f"DDP was built with broadcast_buffers=False on a model with {buffers} buffers "
+        "(BatchNorm's running mean and variance): each rank's buffers follow its own data, so the replicas' weights "
+        "agree and their evaluation does not", evidence, node, rank,
+        "keep broadcast_buffers=True (DDP then copies rank 0's buffers at every forward), or convert the model with "
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping it, or broadcast the buffers from rank 0 "
+        "before evaluating (for b in model.module.buffers(): dist.broadcast(b, src=0))")
 
 
 def _salted_hash(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
