@@ -466,6 +466,8 @@ def _record_store_operations(store_type) -> None:
             with CALLS.lock:
                 record["ended_at"] = time.time()
                 CALLS.pending_store.pop(id(record), None)
+                if op == "add" and isinstance(result, int):
+                    record["value"] = result  # a counter's value: one past the world size says its key is reused
             return result
 
         return recorded
@@ -582,6 +584,45 @@ def _write_dumps(folder: str):
     return dump
 
 
+def _record_store_construction(store_type) -> None:
+    """A TCPStore the user's code builds is a call like the others (pending while its server waits for world_size
+    clients, which a wrong world_size makes for ever); torch's own stores pass straight through."""
+    construct = store_type.__init__
+    names = ("host_name", "port", "world_size", "is_master", "timeout", "wait_for_workers")
+
+    @functools.wraps(construct)
+    def constructed(self, *args, **kwargs):
+        frame = sys._getframe(1)
+        if not _is_user_file(frame.f_code.co_filename):
+            return construct(self, *args, **kwargs)
+        try:
+            given = {**dict(zip(names, args)), **kwargs}
+            record = {"op": "TCPStore", "caller": _caller(frame), "thread": threading.current_thread().name,
+                      "entered_at": time.time(), "args": {name: repr(given[name]) for name in names[:4] + names[5:]
+                                                          if name in given}}
+            if hasattr(given.get("timeout"), "total_seconds"):
+                record["timeout_s"] = given["timeout"].total_seconds()
+            with CALLS.lock:
+                CALLS.pending[id(record)] = record
+                CALLS.counts["TCPStore"] = CALLS.counts.get("TCPStore", 0) + 1
+        except Exception:
+            return construct(self, *args, **kwargs)
+        try:
+            construct(self, *args, **kwargs)
+        except BaseException as error:
+            with CALLS.lock:
+                record["ended_at"], record["error"] = time.time(), _error(error)
+                CALLS.pending.pop(id(record), None)
+                CALLS.kept["failed"].append(record)
+            raise
+        with CALLS.lock:
+            record["ended_at"] = time.time()
+            CALLS.pending.pop(id(record), None)
+            CALLS.kept["recent"].append(record)
+
+    store_type.__init__ = constructed
+
+
 def _record_dist_calls_and_store(dist) -> None:
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
     if c10d is None:
@@ -590,6 +631,12 @@ def _record_dist_calls_and_store(dist) -> None:
     store_type = getattr(c10d, "Store", None)
     if store_type is not None:
         _record_store_operations(store_type)
+    tcp_store = getattr(dist, "TCPStore", None)
+    if tcp_store is not None:
+        try:
+            _record_store_construction(tcp_store)
+        except (TypeError, AttributeError):
+            pass
 
 
 def _count_ddp_forwards(module) -> None:

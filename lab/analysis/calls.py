@@ -98,6 +98,7 @@ class StoreOp:
     ended_at: float | None = field(default=None, compare=False)  # None: had not returned when the dump was written
     error: str | None = None
     store: str | None = None  # the store's class: 'TCPStore', 'PrefixStore' (whose prefix makes every key another)
+    value: int | None = None  # what an `add` returned: the counter's value after it
 
     @property
     def waits(self) -> bool:
@@ -183,7 +184,8 @@ def _call(item: dict) -> DistCall:
 
 def _store_op(item: dict) -> StoreOp:
     return StoreOp(str(item.get("op") or "?"), tuple(str(key) for key in item.get("keys") or []), item.get("caller"),
-                   _float(item.get("at")), _float(item.get("ended_at")), item.get("error"), item.get("store"))
+                   _float(item.get("at")), _float(item.get("ended_at")), item.get("error"), item.get("store"),
+                   _int(item.get("value")))
 
 
 def _int(value) -> int | None:

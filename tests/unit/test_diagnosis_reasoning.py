@@ -575,3 +575,26 @@ def test_splits_passed_as_their_own_receive_counts_are_no_mistake_when_every_cou
 def test_a_world_size_that_is_the_same_on_every_node_is_not_said_to_differ():
     found = top(sample("fourth_hardcoded_world_size"))
     assert "different world sizes" not in found.title
+
+
+def test_a_store_counter_reused_from_an_earlier_round_is_named_with_its_value():
+    found = top(sample("store_counter_reused"))
+    assert found.cause == "store-counter-reused" and "'predictions_written' reads 4 with 2 ranks" in found.title
+    assert "predictions_written/{epoch}" in found.fix
+
+
+def test_a_counter_past_the_world_size_that_nobody_waits_on_is_no_finding():
+    """A progress counter (every rank adds, nobody polls it) may pass the world size: only the adds are kept."""
+    evidence = sample("store_counter_reused")
+    counted = [replace(trace, calls=replace(trace.calls, store=tuple(
+        replace(op, value=index + 1) for index, op in enumerate(trace.calls.store)))) if trace.calls else trace
+        for trace in evidence.traces]  # every add moved the counter on: 1, 2, 3, ... past the world size
+    assert max(op.value for trace in counted if trace.calls for op in trace.calls.store) > 2
+    adds_only = counted
+    assert "store-counter-reused" not in [finding.cause for finding in diagnose(replace(evidence, traces=adds_only))]
+
+
+def test_a_store_server_sized_for_more_clients_than_processes_holds_its_rank_not_a_missing_key():
+    found = top(sample("side_store_world_size"))
+    assert found.cause == "world-size-mismatch" and "TCPStore server for world_size=16" in found.title
+    assert "world_size=2" in found.fix

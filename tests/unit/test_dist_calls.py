@@ -381,3 +381,20 @@ def test_a_fixed_hash_seed_leaves_hash_alone(tmp_path):
     traces = load_traces(tmp_path / "flight")
     assert len(traces) == 2 and not any(trace.calls.hashed for trace in traces)
     assert len({trace.calls.hash_probe for trace in traces}) == 1
+
+
+@SLOW
+def test_a_store_the_users_code_builds_is_a_call_and_a_counters_value_is_kept(tmp_path):
+    ended = run_ranks(tmp_path, """store = dist.distributed_c10d._get_default_store()
+store.add("round", 1)
+if rank == 0:
+    dist.TCPStore("127.0.0.1", int(sys.argv[1]) + 1, world_size=3, is_master=True,
+                  timeout=datetime.timedelta(seconds=2))
+""", timeout=30)
+    assert [end.returncode for end in ended] == [1, 0], ended[0].stdout
+    traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
+    [built] = traces[0].calls.failed
+    assert (built.op, built.argument("world_size"), built.argument("is_master")) == ("TCPStore", "3", "True")
+    assert built.caller == "job.py:8 in <module>" and "waiting for clients" in built.error and built.timeout_s == 2
+    assert sorted(op.value for trace in traces.values() for op in trace.calls.store if op.op == "add") == [1, 2]
+    assert not traces[1].calls.failed  # torch's own store (init_process_group) is not the user's

@@ -31,7 +31,7 @@ PRIORITY = [
     "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "collective-mismatch", "timeout-too-short",
     "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "disk-full", "collective-result-discarded", "gradients-not-synchronised", "buffers-not-broadcast",
@@ -130,6 +130,8 @@ CAUSES = {
     "store-key-never-set": "A rank waited on a c10d store for a key that no rank set; the keys that were set (and by "
                            "whom) are matched against it, and the nearest one named: a misspelt key, a key on "
                            "another store, or a setter that never got there.",
+    "store-counter-reused": "A counter on the c10d store (`store.add`) that ranks wait on went past the number of "
+                            "ranks: its key is reused from an earlier round, so the count they wait for never comes.",
     "p2p-deadlock": "Point-to-point calls that wait on each other in a cycle: every rank receives first (or sends "
                     "first), so none ever does the other half.",
     "p2p-mismatch": "A send and a receive that do not pair up: the peer sends to another rank, under another tag or "

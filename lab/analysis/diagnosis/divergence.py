@@ -14,6 +14,7 @@ from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
+from lab.analysis.diagnosis import waits
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import Frame, ProcessStack
 
@@ -303,6 +304,8 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
     it got there after all, from when each rank entered the collective (the Flight Recorder)."""
     if any(not SYMPTOM.search(f"{tb.exc_type}: {tb.message}") for tb in ctx.tracebacks):
         return []  # a rank failed of its own (its error is the cause); the others were stopped wherever they were
+    if waits.store_server_findings(ctx):
+        return []  # not late: held for ever by a store server waiting for more clients than there are
     return _late_in_its_own_code(ctx) or _late_to_the_rendezvous(ctx) or _late_to_a_collective(ctx)
 
 

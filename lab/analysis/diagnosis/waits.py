@@ -632,8 +632,75 @@ def _flight_bytes(ctx: Context, call: DistCall) -> int:
 DIGITS = re.compile(r"\d+")  # keys that differ only in numbers are other ranks' or steps' keys, not a misspelling
 
 
+def store_server_findings(ctx: Context) -> list[Finding]:
+    """A TCPStore the user's code built as its server (is_master) with a world_size larger than the processes the
+    job has: the constructor waits for that many clients, so the rank never gets past it."""
+    for trace in ctx.evidence.traces:
+        blocked = _blocked_store_server(trace)
+        if blocked is None:
+            continue
+        size = int(blocked.argument("world_size"))
+        launched = ctx.evidence.expected_world_size
+        if size <= launched:
+            continue
+        how = "failed waiting" if blocked.error else "was still waiting"
+        return [Finding(
+            "world-size-mismatch", f"rank {trace.rank} built a TCPStore server for world_size={size} at "
+            f"{blocked.caller} and {how} for {size} clients: the job has {launched} processes, so its other ranks "
+            "wait in vain for what rank {0} would do after it".format(trace.rank),
+            f"rank {trace.rank}: TCPStore({', '.join(f'{name}={value}' for name, value in blocked.args)})"
+            + (f" raised {blocked.error[:160]}" if blocked.error else " pending"), trace.node, trace.rank,
+            f"give the store the number of processes that connect to it, the server's own included: world_size="
+            f"{launched} here (dist.get_world_size(), or int(os.environ['WORLD_SIZE'])), or world_size=None with "
+            "wait_for_workers=False")]
+    return []
+
+
+def _blocked_store_server(trace) -> DistCall | None:
+    """The TCPStore server this process was building when it ended or was asked (pending, or failed waiting)."""
+    if trace.calls is None:
+        return None
+    for call in (*trace.calls.pending, *trace.calls.failed):
+        if (call.op == "TCPStore" and call.argument("is_master") == "True"
+                and (call.argument("world_size") or "").isdigit()):
+            return call
+    return None
+
+
+def store_counter_findings(ctx: Context) -> list[Finding]:
+    """A counter on the store (store.add) that the ranks read while they waited for it to reach the world size, and
+    that had gone past it: its key still held an earlier round's count."""
+    world = ctx.evidence.expected_world_size
+    highest: dict[str, tuple[int, int | None, int | None, StoreOp]] = {}
+    reads: dict[str, int] = {}
+    for trace in ctx.evidence.traces:
+        last: dict[str, int] = {}
+        for op in trace.calls.store if trace.calls else ():
+            for key in op.keys:
+                if op.op == "add" and op.value is not None:
+                    if key not in highest or op.value > highest[key][0]:
+                        highest[key] = (op.value, trace.rank, trace.node, op)
+                    polled = last.get(key) == op.value  # add(key, 0): a read of a counter that did not move
+                    last[key] = op.value
+                else:
+                    polled = op.waits
+                if polled:
+                    reads[key] = reads.get(key, 0) + 1
+    for key, (value, rank, node, op) in highest.items():
+        if world and value > world and reads.get(key, 0) >= 2:
+            return [Finding(
+                "store-counter-reused", f"the store counter '{key}' reads {value} with {world} ranks: its key still "
+                f"holds an earlier round's count (store.add adds to it), so a wait for it to reach {world} never ends",
+                f"rank {rank}: add('{key}') returned {value}" + (f" at {op.caller}" if op.caller else ""), node, rank,
+                f"give each round its own key (f'{key}/{{epoch}}'), or wait until the count reaches {world} x the "
+                "rounds so far, or use dist.barrier() (monitored_barrier names a rank that does not come)")]
+    return []
+
+
 def store_findings(ctx: Context) -> list[Finding]:
     """A store key a rank waited for (get/wait) until its timeout, which no rank set: the nearest key set instead."""
+    if any(_blocked_store_server(trace) for trace in ctx.evidence.traces):
+        return []  # the would-be setter never got past building the store: store_server_findings
     sets: dict[str, list[int]] = {}
     stores: dict[str, set[str | None]] = {}  # the kinds of store each key was set on
     waits: list[tuple[int | None, int | None, StoreOp]] = []
@@ -900,7 +967,9 @@ def reasoning_findings(ctx: Context) -> list[Finding]:
     """Every rule that matches the ranks' calls, in the order a root cause is most likely."""
     activities = rank_activities(ctx)
     return (self_peer_findings(ctx) + split_size_findings(ctx) + point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
-            + group_findings(ctx, activities) + store_findings(ctx) + member_elsewhere_findings(ctx, activities)
+            + group_findings(ctx, activities) + store_server_findings(ctx) + store_counter_findings(ctx)
+            + store_findings(ctx)
+            + member_elsewhere_findings(ctx, activities)
             + call_mismatch_findings(ctx, activities)
             + timeout_findings(ctx, activities) + dataloader_findings(ctx))
 
