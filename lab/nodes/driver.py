@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ ENGINE_HINT = "start one with `make engine` (or start Docker Desktop), then try 
 # at a time and 5.0 s 16 at a time (bench/RESULTS.md). The client keeps as many connections open, so no thread
 # waits for one or throws one away.
 ENGINE_THREADS = 16
+HOST_KEY_WAIT_S = 30  # a node whose image makes its host key at first start (user and host images) has it by then
 LISTING_ATTEMPTS = 3  # a container removed while the engine lists them (another command's `down`): list again
 HOST_KEY_PATH = "/etc/ssh/ssh_host_ed25519_key.pub"  # sshd's ed25519 key: in the node image and `--image host` nodes
 Item = TypeVar("Item")
@@ -527,7 +529,11 @@ class DockerDriver:
 
     def host_public_key(self, name: str, index: int) -> str:
         """Node `index`'s SSH host key ('ssh-ed25519 AAAA...'), read through the engine: a channel ssh cannot spoof."""
+        deadline = time.monotonic() + HOST_KEY_WAIT_S
         code, output = self.exec_output(name, index, ["cat", HOST_KEY_PATH])
+        while (code != 0 or not output.startswith("ssh-ed25519 ")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # a user image's node makes its key as it first starts: on a loaded machine, later
+            code, output = self.exec_output(name, index, ["cat", HOST_KEY_PATH])
         if code != 0 or not output.startswith("ssh-ed25519 "):
             raise ProvisionError(f"node{index} has no SSH host key at {HOST_KEY_PATH}: {output.strip()[:200]}",
                                  "the node image makes one when the node first starts (ssh-keygen -t ed25519); `lab up --rebuild --recreate`")

@@ -69,3 +69,16 @@ def test_a_node_without_a_pinned_key_is_told_so(tmp_path):
 def test_other_provisioning_failures_are_left_to_the_usual_message(tmp_path):
     refuse_unpinned_host_keys(result_with("at 'probe': torch missing under /usr/bin/python3"),
                               [node(0, 33001), node(1, 33002)], tmp_path / "known_hosts")
+
+
+def test_a_key_the_node_makes_as_it_first_starts_is_waited_for_and_a_missing_one_is_an_error(monkeypatch):
+    """User and host images make the key when the node starts; on a loaded machine `cat` can come first."""
+    from lab.nodes import driver as driver_module
+    answers = iter([(1, "cat: /etc/ssh/ssh_host_ed25519_key.pub: No such file"), (0, ""), (0, KEYS[0] + "\n")])
+    reader = object.__new__(driver_module.DockerDriver)
+    monkeypatch.setattr(reader, "exec_output", lambda name, index, argv: next(answers), raising=False)
+    assert reader.host_public_key("demo", 0) == KEYS[0]
+    monkeypatch.setattr(driver_module, "HOST_KEY_WAIT_S", 0.3)
+    monkeypatch.setattr(reader, "exec_output", lambda name, index, argv: (1, "No such file"), raising=False)
+    with pytest.raises(ProvisionError, match="node0 has no SSH host key"):
+        reader.host_public_key("demo", 0)
