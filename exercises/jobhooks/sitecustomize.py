@@ -227,6 +227,8 @@ def _record_dist_calls(dist, c10d) -> None:
                         continue
                     item = item.tensor
                 found.append({"shape": list(item.shape), "dtype": str(item.dtype)[6:]})  # 'torch.float32'
+                if item.device.type == "meta":  # no data: the call moves nothing into it
+                    found[-1]["device"] = "meta"
                 if len(found) >= TENSORS_DESCRIBED:
                     return found
         return found
@@ -239,7 +241,11 @@ def _record_dist_calls(dist, c10d) -> None:
         if isinstance(value, str):
             return repr(value[:40])
         if isinstance(value, (list, tuple)):
-            if value and isinstance(value[0], (tensor_type, c10d.P2POp)):
+            if value and isinstance(value[0], tensor_type):
+                distinct = len({id(item) for item in value})  # [t] * world: every slot is one tensor
+                return f"list of {len(value)} holding {distinct} tensor{'s' if distinct > 1 else ''}" \
+                    if distinct < len(value) else None
+            if value and isinstance(value[0], c10d.P2POp):
                 return None
             if len(value) <= INTS_SHOWN and all(isinstance(item, int) and not isinstance(item, bool) for item in value):
                 return repr(list(value))
@@ -299,6 +305,8 @@ def _record_dist_calls(dist, c10d) -> None:
                     record["args"] = described
             except Exception:
                 pass
+        elif op == "init_process_group" and isinstance(given.get("init_method"), str):
+            record["args"] = {"init_method": given["init_method"][:300]}  # where the ranks meet: file://, tcp://
         if given.get("async_op") or op in ASYNC_CALLS:
             record["async"] = True
         try:

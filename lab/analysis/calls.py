@@ -22,9 +22,11 @@ POINT_TO_POINT = ("send", "recv", "isend", "irecv", "send_object_list", "recv_ob
 class Tensor:
     shape: tuple[int, ...]
     dtype: str  # 'float32', 'int64', ...
+    device: str | None = None  # 'meta' (no data); None: a device that holds data
 
     def __str__(self) -> str:
-        return f"{self.dtype}[{'x'.join(map(str, self.shape)) or 'scalar'}]"
+        return f"{self.dtype}[{'x'.join(map(str, self.shape)) or 'scalar'}]" + (f" on {self.device}"
+                                                                                  if self.device else "")
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,8 @@ def _call(item: dict) -> DistCall:
         src=_int(item.get("src")), dst=_int(item.get("dst")), tag=_int(item.get("tag")), root=_int(item.get("root")),
         group=tuple(int(rank) for rank in group) if isinstance(group, list) else None,
         group_name=str(item["group_name"]) if item.get("group_name") is not None else None,
-        tensors=tuple(Tensor(tuple(int(size) for size in tensor.get("shape") or []), str(tensor.get("dtype") or "?"))
+        tensors=tuple(Tensor(tuple(int(size) for size in tensor.get("shape") or []), str(tensor.get("dtype") or "?"),
+                             tensor.get("device"))
                       for tensor in item.get("tensors") or [] if isinstance(tensor, dict)),
         is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),
         ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")),

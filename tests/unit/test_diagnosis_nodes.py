@@ -254,3 +254,19 @@ def test_a_missing_path_whose_nearest_name_differs_in_letters_is_not_a_clock_mad
                 facts["close"] = facts["close"].replace("20261125-23", "latest")
     found = diagnose(sample("run_dir_local_time", answers_changed("run_dir_local_time", change)))[0]
     assert found.cause == "file-missing-everywhere" and "came out as" not in found.title
+
+
+def test_a_file_rendezvous_the_code_builds_at_run_time_is_read_from_what_init_process_group_was_given():
+    """fifth_file_init_tmp: init_method=f"file://{INIT_FILE}" (a name no scan of the code resolves). Its record was
+    made with hooks that did not yet keep init_method: here each rank's call is given what they keep now."""
+    evidence = load_evidence(SAMPLES / "fifth_file_init_tmp")
+    assert diagnose(evidence)[0].cause != "rendezvous-path-not-shared"
+
+    def given(trace):
+        calls = tuple(replace(call, args=(("init_method", "file:///tmp/ddp_rendezvous"),))
+                      if call.op == "init_process_group" else call for call in trace.calls.failed)
+        return replace(trace, calls=replace(trace.calls, failed=calls)) if trace.calls else trace
+
+    found = diagnose(replace(evidence, traces=[given(trace) for trace in evidence.traces]))[0]
+    assert found.cause == "rendezvous-path-not-shared" and "/tmp/ddp_rendezvous" in found.title
+    assert "env://" in found.fix

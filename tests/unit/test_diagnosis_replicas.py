@@ -90,3 +90,16 @@ def test_batchnorm_buffers_kept_per_rank_by_broadcast_buffers_false():
     assert found.cause == "buffers-not-broadcast" and "broadcast_buffers=False" in found.title
     assert "SyncBatchNorm" in found.fix
     assert "buffers-not-broadcast" not in causes(with_calls(evidence, ddp_forwards={"synced": 10}))
+
+
+def test_an_all_gather_into_one_tensor_repeated_is_an_aliased_output_list():
+    evidence = sample("all_gather_into_one_tensor")
+    found = diagnose(evidence)[0]
+    assert found.cause == "output-list-aliased" and "2 slots holding 1 tensor" in found.title
+    assert "list comprehension" in found.fix
+
+
+def test_a_broadcast_into_a_model_on_the_meta_device_is_named_from_the_call():
+    found = diagnose(sample("meta_model_broadcast"))[0]
+    assert found.cause == "meta-tensors" and "broadcast at meta_model_broadcast.py:17" in found.title
+    assert "to_empty" in found.fix

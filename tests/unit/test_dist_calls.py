@@ -398,3 +398,5 @@ if rank == 0:
     assert built.caller == "job.py:8 in <module>" and "waiting for clients" in built.error and built.timeout_s == 2
     assert sorted(op.value for trace in traces.values() for op in trace.calls.store if op.op == "add") == [1, 2]
     assert not traces[1].calls.failed  # torch's own store (init_process_group) is not the user's
+    [init] = [call for call in traces[1].calls.recent if call.op == "init_process_group"]
+    assert init.argument("init_method").startswith("tcp://127.0.0.1:")  # where the ranks meet, as given

@@ -27,14 +27,15 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "rename-race",
     "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "store-counter-reused", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
-    "ddp-parameter-mismatch", "ddp-unused-parameters", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "collective-mismatch", "timeout-too-short",
+    "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
+    "batch-of-one", "collective-mismatch", "timeout-too-short",
     "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
-    "object-not-picklable", "device-mismatch", "disk-full", "collective-result-discarded", "gradients-not-synchronised", "buffers-not-broadcast",
+    "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "buffers-not-broadcast",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -58,10 +59,18 @@ CAUSES = {
     "checkpoint-read-while-written": "`torch.load` read a file that ends early: a checkpoint another rank was still "
                                      "writing (a reader that polls for the file sees it from its first byte), or a "
                                      "write cut short.",
+    "thread-died": "A thread of a rank died of an exception while the rank lived on: it then waits for the thread's "
+                   "work (a queue nobody drains, a join) and the other ranks time out waiting for it.",
+    "rename-race": "Every rank writes and renames the same temporary file on a folder the ranks share: the first "
+                   "rename moves it away, and the others find nothing to rename.",
     "cross-device-rename": "`os.rename`/`os.replace` between two filesystems (a node's own `/tmp` and a shared "
                            "folder): the kernel refuses it (EXDEV).",
     "collective-output-size": "A collective's output is not sized for the world: reduce_scatter's holds one shard "
                               "(input / world size), all_gather_into_tensor's every rank's input (input x world size).",
+    "tensor-not-contiguous": "A collective was given a tensor that is not contiguous (a transposed or strided view).",
+    "group-non-member": "A rank ran a collective on a group it is not in: torch skips the call with a warning, so the "
+                        "rank goes on without the data.",
+    "batch-of-one": "A batch of one sample reached BatchNorm in training: the leftover last batch of an epoch.",
     "reduce-op-dtype": "A reduce op was given a dtype it cannot reduce (the bitwise BOR, BAND, BXOR on floats).",
     "socket-ifname-missing": "`GLOO_SOCKET_IFNAME` or `NCCL_SOCKET_IFNAME` names a network interface the node "
                              "lacks.",
@@ -178,6 +187,10 @@ CAUSES = {
     "collective-result-discarded": "A collective wrote its result into a tensor (or list) made for the call that "
                                    "nothing kept (`all_reduce(torch.stack(...))`, `.clone()`, `.to()`): the result was "
                                    "thrown away, and each rank went on with its own values.",
+    "output-list-aliased": "A collective's output list holds one tensor several times (`[t] * world_size`): every "
+                           "rank's piece lands in the same tensor, and every slot holds the last.",
+    "meta-tensors": "A collective was given tensors on the meta device (a model built on meta and never "
+                    "materialised): they hold no data, so nothing moves into them.",
     "gradients-not-synchronised": "Every DDP forward ran inside `no_sync()`, so DDP never all-reduced a gradient: each "
                                   "rank stepped on its own gradients and the replicas drifted apart.",
     "buffers-not-broadcast": "DDP was built with `broadcast_buffers=False` on a model with buffers (BatchNorm's "
@@ -205,9 +218,11 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + signals.signal_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
-             + waits.reasoning_findings(ctx) + pattern_findings(ctx) + divergence.inherited_rank_findings(ctx)
+             + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx) + pattern_findings(ctx)
+             + divergence.inherited_rank_findings(ctx)
              + divergence.duplicate_rank_findings(ctx)
-             + divergence.late_rank_findings(ctx) + divergence.world_size_findings(ctx)
+             + divergence.late_rank_findings(ctx)
+             + divergence.world_size_findings(ctx)
              + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
     found += (replicas.replica_findings(ctx) + crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
               + divergence.uneven_findings(ctx)

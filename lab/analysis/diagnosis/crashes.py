@@ -10,7 +10,7 @@ from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import job_own_port
 from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import EXCEPTION_LINE, TRACEBACK_FRAME, LogLine
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
 
@@ -22,8 +22,15 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if tb.short_type == "BrokenPipeError" and not tb.collective():  # its own output, not a peer's socket
             found.append(_output_pipe_closed(ctx, tb))
             continue
+        if tb.thread is not None and tb.thread != "MainThread":
+            found.append(_thread_died(ctx, tb))
+            continue
         if ADDRESS_IN_USE.search(tb.message) and job_own_port(tb):
             found.append(_own_port_taken(ctx, tb))
+            continue
+        if (moved := RENAMED.search(tb.message)) and tb.short_type == "FileNotFoundError" and \
+                ctx.evidence.expected_world_size > 1:
+            found.append(_renamed_away(ctx, tb, moved))
             continue
         if _reads_a_checkpoint(tb) and (READ_PAST_END.search(f"{tb.short_type}: {tb.message}")):
             found.append(_checkpoint_cut_short(ctx, tb))
@@ -95,6 +102,55 @@ ADDRESS_IN_USE = re.compile(r"Address already in use|EADDRINUSE")
 # torch.load of a file that ends early: an empty or truncated pickle, or a zip whose directory is not written yet
 READ_PAST_END = re.compile(r"^EOFError|Ran out of input|pickle data was truncated|failed finding central directory"
                            r"|PytorchStreamReader failed")
+
+
+def _thread_died(ctx: Context, tb) -> Finding:
+    """An exception that ended one thread of a rank: the process lives on without it (threading prints it and goes
+    on), so what hangs or fails next is the rank waiting for that thread's work."""
+    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    frame = tb.user_frame()
+    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}" if frame else ""
+    process = next((process for process in ctx.evidence.processes if process.node == tb.node and process.rank == rank
+                    and process.role == "worker"), None)
+    blocked = ""
+    if process is not None and process.threads:
+        frames = process.threads[0].frames  # outermost first
+        own = next((index for index in range(len(frames) - 1, -1, -1) if not LIBRARY_FILE.search(frames[index].file)),
+                   None)
+        waits = frames[own + 1] if own is not None and own + 1 < len(frames) else None  # the call it made and waits in
+        own = frames[own] if own is not None else None
+        if waits is not None and own is not None:
+            blocked = (f"; its main thread then blocked in {waits.function} at {own.file.rsplit('/', 1)[-1]}:"
+                       f"{own.line}, waiting for what the dead thread would have done")
+    return Finding("thread-died", f"rank {rank if rank is not None else '?'}'s thread '{tb.thread}' died of "
+                                  f"{tb.short_type}: {_said(tb.message, 100)}{at}; the rank lived on without it"
+                                  f"{blocked}",
+                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   tb.node, rank,
+                   f"fix the thread's error ({_said(tb.message, 80)}), and make a thread's failure reach the main "
+                   "thread: catch and log inside its loop, or hand the exception back (concurrent.futures, a "
+                   "sentinel on the queue), and give queue.put/join a timeout so the rank fails instead of hanging")
+
+
+RENAMED = re.compile(r"No such file or directory: '(?P<source>[^']+)' -> '(?P<target>[^']+)'")
+
+
+def _renamed_away(ctx: Context, tb, moved: re.Match) -> Finding:
+    """os.rename/os.replace of a temporary file that was gone: in a job of several ranks writing one path, another
+    rank's rename moved it first."""
+    raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    frame = tb.user_frame()
+    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    who = f"ranks {', '.join(map(str, raised))}" if len(raised) > 1 else f"rank {rank}"
+    return Finding("rename-race", f"{who} found {moved['source']} gone when renaming it to {moved['target']}{at}: "
+                                  "every rank writes and renames the same temporary file on a folder they share, and "
+                                  "the first rename moves it away from the others",
+                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   tb.node, rank,
+                   "write the shared file from one rank only (if dist.get_rank() == 0: save, then os.replace; a "
+                   "barrier after it before anyone reads), or give each rank its own temporary name "
+                   "(f'{path}.tmp.{rank}') if each must write")
 
 
 def _reads_a_checkpoint(tb) -> bool:
@@ -382,6 +438,17 @@ def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
                 "the script on one node)",
                 "define every class and function you send through *_object collectives at the top level of a module "
                 "that every rank imports, and give every node the same code")
+    saving = next((tb for tb in ctx.tracebacks if tb.line is line
+                   and any(frame.file.endswith("/torch/serialization.py") and frame.function in ("save", "_save")
+                           for frame in tb.frames)), None)
+    if saving is not None:
+        what = re.search(r"local object '([^']+)'", line.text)
+        user = saving.user_frame()
+        at = f" at {user.file.rsplit('/', 1)[-1]}:{user.line}" if user else ""
+        return (f"torch.save{at} pickles the whole object it is given, and {what[1] if what else 'something in it'} "
+                "cannot be pickled (a lambda or a function defined inside another)",
+                "save the weights, not the module: torch.save(model.state_dict(), path) (and load_state_dict into a "
+                "model built by code); or make the lambda a module-level function")
     starting_workers = any(other.node == line.node and ("_MultiProcessingDataLoaderIter" in other.text
                                                          or "start a worker Process" in other.text)
                            for other in ctx.lines)
@@ -396,6 +463,36 @@ def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
     return ("an object passed to a *_object collective (or to a DataLoader worker) cannot be pickled",
             "send plain data: tensors, numbers, strings, lists and dicts of them; leave out lambdas, locks, open "
             "files, sockets and generators (or convert them first)")
+
+
+def _batch_of_one(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"a batch of one sample reached BatchNorm in training ({match['size']}): the last batch of an epoch is "
+            "what is left over (each rank's share modulo the batch size), and BatchNorm cannot take statistics of one",
+            "drop the incomplete last batch: DataLoader(..., drop_last=True) (and DistributedSampler(drop_last=True) "
+            "so every rank has as many), or a batch size that divides each rank's share")
+
+
+def _meta_tensors(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"rank {line.rank if line.rank is not None else '?'} computed with tensors on the meta device (shapes "
+            "without data): its model was built on meta (device='meta', init_empty_weights) and never materialised, "
+            "so nothing a broadcast or a load sent was kept",
+            "materialise the model before any collective or load touches it: model.to_empty(device='cpu') (or "
+            "'cuda'), then broadcast or load the weights into it")
+
+
+def _not_contiguous(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return ("a collective was given a tensor that is not contiguous in memory (a transpose, permute or strided "
+            "slice of another): the backend sends a buffer, not a view",
+            "pass t.contiguous() (a copy laid out in order) to the collective, and allocate its output contiguous; "
+            "transpose back after the call if the layout matters")
+
+
+def _non_member(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    return (f"global rank {match['rank']} ran {match['op']} on a group it is not a member of: torch skips the call "
+            "there (a warning, no error), so that rank never gets the data and goes on with what it had",
+            "create the groups so every rank belongs to the one it uses (dist.new_subgroups(), or one new_group per "
+            "node built from the world size on every rank), or skip the collective on the ranks outside it (and "
+            "give them the data another way)")
 
 
 def _cross_device(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -568,6 +665,14 @@ PATTERNS = [
         r"No backend type associated with device type|Tensors must be CUDA and dense|Expected all tensors to be on "
         r"the same device|Tensor list must be nonempty and all tensors on the same device"), _device_mismatch),
     PatternRule("disk-full", re.compile(r"No space left on device"), _disk_full),
+    PatternRule("batch-of-one", re.compile(
+        r"Expected more than 1 value per channel when training, got input size (?P<size>torch\.Size\(\[[^\]]*\]\))"),
+        _batch_of_one),
+    PatternRule("tensor-not-contiguous", re.compile(r"Tensors? must be contiguous"), _not_contiguous),
+    PatternRule("meta-tensors", re.compile(r"Tensor on device meta is not on the expected device"
+                                           r"|cannot be called on meta tensors"), _meta_tensors),
+    PatternRule("group-non-member", re.compile(
+        r"Running (?P<op>\w+) on global rank (?P<rank>\d+) which does not belong to the given group"), _non_member),
     PatternRule("cross-device-rename", re.compile(
         r"Invalid cross-device link: '(?P<source>[^']+)' -> '(?P<target>[^']+)'"), _cross_device),
     PatternRule("collective-output-size", re.compile(

@@ -461,12 +461,39 @@ def _late_to_a_collective(ctx: Context) -> list[Finding]:
              before.entered_at else f"{arrived.entered_at - late.started_at:.1f} s after it started"
              if late.started_at else "")
     said = last_own_line([line.text for line in ctx.lines if line.node == late.node and line.rank in (late.rank, None)])
+    ended = _gave_up_at(ctx, waiter, arrived.operation)
+    if ended is not None and 0 <= arrived.entered_at - ended < RELEASED_WITHIN_S:
+        return [Finding(
+            "late-rank", f"rank {late.rank} on node{late.node} reached {arrived}{at} only as rank {waiter.rank} gave up "
+            f"and ended ({(arrived.entered_at - ended) * 1000:.1f} ms after): it was not slow but held by something "
+            f"rank {waiter.rank} kept while it waited in the collective (a file lock, a lock or a socket its end "
+            "released): a deadlock between that hold and the collective",
+            f"collectives (Flight Recorder): rank {waiter.rank} entered {began}, gave up after {timeout:g} s and "
+            f"ended; rank {late.rank} entered it {(arrived.entered_at - ended) * 1000:.1f} ms later"
+            + (f"; its last output: {said}" if said else ""), late.node, late.rank,
+            f"release what rank {waiter.rank} holds before it enters the collective: a file lock (fcntl.flock, "
+            "filelock) only around the file work, never across dist.barrier() or another collective; or take such "
+            "locks on every rank in one order outside the collectives")]
     return [Finding(
         "late-rank", f"rank {late.rank} on node{late.node} was alive but late: it reached {arrived}{at} {gap:.1f} s "
                      f"after rank {waiter.rank} (node{waiter.node}), whose {timeout:g} s timeout for it had run out",
         f"collectives (Flight Recorder): rank {waiter.rank} entered {began} and waited {timeout:g} s; rank "
         f"{late.rank} entered it {gap:.1f} s later" + (f", {spent}" if spent else "")
         + (f"; its last output: {said}" if said else ""), late.node, late.rank, LATE_IN_A_COLLECTIVE_FIX)]
+
+
+RELEASED_WITHIN_S = 0.05  # a rank let go by another's end gets there within milliseconds of it
+
+
+def _gave_up_at(ctx: Context, waiter, operation: str) -> float | None:
+    """When the waiting rank's call of `operation` ended (its hooks' record), else when its node's process ended."""
+    if waiter.calls is not None:
+        ended = [call.ended_at for call in (*waiter.calls.failed, *waiter.calls.recent)
+                 if call.op == operation and call.ended_at is not None]
+        if ended:
+            return max(ended)
+    node = next((node for node in ctx.evidence.nodes if node.index == waiter.node), None)
+    return node.exited_at if node is not None and ctx.evidence.nproc_per_node == 1 else None
 
 
 def uneven_findings(ctx: Context) -> list[Finding]:

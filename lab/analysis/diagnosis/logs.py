@@ -52,6 +52,7 @@ class Traceback:
     message: str
     line: LogLine  # the exception line
     frames: list[Frame]
+    thread: str | None = None  # raised in a thread other than the main one ('Exception in thread NAME:' above it)
 
     @property
     def short_type(self) -> str:
@@ -89,22 +90,30 @@ def read_lines(evidence: Evidence) -> list[LogLine]:
     return lines
 
 
+THREAD_DIED = re.compile(r"^Exception in thread (?P<name>.+?)(?: \(\w+\))?:$")  # threading.excepthook's first line
+
+
 def read_tracebacks(lines: list[LogLine]) -> list[Traceback]:
     """Python tracebacks in the logs, followed per (node, rank) stream so interleaved ranks stay apart."""
     open_frames: dict[tuple[int, int | None], list[Frame]] = {}
+    threads: dict[tuple[int, int | None], str | None] = {}
+    previous: dict[tuple[int, int | None], str] = {}
     found = []
     for line in lines:
         key = (line.node, line.rank)
         if line.text.strip() == TRACEBACK_START:
             open_frames[key] = []
+            thread = THREAD_DIED.match(previous.get(key, ""))
+            threads[key] = thread["name"] if thread else None
             continue
+        previous[key] = line.text.strip()
         if key not in open_frames:
             continue
         if frame := TRACEBACK_FRAME.match(line.text):
             open_frames[key].append(Frame(frame["function"], frame["file"], int(frame["line"])))
         elif exception := EXCEPTION_LINE.match(line.text):
             found.append(Traceback(line.node, line.rank, exception["type"], (exception["message"] or "").strip(),
-                                   line, open_frames.pop(key)))
+                                   line, open_frames.pop(key), threads.pop(key, None)))
     return [tb for tb in found if not tb.exc_type.endswith("ChildFailedError")]  # torchrun's own summary
 
 

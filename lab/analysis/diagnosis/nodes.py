@@ -133,6 +133,12 @@ def _rendezvous_paths(ctx: Context) -> dict[str, str]:
     for text in [*ctx.evidence.command, *ctx.evidence.env.values()]:
         for match in FILE_URL.finditer(text):
             found.setdefault(match["path"], f"the job's rendezvous: file://{match['path']}")
+    for trace in ctx.evidence.traces:  # what each process passed to init_process_group, as the hooks saw it
+        for call in (*trace.calls.failed, *trace.calls.pending, *trace.calls.recent) if trace.calls else ():
+            if call.op == "init_process_group" and (method := call.argument("init_method")):
+                for match in FILE_URL.finditer(method):
+                    found.setdefault(match["path"], f"rank {trace.rank}: init_process_group(init_method={method!r})"
+                                                    + (f" at {call.caller}" if call.caller else ""))
     return found
 
 

@@ -2,6 +2,7 @@
 error raised in its own code, not in torch): what the jobs' hooks saw each process do that makes replicas differ.
 
 - a collective that wrote its result into a tensor (or list) nothing else held: the result was thrown away;
+- an output list holding one tensor several times ([t] * world_size): every slot reads the last rank's piece;
 - DDP forwards that all ran inside `no_sync()`: no gradient was ever all-reduced;
 - DDP built with broadcast_buffers=False on a model with buffers: BatchNorm's statistics stay each rank's own;
 - the user's own hash() of strings while each process has its own salt (PYTHONHASHSEED unset);
@@ -9,6 +10,8 @@ error raised in its own code, not in torch): what the jobs' hooks saw each proce
 """
 
 from __future__ import annotations
+
+import re
 
 from lab.analysis.calls import CallLog, DistCall
 from lab.analysis.diagnosis.context import Context
@@ -24,8 +27,8 @@ def replica_findings(ctx: Context) -> list[Finding]:
     if not raised or not logs:
         return []
     evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600]
-    return [finding for finding in (_discarded_result(logs, evidence), _never_synchronised(logs, evidence),
-                                    _buffers_apart(logs, evidence),
+    return [finding for finding in (_discarded_result(logs, evidence), _aliased_outputs(logs, evidence),
+                                    _never_synchronised(logs, evidence), _buffers_apart(logs, evidence),
                                     _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
             if finding is not None]
 
@@ -59,6 +62,42 @@ def _discarded_result(logs: dict[int, tuple[int | None, CallLog]], evidence: str
         f"give {op} a tensor held in a variable and read the result from that variable (stacked = torch.stack(...); "
         f"dist.{op}(stacked); loss, correct = stacked.tolist()): torch.stack, torch.tensor, .clone() and .to() of "
         "another device or dtype make a new tensor, which the call fills and nobody reads")
+
+
+ALIASED = re.compile(r"list of (?P<slots>\d+) holding (?P<tensors>\d+) tensors?")
+
+
+def _aliased_outputs(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    """An output list that holds one tensor several times ([t] * world_size): every rank's piece is written into it
+    in turn, and every slot reads the last."""
+    for rank, (node, calls) in sorted(logs.items()):
+        for call in (*calls.recent, *calls.failed, *calls.pending):
+            for name, text in call.args:
+                if (found := ALIASED.match(text)) and int(found["tensors"]) < int(found["slots"]):
+                    return Finding(
+                        "output-list-aliased", f"{call.op} at {call.caller} was given a {name} of {found['slots']} "
+                        f"slots holding {found['tensors']} tensor(s) ([t] * n makes one tensor n times): every rank's "
+                        "piece was written into the same tensor, so every slot holds the last one", evidence, node,
+                        rank, f"allocate one output tensor per rank: {name} = [torch.empty_like(t) for _ in "
+                        "range(dist.get_world_size())] (a list comprehension, not [torch.empty_like(t)] * n)")
+    return None
+
+
+def meta_tensor_findings(ctx: Context) -> list[Finding]:
+    """A collective given tensors on the meta device: they hold no data, so the call moves nothing into them (and the
+    rank goes on as if it had), while its peers wait for or compute with what never came."""
+    for trace in ctx.evidence.traces:
+        for call in (*trace.calls.failed, *trace.calls.pending, *trace.calls.recent) if trace.calls else ():
+            if any(tensor.device == "meta" for tensor in call.tensors):
+                return [Finding(
+                    "meta-tensors", f"rank {trace.rank}'s {call.op} at {call.caller} was given tensors on the meta "
+                    "device (shapes without data): the model was built on meta (device='meta', init_empty_weights) "
+                    "and never materialised, so nothing moves into it",
+                    f"rank {trace.rank}: {call}", trace.node, trace.rank,
+                    "materialise the model before any collective touches it: model.to_empty(device='cpu') (or "
+                    "'cuda'), then broadcast or load the weights into it; build on meta only the ranks that load a "
+                    "checkpoint right after")]
+    return []
 
 
 def _never_synchronised(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:

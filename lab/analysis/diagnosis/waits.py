@@ -572,6 +572,15 @@ def timeout_findings(ctx: Context, activities: dict[int, Activity]) -> list[Find
     if not too_short or not (alike or hasty):
         return []
     first = (hasty or timed_out)[0]
+    if timeout is not None and timeout < SHORT_ANYWAY and call.op == "init_process_group":
+        return [Finding(
+            "timeout-too-short", f"the process group's timeout is {timeout:g} s ({timeout * 1000:g} ms), and "
+            f"{call.op} gave up before the ranks could even connect: a timeout meant in seconds was given in "
+            "milliseconds (timedelta(milliseconds=N), or a number of seconds divided by 1000)",
+            _listing(there if alike else timed_out), first.node, first.rank,
+            "pass the timeout in seconds: timeout=datetime.timedelta(seconds=N) (with N read as a number of seconds, "
+            "e.g. float(os.environ['PG_TIMEOUT'])); a group's timeout bounds every wait of its calls, so seconds to "
+            "minutes, never milliseconds")]
     amount = f" {size / 1e6:.0f} MB" if size >= 1e6 else f" {size} bytes" if size else ""
     title = (f"every rank entered {call.op} alike and it still timed out after {timeout:g} s: the timeout is shorter "
              f"than moving{amount or ' the data'} between the nodes" if alike else
