@@ -85,13 +85,18 @@ def traceback_findings(ctx: Context) -> list[Finding]:
     return found
 
 
+def _raised(tb, rank: int | None) -> str:
+    """The evidence of a finding made from one traceback: where, and what it raised."""
+    return f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}"
+
+
 def _output_pipe_closed(ctx: Context, tb) -> Finding:
     rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
     frame = tb.user_frame()
     at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}" if frame else ""
     return Finding("rank-crashed", f"rank {rank if rank is not None else '?'} died writing its output{at}: the pipe "
                                    "it wrote to was closed by its reader (BrokenPipeError)",
-                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   _raised(tb, rank),
                    tb.node, rank,
                    "the program reading the job's output (`| head`, `| grep -m`, a log collector) exited before the "
                    "job did: write the output to a file (or through `tee`), or let the reader read to the end; the "
@@ -125,7 +130,7 @@ def _thread_died(ctx: Context, tb) -> Finding:
     return Finding("thread-died", f"rank {rank if rank is not None else '?'}'s thread '{tb.thread}' died of "
                                   f"{tb.short_type}: {_said(tb.message, 100)}{at}; the rank lived on without it"
                                   f"{blocked}",
-                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   _raised(tb, rank),
                    tb.node, rank,
                    f"fix the thread's error ({_said(tb.message, 80)}), and make a thread's failure reach the main "
                    "thread: catch and log inside its loop, or hand the exception back (concurrent.futures, a "
@@ -146,7 +151,7 @@ def _renamed_away(ctx: Context, tb, moved: re.Match) -> Finding:
     return Finding("rename-race", f"{who} found {moved['source']} gone when renaming it to {moved['target']}{at}: "
                                   "every rank writes and renames the same temporary file on a folder they share, and "
                                   "the first rename moves it away from the others",
-                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   _raised(tb, rank),
                    tb.node, rank,
                    "write the shared file from one rank only (if dist.get_rank() == 0: save, then os.replace; a "
                    "barrier after it before anyone reads), or give each rank its own temporary name "
@@ -180,7 +185,7 @@ def _own_port_taken(ctx: Context, tb) -> Finding:
            if per_node > 1 else "another process on the node holds it")
     return Finding("port-in-use", f"{port} that the job's own code binds{at} ({source[:80] or tb.short_type}) is "
                                   f"taken on node{tb.node}: {who}; the rendezvous port is not involved",
-                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   _raised(tb, rank),
                    tb.node, rank,
                    "bind it in one process per node (if int(os.environ['LOCAL_RANK']) == 0), or give each process its "
                    "own port (BASE + LOCAL_RANK), or bind port 0 and report the port the system chose")
@@ -196,7 +201,7 @@ def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
                    f"({tb.short_type}: {_said(tb.message, 80)}): "
                    + ("a checkpoint another rank was still writing (it exists from its first byte), or a write cut "
                       "short" if others else "a write cut short, or a file still being written"),
-                   f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}",
+                   _raised(tb, rank),
                    tb.node, rank,
                    "let readers in only once the writer is done: dist.barrier() after rank 0's torch.save and before "
                    "any torch.load (polling for the file's existence is not enough), or save to a temporary name in "
