@@ -73,6 +73,10 @@ KEPT_ENTRIES = 64  # the Flight Recorder's last collectives in a dump: where a p
 # the dumps keep 64. A user's own TORCH_FR_BUFFER_SIZE is left as it is.
 FR_BUFFER_SIZE = str(KEPT_ENTRIES)
 STARTED = time.time()  # when this process started: a process started after a collective cannot have been late to it
+try:
+    STARTED_IN = os.getcwd()  # where relative paths pointed when it started (os.chdir and Hydra move it)
+except OSError:
+    STARTED_IN = None
 PENDING_SNAPSHOT_SECONDS = 1.0  # a call pending this long is written out at once (a kill later leaves no last words)
 WATCH_SECONDS = 0.25
 
@@ -150,8 +154,13 @@ _builtin_hash = hash
 
 def _process_seeds() -> dict:
     """What makes "the same" computation differ between processes: torch's seed (seeded per rank, or not at all) and
-    Python's string hashing (random per process unless PYTHONHASHSEED is set): compared across ranks by the lab."""
-    seeds = {"hash_probe": _builtin_hash("lab")}
+    Python's string hashing (random per process unless PYTHONHASHSEED is set): compared across ranks by the lab. And
+    the working directory it started in and has now, which relative paths depend on."""
+    seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN}
+    try:
+        seeds["cwd"] = os.getcwd()
+    except OSError:
+        pass
     try:
         seeds["torch_seed"] = sys.modules["torch"].initial_seed()
     except Exception:

@@ -103,3 +103,15 @@ def test_a_broadcast_into_a_model_on_the_meta_device_is_named_from_the_call():
     found = diagnose(sample("meta_model_broadcast"))[0]
     assert found.cause == "meta-tensors" and "broadcast at meta_model_broadcast.py:17" in found.title
     assert "to_empty" in found.fix
+
+
+def test_a_relative_path_opened_after_a_chdir_is_named_with_both_folders():
+    evidence = sample("chdir_then_relative_path")
+    found = diagnose(evidence)[0]
+    assert found.cause == "working-directory-changed" and "data/val.pt" in found.title
+    assert found.title.count("/work") == 2 and "get_original_cwd" in found.fix
+    # a rank that stayed where it started: the file is simply missing
+    assert "working-directory-changed" not in causes(with_calls(evidence, cwd=None))
+    stayed = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, cwd=trace.calls.started_in))
+                                       if trace.calls else trace for trace in evidence.traces])
+    assert "working-directory-changed" not in causes(stayed)

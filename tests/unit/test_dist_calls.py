@@ -366,6 +366,7 @@ dist.destroy_process_group()
         assert thrown == expected + ([("broadcast", "job.py:12 in <module>", "tensor")] if rank == 1 else []), thrown
         assert log.hashed == ("job.py:13 in <module>",)
         assert log.ddp_forwards == {"synced": 1, "no_sync": 2} and log.torch_seed == 100 + rank
+        assert log.started_in == log.cwd == os.getcwd()  # where relative paths pointed: no chdir here
     assert calls[0].hash_probe != calls[1].hash_probe  # each process salts its own
 
 

@@ -27,7 +27,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "rename-race",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race",
     "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
@@ -61,6 +61,8 @@ CAUSES = {
                                      "write cut short.",
     "thread-died": "A thread of a rank died of an exception while the rank lived on: it then waits for the thread's "
                    "work (a queue nobody drains, a join) and the other ranks time out waiting for it.",
+    "working-directory-changed": "A rank changed its working directory (os.chdir, a framework's run folder) and then "
+                                 "opened a path relative to where the job started.",
     "rename-race": "Every rank writes and renames the same temporary file on a folder the ranks share: the first "
                    "rename moves it away, and the others find nothing to rename.",
     "cross-device-rename": "`os.rename`/`os.replace` between two filesystems (a node's own `/tmp` and a shared "

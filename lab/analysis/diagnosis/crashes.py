@@ -28,6 +28,9 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if ADDRESS_IN_USE.search(tb.message) and job_own_port(tb):
             found.append(_own_port_taken(ctx, tb))
             continue
+        if (moved_away := _directory_changed(ctx, tb)) is not None:
+            found.append(moved_away)
+            continue
         if (moved := RENAMED.search(tb.message)) and tb.short_type == "FileNotFoundError" and \
                 ctx.evidence.expected_world_size > 1:
             found.append(_renamed_away(ctx, tb, moved))
@@ -135,6 +138,30 @@ def _thread_died(ctx: Context, tb) -> Finding:
                    f"fix the thread's error ({_said(tb.message, 80)}), and make a thread's failure reach the main "
                    "thread: catch and log inside its loop, or hand the exception back (concurrent.futures, a "
                    "sentinel on the queue), and give queue.put/join a timeout so the rank fails instead of hanging")
+
+
+RELATIVE_MISSING = re.compile(r"No such file or directory: '(?P<path>[^'/][^']*)'")
+
+
+def _directory_changed(ctx: Context, tb) -> Finding | None:
+    """A relative path not found by a rank that had changed its working directory since it started (os.chdir, Hydra's
+    run folder): the path was meant from where the job started."""
+    missing = RELATIVE_MISSING.search(tb.message) if tb.short_type in ("FileNotFoundError", "OSError") else None
+    trace = next((trace for trace in ctx.evidence.traces if trace.calls and trace.node == tb.node
+                  and (tb.rank is None or trace.rank == tb.rank)), None)
+    calls = trace.calls if trace else None
+    if missing is None or calls is None or not calls.started_in or not calls.cwd or calls.cwd == calls.started_in:
+        return None
+    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    frame = tb.user_frame()
+    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    return Finding("working-directory-changed",
+                   f"rank {rank if rank is not None else '?'} opened the relative path {missing['path']}{at} after "
+                   f"changing its working directory from {calls.started_in} to {calls.cwd} (os.chdir, or a framework's "
+                   "run folder): the path was meant from where the job started", _raised(tb, rank), tb.node, rank,
+                   "build paths from a fixed base, not the working directory: the launch folder saved before any chdir "
+                   "(base = os.getcwd() at start; with Hydra, hydra.utils.get_original_cwd() or hydra.job.chdir=False), "
+                   "or Path(__file__).parent; or open the file before changing directory")
 
 
 RENAMED = re.compile(r"No such file or directory: '(?P<source>[^']+)' -> '(?P<target>[^']+)'")
