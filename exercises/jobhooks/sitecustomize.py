@@ -130,6 +130,7 @@ class _CallLog:
         self.init_rank = None  # the rank passed to init_process_group, before the group can say it
         # DDP forwards whose backward all-reduces, those in no_sync, and buffers a DDP(broadcast_buffers=False) holds
         self.ddp_forwards = {"synced": 0, "no_sync": 0}
+        self.optimizer = {"steps": 0, "lrs": []}  # optimizer steps taken, and the learning rates of the last one
 
     def __bool__(self) -> bool:
         return bool(self.counts or self.kept["store"])
@@ -138,7 +139,8 @@ class _CallLog:
         with self.lock:
             return {"pending": [dict(record) for record in self.pending.values()],
                     **{name: [dict(record) for record in kept] for name, kept in self.kept.items()},
-                    "counts": dict(self.counts), "ddp_forwards": dict(self.ddp_forwards), **_process_seeds()}
+                    "counts": dict(self.counts), "ddp_forwards": dict(self.ddp_forwards),
+                    "optimizer": dict(self.optimizer), **_process_seeds()}
 
     def long_pending(self, now: float) -> frozenset[int]:
         """The calls and store operations pending for PENDING_SNAPSHOT_SECONDS or more."""
@@ -682,6 +684,20 @@ def _count_ddp_forwards(module) -> None:
     ddp.forward, ddp.__init__ = counted, constructed
 
 
+def _record_optimizer_steps(module) -> None:
+    """Count the optimizers' steps and keep the learning rates the last one used (torch's global post-step hook): ranks
+    whose rates differ at the same step (a scheduler stepped on one rank only) drift apart whatever DDP averages."""
+
+    def stepped(optimizer, args, kwargs) -> None:
+        try:
+            CALLS.optimizer = {"steps": CALLS.optimizer["steps"] + 1,
+                               "lrs": [float(group["lr"]) for group in optimizer.param_groups[:8]]}
+        except Exception:
+            pass
+
+    module.register_optimizer_step_post_hook(stepped)
+
+
 def _record_string_hashes() -> None:
     """Note the user's own hash() of strings: Python salts them per process (PYTHONHASHSEED), so ranks that shard,
     assign or seed by hash() disagree. Other calls pass straight through."""
@@ -752,6 +768,7 @@ _stacks_on_fatal_signals()
 if os.environ.get("LAB_FLIGHT_DIR"):
     _once_imported("torch.distributed", _record_dist_calls_and_store)
     _once_imported("torch.nn.parallel.distributed", _count_ddp_forwards)
+    _once_imported("torch.optim.optimizer", _record_optimizer_steps)
     if not os.environ.get("PYTHONHASHSEED", "random").isdigit():  # salted per process
         _record_string_hashes()
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)

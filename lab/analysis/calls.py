@@ -124,6 +124,8 @@ class CallLog:
     ddp_forwards: dict[str, int] = field(default_factory=dict)  # 'synced' / 'no_sync': DDP forwards by gradient sync
     torch_seed: int | None = None  # torch.initial_seed() as the process ended: per rank, or random when unseeded
     hash_probe: int | None = None  # hash('lab') in that process: differs between processes whose salt differs
+    optimizer_steps: int = 0  # optimizer.step() calls (every optimizer of the process)
+    learning_rates: tuple[float, ...] = ()  # the learning rates of the last step, per parameter group
     started_in: str | None = None  # its working directory when it started
     cwd: str | None = None  # and when the dump was written (os.chdir, Hydra's run folder)
 
@@ -160,7 +162,10 @@ def read_calls(data: dict | None) -> CallLog | None:
                    hashed=tuple(str(item.get("caller")) for item in data.get("hashed") or []
                                 if isinstance(item, dict) and item.get("caller")),
                    ddp_forwards=_counts(data.get("ddp_forwards")), torch_seed=_int(data.get("torch_seed")),
-                   hash_probe=_int(data.get("hash_probe")), started_in=data.get("started_in"), cwd=data.get("cwd"))
+                   hash_probe=_int(data.get("hash_probe")), started_in=data.get("started_in"), cwd=data.get("cwd"),
+                   optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
+                   learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
+                                        if rate is not None))
 
 
 def _counts(data) -> dict[str, int]:

@@ -115,3 +115,14 @@ def test_a_relative_path_opened_after_a_chdir_is_named_with_both_folders():
     stayed = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, cwd=trace.calls.started_in))
                                        if trace.calls else trace for trace in evidence.traces])
     assert "working-directory-changed" not in causes(stayed)
+
+
+def test_a_scheduler_stepped_on_rank_0_only_is_learning_rates_that_differ():
+    evidence = sample("scheduler_stepped_on_rank0")
+    found = diagnose(evidence)[0]
+    assert found.cause == "learning-rate-differs" and "rank 0 0.0125, rank 1 0.1" in found.title
+    assert "every rank" in found.fix
+    assert "learning-rate-differs" not in causes(with_calls(evidence, learning_rates=(0.1,)))  # the same rates
+    uneven = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, optimizer_steps=trace.rank + 3))
+                                       if trace.calls else trace for trace in evidence.traces])
+    assert "learning-rate-differs" not in causes(uneven)  # other step counts: not this (uneven steps are)

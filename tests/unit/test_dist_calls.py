@@ -356,6 +356,7 @@ with model.no_sync():
     model(torch.ones(1, 2)).sum().backward()
     model(torch.ones(1, 2)).sum().backward()
 model(torch.ones(1, 2)).sum().backward()
+torch.optim.SGD(model.parameters(), lr=0.1 * (rank + 1)).step()
 dist.destroy_process_group()
 """, timeout=30)
     assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
@@ -367,6 +368,7 @@ dist.destroy_process_group()
         assert log.hashed == ("job.py:13 in <module>",)
         assert log.ddp_forwards == {"synced": 1, "no_sync": 2} and log.torch_seed == 100 + rank
         assert log.started_in == log.cwd == os.getcwd()  # where relative paths pointed: no chdir here
+        assert (log.optimizer_steps, log.learning_rates) == (1, (0.1 * (rank + 1),))
     assert calls[0].hash_probe != calls[1].hash_probe  # each process salts its own
 
 

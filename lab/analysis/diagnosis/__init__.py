@@ -35,7 +35,7 @@ PRIORITY = [
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
     "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
-    "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "buffers-not-broadcast",
+    "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "buffers-not-broadcast", "learning-rate-differs",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -198,6 +198,8 @@ CAUSES = {
     "buffers-not-broadcast": "DDP was built with `broadcast_buffers=False` on a model with buffers (BatchNorm's "
                              "running statistics): each rank's buffers follow its own data, so evaluation differs "
                              "between replicas whose weights agree.",
+    "learning-rate-differs": "The ranks took as many optimizer steps with different learning rates (a scheduler "
+                             "stepped on some ranks only): DDP averages gradients, not updates, so replicas drift.",
     "hash-differs-per-process": "The script assigns or shards with `hash()` of strings, which Python salts per "
                                 "process (PYTHONHASHSEED unset): every rank computed another assignment.",
     "initial-weights-differ": "Every rank's own check failed alike after the ranks started from different weights: "

@@ -6,6 +6,7 @@ error raised in its own code, not in torch): what the jobs' hooks saw each proce
 - DDP forwards that all ran inside `no_sync()`: no gradient was ever all-reduced;
 - DDP built with broadcast_buffers=False on a model with buffers: BatchNorm's statistics stay each rank's own;
 - the user's own hash() of strings while each process has its own salt (PYTHONHASHSEED unset);
+- learning rates that differ per rank at the same optimizer step (a scheduler stepped under `if rank == 0`);
 - torch seeded differently per rank (or not at all) with no broadcast of the weights and no DDP to do it.
 """
 
@@ -29,6 +30,7 @@ def replica_findings(ctx: Context) -> list[Finding]:
     evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600]
     return [finding for finding in (_discarded_result(logs, evidence), _aliased_outputs(logs, evidence),
                                     _never_synchronised(logs, evidence), _buffers_apart(logs, evidence),
+                                    _rates_apart(logs, evidence),
                                     _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
             if finding is not None]
 
@@ -129,6 +131,25 @@ def _buffers_apart(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -
         "keep broadcast_buffers=True (DDP then copies rank 0's buffers at every forward), or convert the model with "
         "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping it, or broadcast the buffers from rank 0 "
         "before evaluating (for b in model.module.buffers(): dist.broadcast(b, src=0))")
+
+
+def _rates_apart(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    """The ranks took as many optimizer steps with different learning rates: a scheduler stepped (or a rate set) on
+    some ranks only. DDP averages the gradients, not the updates, so the replicas drift apart."""
+    rates = {rank: (node, calls.optimizer_steps, calls.learning_rates) for rank, (node, calls) in sorted(logs.items())
+             if calls.optimizer_steps}
+    if len(rates) < 2 or len({steps for _, steps, _ in rates.values()}) != 1 \
+            or len({learning for _, _, learning in rates.values()}) < 2:
+        return None
+    shown = ", ".join(f"rank {rank} {', '.join(f'{rate:g}' for rate in learning)}"
+                      for rank, (_, _, learning) in list(rates.items())[:4])
+    rank, (node, steps, _) = next(iter(rates.items()))
+    return Finding(
+        "learning-rate-differs", f"the ranks took {steps} optimizer steps each with different learning rates ({shown}): "
+        "a learning-rate scheduler stepped, or a rate set, on some ranks only; DDP averages the gradients, not the "
+        "updates, so the replicas drifted apart", evidence, node, rank,
+        "step the scheduler (and set any learning rate) on every rank, outside `if rank == 0:` blocks such as "
+        "logging or checkpointing; only the printing belongs there")
 
 
 def _salted_hash(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
