@@ -40,7 +40,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             continue
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             continue
-        rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+        rank = _rank_of(ctx, tb)
         frame = tb.user_frame()
         at = f" at {frame.file}:{frame.line} in {frame.function}" if frame else ""
         where = f"node{tb.node}" + (f" rank {rank}" if rank is not None else "")
@@ -88,15 +88,20 @@ def traceback_findings(ctx: Context) -> list[Finding]:
     return found
 
 
+def _rank_of(ctx: Context, tb) -> int | None:
+    """The rank that raised tb: its log's prefix, else torchrun's report of its node's first failure."""
+    return tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+
+
 def _raised(tb, rank: int | None) -> str:
     """The evidence of a finding made from one traceback: where, and what it raised."""
     return f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}"
 
 
 def _output_pipe_closed(ctx: Context, tb) -> Finding:
-    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
-    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}" if frame else ""
+    at = f" at {frame.location} in {frame.function}" if frame else ""
     return Finding("rank-crashed", f"rank {rank if rank is not None else '?'} died writing its output{at}: the pipe "
                                    "it wrote to was closed by its reader (BrokenPipeError)",
                    _raised(tb, rank),
@@ -115,9 +120,9 @@ READ_PAST_END = re.compile(r"^EOFError|Ran out of input|pickle data was truncate
 def _thread_died(ctx: Context, tb) -> Finding:
     """An exception that ended one thread of a rank: the process lives on without it (threading prints it and goes
     on), so what hangs or fails next is the rank waiting for that thread's work."""
-    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
-    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}" if frame else ""
+    at = f" at {frame.location} in {frame.function}" if frame else ""
     process = next((process for process in ctx.evidence.processes if process.node == tb.node and process.rank == rank
                     and process.role == "worker"), None)
     blocked = ""
@@ -128,8 +133,8 @@ def _thread_died(ctx: Context, tb) -> Finding:
         waits = frames[own + 1] if own is not None and own + 1 < len(frames) else None  # the call it made and waits in
         own = frames[own] if own is not None else None
         if waits is not None and own is not None:
-            blocked = (f"; its main thread then blocked in {waits.function} at {own.file.rsplit('/', 1)[-1]}:"
-                       f"{own.line}, waiting for what the dead thread would have done")
+            blocked = (f"; its main thread then blocked in {waits.function} at {own.location}, waiting for what the "
+                       "dead thread would have done")
     return Finding("thread-died", f"rank {rank if rank is not None else '?'}'s thread '{tb.thread}' died of "
                                   f"{tb.short_type}: {_said(tb.message, 100)}{at}; the rank lived on without it"
                                   f"{blocked}",
@@ -152,9 +157,9 @@ def _directory_changed(ctx: Context, tb) -> Finding | None:
     calls = trace.calls if trace else None
     if missing is None or calls is None or not calls.started_in or not calls.cwd or calls.cwd == calls.started_in:
         return None
-    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
-    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    at = f" at {frame.location}" if frame else ""
     return Finding("working-directory-changed",
                    f"rank {rank if rank is not None else '?'} opened the relative path {missing['path']}{at} after "
                    f"changing its working directory from {calls.started_in} to {calls.cwd} (os.chdir, or a framework's "
@@ -171,9 +176,9 @@ def _renamed_away(ctx: Context, tb, moved: re.Match) -> Finding:
     """os.rename/os.replace of a temporary file that was gone: in a job of several ranks writing one path, another
     rank's rename moved it first."""
     raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
-    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
-    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    at = f" at {frame.location}" if frame else ""
     who = f"ranks {', '.join(map(str, raised))}" if len(raised) > 1 else f"rank {rank}"
     return Finding("rename-race", f"{who} found {moved['source']} gone when renaming it to {moved['target']}{at}: "
                                   "every rank writes and renames the same temporary file on a folder they share, and "
@@ -194,19 +199,19 @@ def _source_of(ctx: Context, tb, frame) -> str:
     """The source line a traceback quotes under `frame` (the line after its 'File ..., line N' line)."""
     lines = [line.text for line in ctx.lines if line.node == tb.node and line.rank == tb.rank]
     for index, text in enumerate(lines[:-1]):
-        if f", line {frame.line}, in {frame.function}" in text and frame.file.rsplit("/", 1)[-1] in text:
+        if f'"{frame.file}", line {frame.line}, in {frame.function}' in text:
             return lines[index + 1].strip()
     return ""
 
 
 def _own_port_taken(ctx: Context, tb) -> Finding:
     """A port the job's own code binds (a metrics server, a socket of its own), not the rendezvous store's."""
-    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
     source = _source_of(ctx, tb, frame) if frame else ""
     number = re.search(r"(?<![\w.])(\d{2,5})(?![\w.])", source)
     port = f"port {number[1]}" if number else "a port"
-    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    at = f" at {frame.location}" if frame else ""
     per_node = ctx.evidence.nproc_per_node
     who = (f"the job runs {per_node} processes per node and each binds the same port, so all but the first fail"
            if per_node > 1 else "another process on the node holds it")
@@ -219,9 +224,9 @@ def _own_port_taken(ctx: Context, tb) -> Finding:
 
 
 def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
-    rank = tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
+    rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
-    at = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    at = f" at {frame.location}" if frame else ""
     others = ctx.multi_node or ctx.evidence.nproc_per_node > 1
     return Finding("checkpoint-read-while-written",
                    f"rank {rank if rank is not None else '?'}'s torch.load{at} read a file that ends early "
@@ -282,7 +287,7 @@ def _said(message: str, limit: int = 160) -> str:
 def _crash_fix(ctx: Context, tb, frame) -> str:
     """What to change: the line, and, where only some ranks raised it, that what differs on those ranks is the cause;
     for a crash inside a torch.distributed call, what the ranks passed to it differently."""
-    line = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame else ""
+    line = f" at {frame.location}" if frame else ""
     if "NoneType" in tb.message and (filled := _filled_in_place(ctx, tb)):
         return (f"{filled.op} at {filled.caller} filled the list it was given, in place, and this rank then read None "
                 f"from elsewhere{line}: read the received objects from that very list (objs = [None]; "
@@ -315,8 +320,7 @@ def _same_error(one, other) -> bool:
     if one.message == other.message:
         return True
     mine, theirs = one.user_frame(), other.user_frame()
-    return mine is not None and theirs is not None and (mine.file.rsplit("/", 1)[-1], mine.line) == (
-        theirs.file.rsplit("/", 1)[-1], theirs.line)
+    return mine is not None and theirs is not None and mine.location == theirs.location
 
 
 FILLED_IN_PLACE = ("broadcast_object_list", "scatter_object_list", "recv_object_list")
@@ -476,7 +480,7 @@ def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
     if saving is not None:
         what = re.search(r"local object '([^']+)'", line.text)
         user = saving.user_frame()
-        at = f" at {user.file.rsplit('/', 1)[-1]}:{user.line}" if user else ""
+        at = f" at {user.location}" if user else ""
         return (f"torch.save{at} pickles the whole object it is given, and {what[1] if what else 'something in it'} "
                 "cannot be pickled (a lambda or a function defined inside another)",
                 "save the weights, not the module: torch.save(model.state_dict(), path) (and load_state_dict into a "

@@ -720,7 +720,7 @@ def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -
             continue
         user = tb.user_frame()
         rest = sorted(set(calls) - {rank})
-        at = f" at {user.file.rsplit('/', 1)[-1]}:{user.line} in {user.function}" if user else ""
+        at = f" at {user.location} in {user.function}" if user else ""
         return Finding(
             "collective-mismatch", f"rank {rank} ran the DDP-wrapped model{at} while "
             + " and ".join(f"rank {other}" for other in rest) + f" did not: DDP's forward broadcasts the buffers "
