@@ -67,7 +67,17 @@ class DistCall:
             return None
         if found := re.match(r"list of (\d+)", text):
             return int(found[1])
-        return len([item for item in text.strip("[]").split(",") if item.strip()]) if text.startswith("[") else None
+        shown = self.integers("object_list")
+        return len(shown) if shown is not None else None
+
+    def integers(self, name: str) -> list[int] | None:
+        """An argument the hooks described as its integers ('[1, 3]': split sizes, a short list); None otherwise."""
+        text = self.argument(name)
+        try:
+            return [int(item) for item in text.strip("[]").split(",") if item.strip()] if text and text.startswith(
+                "[") else None
+        except ValueError:
+            return None
 
     @property
     def fills_a_list(self) -> bool:
@@ -128,6 +138,11 @@ class CallLog:
     learning_rates: tuple[float, ...] = ()  # the learning rates of the last step, per parameter group
     started_in: str | None = None  # its working directory when it started
     cwd: str | None = None  # and when the dump was written (os.chdir, Hydra's run folder)
+
+    @property
+    def made(self) -> tuple[DistCall, ...]:
+        """Every call it kept: those that returned, raised, or had not returned when the dump was written."""
+        return (*self.recent, *self.failed, *self.pending)
 
     @property
     def blocked_in(self) -> DistCall | None:

@@ -351,7 +351,7 @@ def last_calls_of(ctx: Context, op: str) -> dict[int, DistCall]:
     for trace in ctx.evidence.traces:
         if trace.rank is None or trace.calls is None:
             continue
-        calls = [call for call in (*trace.calls.recent, *trace.calls.failed, *trace.calls.pending) if call.op == op]
+        calls = [call for call in trace.calls.made if call.op == op]
         if calls:
             found[trace.rank] = max(calls, key=lambda call: call.entered_at or 0)
     return found

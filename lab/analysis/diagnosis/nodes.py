@@ -134,7 +134,7 @@ def _rendezvous_paths(ctx: Context) -> dict[str, str]:
         for match in FILE_URL.finditer(text):
             found.setdefault(match["path"], f"the job's rendezvous: file://{match['path']}")
     for trace in ctx.evidence.traces:  # what each process passed to init_process_group, as the hooks saw it
-        for call in (*trace.calls.failed, *trace.calls.pending, *trace.calls.recent) if trace.calls else ():
+        for call in trace.calls.made if trace.calls else ():
             if call.op == "init_process_group" and (method := call.argument("init_method")):
                 for match in FILE_URL.finditer(method):
                     found.setdefault(match["path"], f"rank {trace.rank}: init_process_group(init_method={method!r})"

@@ -73,7 +73,7 @@ def _aliased_outputs(logs: dict[int, tuple[int | None, CallLog]], evidence: str)
     """An output list that holds one tensor several times ([t] * world_size): every rank's piece is written into it
     in turn, and every slot reads the last."""
     for rank, (node, calls) in sorted(logs.items()):
-        for call in (*calls.recent, *calls.failed, *calls.pending):
+        for call in calls.made:
             for name, text in call.args:
                 if (found := ALIASED.match(text)) and int(found["tensors"]) < int(found["slots"]):
                     return Finding(
@@ -89,7 +89,7 @@ def meta_tensor_findings(ctx: Context) -> list[Finding]:
     """A collective given tensors on the meta device: they hold no data, so the call moves nothing into them (and the
     rank goes on as if it had), while its peers wait for or compute with what never came."""
     for trace in ctx.evidence.traces:
-        for call in (*trace.calls.failed, *trace.calls.pending, *trace.calls.recent) if trace.calls else ():
+        for call in trace.calls.made if trace.calls else ():
             if any(tensor.device == "meta" for tensor in call.tensors):
                 return [Finding(
                     "meta-tensors", f"rank {trace.rank}'s {call.op} at {call.caller} was given tensors on the meta "

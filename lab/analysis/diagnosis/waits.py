@@ -941,7 +941,7 @@ def split_size_findings(ctx: Context) -> list[Finding]:
         if trace.rank is None or trace.calls is None:
             continue
         for call in (*trace.calls.pending, *trace.calls.failed):
-            sizes = [_int_list(call.argument(name)) for name in ("input_split_sizes", "output_split_sizes")]
+            sizes = [call.integers(name) for name in ("input_split_sizes", "output_split_sizes")]
             if call.op == "all_to_all_single" and all(sizes):
                 splits[trace.rank] = (trace.node, call, *sizes)
     fix = ("exchange the counts before the data: recv_counts = torch.empty_like(send_counts); dist.all_to_all_single("
@@ -963,13 +963,6 @@ def split_size_findings(ctx: Context) -> list[Finding]:
                             "receives from each peer is that peer's count for it, which nobody exchanged",
                             str(call), node, rank, fix)]
     return []
-
-
-def _int_list(text: str | None) -> list[int] | None:
-    try:
-        return [int(item) for item in text.strip("[]").split(",")] if text and text.startswith("[") else None
-    except ValueError:
-        return None
 
 
 def reasoning_findings(ctx: Context) -> list[Finding]:
