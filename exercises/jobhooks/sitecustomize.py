@@ -142,6 +142,15 @@ class _CallLog:
                     "counts": dict(self.counts), "ddp_forwards": dict(self.ddp_forwards),
                     "optimizer": dict(self.optimizer), **_process_seeds()}
 
+    def left(self, record: dict, error: BaseException | None = None) -> None:
+        """A call's end: when, the error it raised, and from the pending calls to the failed or the returned ones."""
+        with self.lock:
+            record["ended_at"] = time.time()
+            if error is not None:
+                record["error"] = _error(error)
+            self.pending.pop(id(record), None)
+            self.kept["failed" if error is not None else "recent"].append(record)
+
     def long_pending(self, now: float) -> frozenset[int]:
         """The calls and store operations pending for PENDING_SNAPSHOT_SECONDS or more."""
         with self.lock:
@@ -422,10 +431,7 @@ def _record_dist_calls(dist, c10d) -> None:
             except BaseException as error:
                 CALLS.inside.discard(ident)
                 try:
-                    with CALLS.lock:
-                        record["ended_at"], record["error"] = time.time(), _error(error)
-                        CALLS.pending.pop(id(record), None)
-                        CALLS.kept["failed"].append(record)
+                    CALLS.left(record, error)
                 except Exception:
                     pass
                 raise
@@ -433,10 +439,7 @@ def _record_dist_calls(dist, c10d) -> None:
             try:
                 if op in AFTER_CALLS:
                     after(op, record, result)
-                with CALLS.lock:
-                    record["ended_at"] = time.time()
-                    CALLS.pending.pop(id(record), None)
-                    CALLS.kept["recent"].append(record)
+                CALLS.left(record)
             except Exception:
                 pass
             return result
@@ -629,15 +632,9 @@ def _record_store_construction(store_type) -> None:
         try:
             construct(self, *args, **kwargs)
         except BaseException as error:
-            with CALLS.lock:
-                record["ended_at"], record["error"] = time.time(), _error(error)
-                CALLS.pending.pop(id(record), None)
-                CALLS.kept["failed"].append(record)
+            CALLS.left(record, error)
             raise
-        with CALLS.lock:
-            record["ended_at"] = time.time()
-            CALLS.pending.pop(id(record), None)
-            CALLS.kept["recent"].append(record)
+        CALLS.left(record)
 
     store_type.__init__ = constructed
 
