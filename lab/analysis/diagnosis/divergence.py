@@ -16,7 +16,7 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
 from lab.analysis.diagnosis import waits
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
-from lab.analysis.stacks import Frame, ProcessStack
+from lab.analysis.stacks import FAULTHANDLER_FRAME, Frame, ProcessStack
 
 
 # Signs that a node's launched process started processes of its own (torch.multiprocessing.spawn's messages, and
@@ -731,7 +731,6 @@ def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -
     return None
 
 
-FAULTHANDLER_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 SIZES_MET = re.compile(r"Received data size doesn't match|op\.preamble\.length <= op\.nbytes")
 
 
