@@ -93,6 +93,12 @@ def _rank_of(ctx: Context, tb) -> int | None:
     return tb.rank if tb.rank is not None else report_root_rank(ctx, tb.node)
 
 
+def _at(tb, with_function: bool = False) -> str:
+    """' at train.py:41' (and ' in step'): the user's line that raised tb, for a finding's title; '' when none."""
+    frame = tb.user_frame()
+    return f" at {frame.location}" + (f" in {frame.function}" if with_function else "") if frame else ""
+
+
 def _raised(tb, rank: int | None) -> str:
     """The evidence of a finding made from one traceback: where, and what it raised."""
     return f"node{tb.node}" + (f" rank {rank}" if rank is not None else "") + f": {tb.exc_type}: {tb.message}"
@@ -100,8 +106,7 @@ def _raised(tb, rank: int | None) -> str:
 
 def _output_pipe_closed(ctx: Context, tb) -> Finding:
     rank = _rank_of(ctx, tb)
-    frame = tb.user_frame()
-    at = f" at {frame.location} in {frame.function}" if frame else ""
+    at = _at(tb, with_function=True)
     return Finding("rank-crashed", f"rank {rank if rank is not None else '?'} died writing its output{at}: the pipe "
                                    "it wrote to was closed by its reader (BrokenPipeError)",
                    _raised(tb, rank),
@@ -121,8 +126,7 @@ def _thread_died(ctx: Context, tb) -> Finding:
     """An exception that ended one thread of a rank: the process lives on without it (threading prints it and goes
     on), so what hangs or fails next is the rank waiting for that thread's work."""
     rank = _rank_of(ctx, tb)
-    frame = tb.user_frame()
-    at = f" at {frame.location} in {frame.function}" if frame else ""
+    at = _at(tb, with_function=True)
     process = next((process for process in ctx.evidence.processes if process.node == tb.node and process.rank == rank
                     and process.role == "worker"), None)
     blocked = ""
@@ -158,8 +162,7 @@ def _directory_changed(ctx: Context, tb) -> Finding | None:
     if missing is None or calls is None or not calls.started_in or not calls.cwd or calls.cwd == calls.started_in:
         return None
     rank = _rank_of(ctx, tb)
-    frame = tb.user_frame()
-    at = f" at {frame.location}" if frame else ""
+    at = _at(tb)
     return Finding("working-directory-changed",
                    f"rank {rank if rank is not None else '?'} opened the relative path {missing['path']}{at} after "
                    f"changing its working directory from {calls.started_in} to {calls.cwd} (os.chdir, or a framework's "
@@ -177,8 +180,7 @@ def _renamed_away(ctx: Context, tb, moved: re.Match) -> Finding:
     rank's rename moved it first."""
     raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
     rank = _rank_of(ctx, tb)
-    frame = tb.user_frame()
-    at = f" at {frame.location}" if frame else ""
+    at = _at(tb)
     who = f"ranks {', '.join(map(str, raised))}" if len(raised) > 1 else f"rank {rank}"
     return Finding("rename-race", f"{who} found {moved['source']} gone when renaming it to {moved['target']}{at}: "
                                   "every rank writes and renames the same temporary file on a folder they share, and "
@@ -211,7 +213,7 @@ def _own_port_taken(ctx: Context, tb) -> Finding:
     source = _source_of(ctx, tb, frame) if frame else ""
     number = re.search(r"(?<![\w.])(\d{2,5})(?![\w.])", source)
     port = f"port {number[1]}" if number else "a port"
-    at = f" at {frame.location}" if frame else ""
+    at = _at(tb)
     per_node = ctx.evidence.nproc_per_node
     who = (f"the job runs {per_node} processes per node and each binds the same port, so all but the first fail"
            if per_node > 1 else "another process on the node holds it")
@@ -225,8 +227,7 @@ def _own_port_taken(ctx: Context, tb) -> Finding:
 
 def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
     rank = _rank_of(ctx, tb)
-    frame = tb.user_frame()
-    at = f" at {frame.location}" if frame else ""
+    at = _at(tb)
     others = ctx.multi_node or ctx.evidence.nproc_per_node > 1
     return Finding("checkpoint-read-while-written",
                    f"rank {rank if rank is not None else '?'}'s torch.load{at} read a file that ends early "
