@@ -326,27 +326,21 @@ class DockerDriver:
                     raise
         return []
 
-    def lab_names(self) -> list[str]:
-        names = set()
+    def _labelled_labels(self) -> list[dict]:
+        """The labels of every container, network and volume of any lab (containers from a sparse listing: one that
+        another command removes meanwhile is no error)."""
         with engine_errors("list labs"):
-            for kind in (self.client.containers.list(all=True, sparse=True, filters=lab_filter()),
-                         self.client.networks.list(filters=lab_filter()),
-                         self.client.volumes.list(filters=lab_filter())):
-                names.update(_labels(obj).get(LAB_LABEL) for obj in kind)
-        return sorted(name for name in names if name)
+            return [_labels(obj) for kind in (self.client.containers.list(all=True, sparse=True, filters=lab_filter()),
+                                              self.client.networks.list(filters=lab_filter()),
+                                              self.client.volumes.list(filters=lab_filter())) for obj in kind]
+
+    def lab_names(self) -> list[str]:
+        return sorted({labels[LAB_LABEL] for labels in self._labelled_labels() if labels.get(LAB_LABEL)})
 
     def lab_owners(self) -> dict[str, str]:
         """Lab name -> its owner (OWNER_LABEL), for every lab with an owner, from any object left of it."""
-        owners = {}
-        with engine_errors("list labs"):
-            for kind in (self.client.containers.list(all=True, sparse=True, filters=lab_filter()),
-                         self.client.networks.list(filters=lab_filter()),
-                         self.client.volumes.list(filters=lab_filter())):
-                for obj in kind:
-                    labels = _labels(obj)
-                    if labels.get(LAB_LABEL) and labels.get(OWNER_LABEL):
-                        owners[labels[LAB_LABEL]] = labels[OWNER_LABEL]
-        return owners
+        return {labels[LAB_LABEL]: labels[OWNER_LABEL] for labels in self._labelled_labels()
+                if labels.get(LAB_LABEL) and labels.get(OWNER_LABEL)}
 
     def existing_spec(self, name: str) -> LabSpec | None:
         """The spec every node of lab `name` carries: one listing, no inspect per node (`lab up` again is this)."""
