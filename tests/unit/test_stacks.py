@@ -171,10 +171,13 @@ def test_save_by_run_puts_each_run_in_its_own_record(own_lab_home):
     assert [stack.error for stack in load_stacks(exercise / "stacks")] == [step.error, "node1 is not running"]
 
 
+RUN = f"unit-stacks{os.getpid()}"  # one run id per test process: xdist's workers run these tests at once
+
+
 @pytest.fixture
 def job_on_this_host():
-    """A real process of run 'unit-stacks' on node 3 of this host, waiting in time.sleep."""
-    env = {**os.environ, "LAB_RUN_ID": "unit-stacks-main", "LAB_NODE": "3", "RANK": "5", "HOME_SECRET": "x"}
+    """A real process of run RUN on node 3 of this host, waiting in time.sleep."""
+    env = {**os.environ, "LAB_RUN_ID": f"{RUN}-main", "LAB_NODE": "3", "RANK": "5", "HOME_SECRET": "x"}
     process = subprocess.Popen([sys.executable, "-c", "import time\nprint('ready', flush=True)\ntime.sleep(120)"],
                                env=env, stdout=subprocess.PIPE)
     process.stdout.readline()
@@ -184,15 +187,15 @@ def job_on_this_host():
 
 
 def test_scan_finds_a_run_by_id_node_and_step(job_on_this_host):
-    [found] = host_processes("unit-stacks", 3)
+    [found] = host_processes(RUN, 3)
     assert (found.pid, found.ppid, found.env["RANK"]) == (job_on_this_host.pid, os.getpid(), "5")
     assert "HOME_SECRET" not in found.env
-    assert host_processes("unit-stacks", 2) == [] and host_processes("unit-stacks-other", 3) == []
+    assert host_processes(RUN, 2) == [] and host_processes(f"{RUN}-other", 3) == []
     assert any(process.pid == job_on_this_host.pid for process in host_processes("", 3))
 
 
 def test_remote_script_runs_the_same_scan_elsewhere(job_on_this_host):
-    output = subprocess.run([sys.executable, "-c", remote_script(scan_processes, "unit-stacks", "3")],
+    output = subprocess.run([sys.executable, "-c", remote_script(scan_processes, RUN, "3")],
                             capture_output=True, text=True, check=True).stdout
     assert [process["pid"] for process in json.loads(output)] == [job_on_this_host.pid]
 
