@@ -656,7 +656,7 @@ def store_server_findings(ctx: Context) -> list[Finding]:
         return [Finding(
             "world-size-mismatch", f"rank {trace.rank} built a TCPStore server for world_size={size} at "
             f"{blocked.caller} and {how} for {size} clients: the job has {launched} processes, so its other ranks "
-            "wait in vain for what rank {0} would do after it".format(trace.rank),
+            f"wait in vain for what rank {trace.rank} would do after it",
             f"rank {trace.rank}: TCPStore({', '.join(f'{name}={value}' for name, value in blocked.args)})"
             + (f" raised {blocked.error[:160]}" if blocked.error else " pending"), trace.node, trace.rank,
             f"give the store the number of processes that connect to it, the server's own included: world_size="
