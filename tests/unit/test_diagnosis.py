@@ -213,6 +213,14 @@ def test_a_truncated_checkpoint_under_torch_load_is_a_file_still_being_written()
     assert top.cause == "checkpoint-read-while-written" and "dist.barrier()" in top.fix
 
 
+def test_a_rename_only_one_rank_found_gone_may_also_be_a_file_nobody_wrote():
+    log = ('Traceback (most recent call last):\n  File "/w/train.py", line 17, in save\n    os.replace(tmp, path)\n'
+           "FileNotFoundError: [Errno 2] No such file or directory: 'ckpt/last.pt.tmp' -> 'ckpt/last.pt'\n")
+    top = diagnose(lab_run("", log, exit_codes=[0, 1]))[0]
+    assert top.cause == "rename-race" and "rank 1 found ckpt/last.pt.tmp gone" in top.title
+    assert "another rank renamed it first" in top.title and "or no rank wrote it" in top.title
+
+
 # --- world size ------------------------------------------------------------------------------------------------------
 def test_world_size_larger_than_launched():
     node0 = "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. 2/3 clients joined.\n"

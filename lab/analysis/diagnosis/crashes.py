@@ -181,10 +181,13 @@ def _renamed_away(ctx: Context, tb, moved: re.Match) -> Finding:
     raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
     rank = _rank_of(ctx, tb)
     at = _at(tb)
-    who = f"ranks {', '.join(map(str, raised))}" if len(raised) > 1 else f"rank {rank}"
-    return Finding("rename-race", f"{who} found {moved['source']} gone when renaming it to {moved['target']}{at}: "
-                                  "every rank writes and renames the same temporary file on a folder they share, and "
-                                  "the first rename moves it away from the others",
+    several = len(raised) > 1
+    who = f"ranks {', '.join(map(str, raised))}" if several else f"rank {rank}"
+    why = ("every rank writes and renames the same temporary file on a folder they share, and the first rename moves "
+           "it away from the others" if several else
+           "another rank renamed it first (every rank writing and renaming the same temporary file on a folder they "
+           "share), or no rank wrote it")
+    return Finding("rename-race", f"{who} found {moved['source']} gone when renaming it to {moved['target']}{at}: {why}",
                    _raised(tb, rank),
                    tb.node, rank,
                    "write the shared file from one rank only (if dist.get_rank() == 0: save, then os.replace; a "
