@@ -4,6 +4,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from lab import paths
 from lab.jobs.exercises import exercises_root, load_exercise
 from lab.jobs.runner import RunOptions, run_exercise
@@ -32,6 +34,10 @@ def check(run):
     return [all_ranks_present(run, run.world_size),
             Check("sum", bool(run.results) and all(r["sum"] == expected for r in run.results.values()))]
 """
+
+# Each test its own state folder: under xdist this file's tests run on several workers at once, and a shared one
+# would let another worker's run move `runs/latest` between a test's run and its check of it.
+pytestmark = pytest.mark.usefixtures("own_lab_home")
 
 SLEEPER = """
 import os, time, labkit
