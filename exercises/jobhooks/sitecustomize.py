@@ -27,8 +27,12 @@ ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). E
   rendezvous and barriers use the store too; those are left out).
 - what makes ranks that run the same code compute different things: a call whose result tensor (or list) nothing
   but the call holds (`all_reduce(torch.stack(...))`: the result is thrown away), DDP forwards with and without
-  gradient sync (`no_sync()`), the user's own hash() of strings, torch's seed and Python's string-hash salt. A call inside another recorded call (torch's own)
-  is not recorded; the wrapper adds one frame (`recorded`, in this file) to tracebacks and costs a few microseconds.
+  gradient sync (`no_sync()`), the user's own hash() of strings, torch's seed and Python's string-hash salt, and the
+  environment variables the job read with the values it got (a variable set on one node only). A call inside another
+  recorded call (torch's own) is not recorded; the wrapper adds one frame (`recorded`, in this file) to tracebacks and costs a few microseconds.
+- the text of the user's own files (`sources`: the script and the files its calls came from), in the dumps written
+  at exit and when the lab asks: what a traceback or a caller's line does not say (a value compared before it was
+  converted, a tensor read before its async collective was waited for) is in the code around it.
 torch is never imported here: a process that does not use torch.distributed writes nothing.
 
 Stack at SIGTERM (torchrun's workers, which have RANK): when one rank fails, torchrun ends the node's other ranks with
@@ -43,7 +47,9 @@ import functools
 import importlib.machinery
 import importlib.util
 import json
+import hashlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -114,6 +120,12 @@ ARGUMENTS_NOT_COMPARED = {"group", "tag", "src", "dst", "group_src", "group_dst"
 INTS_SHOWN = 8  # a list of more integers (split sizes of a big world) is described by its length
 KEYS_DESCRIBED = 16
 ERROR_CHARS = 500
+ENV_NAMES_KEPT = 128
+ENV_VALUE_CHARS = 120
+BULK_READ_NAMES = 8  # one line reading more names copies the environment: not a read of any one
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|API_?KEY|PRIVATE", re.IGNORECASE)  # kept as a digest
+SOURCES_KEPT = 4  # files
+SOURCE_CHARS = 200_000
 
 
 class _CallLog:
@@ -131,6 +143,7 @@ class _CallLog:
         # DDP forwards whose backward all-reduces, those in no_sync, and buffers a DDP(broadcast_buffers=False) holds
         self.ddp_forwards = {"synced": 0, "no_sync": 0}
         self.optimizer = {"steps": 0, "lrs": []}  # optimizer steps taken, and the learning rates of the last one
+        self.env_read: dict[str, str | None] = {}  # variable -> the value the job's first read of it got (None: unset)
 
     def __bool__(self) -> bool:
         return bool(self.counts or self.kept["store"])
@@ -140,7 +153,7 @@ class _CallLog:
             return {"pending": [dict(record) for record in self.pending.values()],
                     **{name: [dict(record) for record in kept] for name, kept in self.kept.items()},
                     "counts": dict(self.counts), "ddp_forwards": dict(self.ddp_forwards),
-                    "optimizer": dict(self.optimizer), **_process_seeds()}
+                    "optimizer": dict(self.optimizer), "env_read": dict(self.env_read), **_process_seeds()}
 
     def left(self, record: dict, error: BaseException | None = None) -> None:
         """A call's end: when, the error it raised, and from the pending calls to the failed or the returned ones."""
@@ -576,7 +589,8 @@ def _write_dumps(folder: str):
             with open(path + ".tmp", "w") as out:
                 json.dump({**identity, "reason": reason, "time": time.time(), "started": STARTED,
                            "exception": type(failed).__name__ if failed is not None else None, "trace": trace,
-                           "calls": CALLS.snapshot()}, out)
+                           "calls": CALLS.snapshot(),
+                           **({"sources": _user_sources()} if reason in ("exit", "live") else {})}, out)
             os.replace(path + ".tmp", path)
         except (OSError, TypeError, ValueError):
             pass
@@ -717,6 +731,80 @@ def _record_string_hashes() -> None:
     builtins.hash = hash
 
 
+_ENV_PLUMBING = {"<frozen os>", "<frozen _collections_abc>", os.__file__}
+_ENV_READ_BY_CALLER = {"get", "getenv", "__contains__"}  # environ.get, os.getenv, `in`: a read by whoever called them
+
+
+def _record_environment_reads() -> None:
+    """Note each variable the job reads from its environment and the value its first read got (None: unset): ranks
+    that run the same code compute otherwise when one node's environment sets a variable the others do not (a shell
+    profile, an export in a launch script). torch's own reads are left out, and so is a line that reads many names
+    (a copy of the whole environment: dict(os.environ), a subprocess's env)."""
+    environ_type = type(os.environ)
+    original = environ_type.__getitem__
+    here = os.path.abspath(__file__)
+    names_by_line: dict[tuple[str, int], list[str]] = {}
+
+    def note(key, value) -> None:
+        if key in CALLS.env_read or not isinstance(key, str) or len(CALLS.env_read) >= ENV_NAMES_KEPT:
+            return
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename in _ENV_PLUMBING:
+            if frame.f_code.co_name not in _ENV_READ_BY_CALLER:
+                return
+            frame = frame.f_back
+        if frame is None:
+            return
+        filename = frame.f_code.co_filename
+        torch = sys.modules.get("torch")
+        if filename == here or (torch is not None and filename.startswith(os.path.dirname(torch.__file__ or "/-"))):
+            return
+        names = names_by_line.setdefault((filename, frame.f_lineno), [])
+        if len(names) >= BULK_READ_NAMES:
+            for name in names:
+                CALLS.env_read.pop(name, None)
+            return
+        names.append(key)
+        if value is not None and SECRET_NAME.search(key):
+            value = "sha256:" + hashlib.sha256(value.encode(errors="replace")).hexdigest()[:12]
+        CALLS.env_read[key] = value if value is None else value[:ENV_VALUE_CHARS]
+
+    def read(self, key):
+        try:
+            value = original(self, key)
+        except KeyError:
+            try:
+                note(key, None)
+            except Exception:
+                pass
+            raise
+        try:
+            note(key, value)
+        except Exception:
+            pass
+        return value
+
+    environ_type.__getitem__ = read
+
+
+def _user_sources() -> dict[str, str]:
+    """The text of the user's own files: the script that runs, then the files its recorded calls came from."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    files = ([os.path.abspath(main)] if main else []) + [name for name, mine in _user_files.items() if mine]
+    sources = {}
+    for name in dict.fromkeys(files):
+        if len(sources) >= SOURCES_KEPT:
+            break
+        if name.startswith("<") or not _is_user_file(name):
+            continue
+        try:
+            with open(name, errors="replace") as source:
+                sources[name] = source.read(SOURCE_CHARS)
+        except OSError:
+            pass
+    return sources
+
+
 def _stack_when_terminated(folder: str) -> None:
     import faulthandler
 
@@ -768,6 +856,7 @@ if os.environ.get("LAB_FLIGHT_DIR"):
     _once_imported("torch.optim.optimizer", _record_optimizer_steps)
     if not os.environ.get("PYTHONHASHSEED", "random").isdigit():  # salted per process
         _record_string_hashes()
+    _record_environment_reads()
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)
     write_dump = _write_dumps(os.environ["LAB_FLIGHT_DIR"])  # write_dump(reason): what bench/hook_cost.py times
     if os.environ.get("RANK"):

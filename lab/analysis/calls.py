@@ -138,6 +138,7 @@ class CallLog:
     learning_rates: tuple[float, ...] = ()  # the learning rates of the last step, per parameter group
     started_in: str | None = None  # its working directory when it started
     cwd: str | None = None  # and when the dump was written (os.chdir, Hydra's run folder)
+    env_read: dict[str, str | None] = field(default_factory=dict)  # variables it read -> the value got (None: unset)
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -178,6 +179,8 @@ def read_calls(data: dict | None) -> CallLog | None:
                                 if isinstance(item, dict) and item.get("caller")),
                    ddp_forwards=_counts(data.get("ddp_forwards")), torch_seed=_int(data.get("torch_seed")),
                    hash_probe=_int(data.get("hash_probe")), started_in=data.get("started_in"), cwd=data.get("cwd"),
+                   env_read={str(name): None if value is None else str(value)
+                             for name, value in (data.get("env_read") or {}).items()},
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))

@@ -60,6 +60,7 @@ class RankTrace:
     history: tuple[Collective, ...] = ()  # the collectives it entered that the dumps kept, oldest first
     started_at: float | None = None  # when the process started (dumps of older records lack it)
     calls: CallLog | None = None  # its torch.distributed calls and store operations (lab/analysis/calls.py)
+    sources: dict[str, str] = field(default_factory=dict, compare=False)  # its user's files: path -> text
 
     def entered(self, seq: int) -> Collective | None:
         return next((collective for collective in self.history if collective.seq == seq), None)
@@ -94,7 +95,8 @@ def read_trace(data: dict) -> RankTrace | None:
                      max([_int(status.get("last_enqueued_collective")) or 0] + [call.seq for call in collectives]),
                      collectives[-1] if collectives else None, pending[0] if live and pending else None,
                      str(data["exception"]) if data.get("exception") else None, tuple(collectives),
-                     _float(data.get("started")), calls)
+                     _float(data.get("started")), calls,
+                     {str(path): str(text) for path, text in (data.get("sources") or {}).items()})
 
 
 def load_traces(folder: Path) -> list[RankTrace]:
@@ -117,7 +119,9 @@ def load_traces(folder: Path) -> list[RankTrace]:
                              key=lambda dump: dump[0], default=(0, None))[1]
         history = tuple(seen[seq] for seq in sorted(seen))
         known = next((trace for _, _, trace in found if trace.rank is not None), state)  # one written before init
+        sources = next((trace.sources for _, _, trace in found if trace.sources), {})
         traces.append(replace(state, history=history, calls=freshest_calls, reached=max([state.reached, *seen]),
+                              sources=sources,
                               last=state.last or (history[-1] if history else None), rank=known.rank,
                               world_size=known.world_size))
     return sorted(traces, key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))

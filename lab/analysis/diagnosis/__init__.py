@@ -14,7 +14,8 @@ known, saying what each rank was doing).
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import addresses, crashes, divergence, endings, nodes, replicas, resources, signals, waits
+from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, nodes, replicas, resources, signals,
+                                    sources, waits)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -28,7 +29,7 @@ PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race",
-    "file-on-some-nodes-only", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "store-counter-reused", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
@@ -171,7 +172,12 @@ CAUSES = {
                                   "so every node made its own rendezvous file and the ranks never met.",
     "executable-missing": "The command the job runs is not on the PATH of some or all nodes (`python` where the image "
                           "has only `python3`, a tool installed on one node).",
-    "env-differs-between-nodes": "An environment variable the job reads is set on some nodes and not on others.",
+    "env-differs-between-nodes": "An environment variable the job reads is set on some nodes and not on others, or "
+                                 "holds another value there.",
+    "env-string-compared": "A value read from the environment (always a string) is compared with a number, so the "
+                           "branch meant for one rank runs on every rank or on none.",
+    "async-result-read-early": "A collective started with async_op=True (or an irecv) has its tensor read before the "
+                               "work was waited for: the read sees the rank's own values, not the result.",
     "env-not-set": "An environment variable the job reads is set on no node (under `lab exec`, the variables torchrun "
                    "would set, such as RANK, are not there).",
     "file-on-some-nodes-only": "A file the job reads exists on some nodes only: each node has its own disk, and the "
@@ -232,6 +238,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
+    found += sources.source_findings(ctx, found)
     return _rank(found, ctx)
 
 

@@ -36,6 +36,10 @@ EXECUTABLE_MISSING = re.compile(r'exec: "(?P<docker>[^"]+)": executable file not
 ENV_READ = re.compile(r"(?:os\.)?(?:environ\s*\[\s*|environ\.get\(\s*|getenv\(\s*)['\"](?P<name>[A-Za-z_]\w*)['\"]")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 KEY_ERROR = re.compile(r"^'(?P<name>[A-Za-z_]\w*)'$")
+# Variables whose value is each node's or process's own by design (its rank, host, error file), or which another rule
+# judges (the rendezvous address, the world size).
+OWN_PER_PROCESS = re.compile(r"RANK|NODE|HOST|PID|ERROR_FILE|^LAB_|^TORCHELASTIC_|^SLURM_|^OMPI_|^PMI_|^MASTER_"
+                             r"|WORLD_SIZE|^CUDA_VISIBLE_DEVICES$|^PWD$|^OLDPWD$")
 PYTHONS = ("python", "python3")
 RENDEZVOUS_CALLS = ("init_process_group", "_new_process_group_helper", "rendezvous", "_file_rendezvous_handler")
 # What `lab exec --env NAME=...` can give in place of what torchrun sets (one process per node: rank = node rank).
@@ -325,6 +329,47 @@ def env_findings(ctx: Context) -> list[Finding]:
     return []
 
 
+def read_env_findings(ctx: Context) -> list[Finding]:
+    """A variable the job's processes read (the jobs' hooks note each read and its value, by the script or any library
+    it uses) with one value on some nodes and another, or none, on others: the same code then takes another path."""
+    values: dict[str, dict[int, set[str | None]]] = {}
+    for trace in ctx.evidence.traces:
+        if trace.calls is not None and trace.node is not None:
+            for name, value in trace.calls.env_read.items():
+                if not OWN_PER_PROCESS.search(name):
+                    values.setdefault(name, {}).setdefault(trace.node, set()).add(value)
+    for name, by_node in values.items():
+        per_node = {node: next(iter(found)) for node, found in sorted(by_node.items()) if len(found) == 1}
+        if len(per_node) < 2 or len(per_node) < len(by_node) or len(set(per_node.values())) < 2 or _numbered(per_node):
+            continue
+        counts = {value: sum(1 for other in per_node.values() if other == value) for value in per_node.values()}
+        odd = min(counts, key=lambda value: (counts[value], value is None))  # the fewest nodes; a set one first
+        odd_nodes = [node for node, value in per_node.items() if value == odd]
+        shown = "; ".join(f"node{node} {_shown(value)}" for node, value in per_node.items())
+        failure = next((f"node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
+                        + f": {tb.short_type}: {tb.message}"[:200] for tb in ctx.tracebacks), "")
+        where = f"{_nodes(odd_nodes)}'s environment" if odd is not None else f"the environment of {_nodes(odd_nodes)}"
+        return [Finding(
+            "env-differs-between-nodes", f"{name} differs between the nodes ({shown}, as the job's processes read it): "
+            f"the same code computes otherwise on {_nodes(odd_nodes)}", "; ".join(filter(None, (
+                f"{name} read as: {shown}", failure))), odd_nodes[0], None,
+            f"give every node the same {name}: {'remove it from' if odd is not None else 'set it in'} {where} (a "
+            f"shell profile, an export in the launch command), or pass it with the job for every node (`lab exec "
+            f"--env {name}=...`, `lab torchrun --env`); where it chooses how the ranks compute (a dtype, a path, a "
+            "flag), choose once in the code and share it (rank 0 decides, broadcast_object_list)")]
+    return []
+
+
+def _numbered(per_node: dict[int, str | None]) -> bool:
+    """Values that differ only by the node's own number (/data/node0, /data/node1): per node by design."""
+    return all(value is not None for value in per_node.values()) and len(
+        {str(value).replace(str(node), "{node}") for node, value in per_node.items()}) == 1
+
+
+def _shown(value: str | None) -> str:
+    return "unset" if value is None else repr(value) if len(value) <= 60 else repr(value[:60] + "...")
+
+
 def _env_read(ctx: Context, tb: Traceback) -> str | None:
     """The variable a traceback failed on: KeyError of os.environ, or a source line that reads one (getenv -> None)."""
     if tb.short_type == "KeyError" and (key := KEY_ERROR.match(tb.message)) and (
@@ -348,7 +393,8 @@ def _source_reads(ctx: Context, tb: Traceback, name: str | None) -> str | None:
 
 def node_findings(ctx: Context) -> list[Finding]:
     """Every rule of this family, for diagnose()."""
-    return rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + file_findings(ctx)
+    return (rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + read_env_findings(ctx)
+            + file_findings(ctx))
 
 
 

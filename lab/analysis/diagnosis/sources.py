@@ -1,0 +1,266 @@
+"""What the user's own code says where no message and no record of a call does: the text of the job's files (the
+jobs' hooks keep it, `sources` of their dumps) read with Python's parser.
+
+- a value read from the environment, a string, compared with a number (`RANK == 0` is never true, `!= 0` always),
+  so the branch meant for one rank runs on every rank or on none;
+- a tensor read after its collective was started with async_op=True (or posted with irecv) and before the work was
+  waited for: the read sees the rank's own values, not the result.
+
+Each fires only where the rest of the diagnosis found nothing more specific than a crash, a file no node has or a
+timeout: code like this is wrong wherever it runs, but it is the cause only where nothing else is.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+
+from lab.analysis.calls import DistCall
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+
+# What these findings may stand in front of: endings that say how a run failed, not why.
+UNEXPLAINED = {"rank-crashed", "rank-exited", "file-missing-everywhere", "nonzero-exit", "timed-out",
+               "collective-timeout", "peer-lost", "ranks-missing", "late-rank", "store-key-never-set", "stopped",
+               "uneven-collectives", "process-killed"}
+# The argument an operation writes its result into (recv's buffer, a collective's output).
+RESULT_ARGUMENT = {"all_reduce": (0, "tensor"), "broadcast": (0, "tensor"), "reduce": (0, "tensor"),
+                   "irecv": (0, "tensor"), "all_gather": (0, "tensor_list"), "gather": (1, "gather_list"),
+                   "all_gather_into_tensor": (0, "output_tensor"), "reduce_scatter": (0, "output"),
+                   "reduce_scatter_tensor": (0, "output"), "all_to_all_single": (0, "output"),
+                   "all_to_all": (0, "output_tensor_list"), "scatter": (0, "tensor")}
+METADATA = {"shape", "dtype", "device", "size", "numel", "dim", "ndim", "requires_grad", "is_contiguous"}
+
+
+def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """Findings from the job's own files, where `found` (the other rules' findings) holds no specific cause."""
+    if any(finding.cause not in UNEXPLAINED for finding in found):
+        return []
+    files = _parsed(ctx)
+    if not files:
+        return []
+    evidence = _failure(ctx)
+    return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence))
+            if finding is not None]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    tree: ast.Module
+    parents: dict[int, ast.AST]  # id(node) -> the node that holds it
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(id(node))
+
+    def function_of(self, node: ast.AST) -> ast.AST:
+        """The innermost function (or the module) `node` is in."""
+        while (node := self.parent(node)) is not None:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return node
+        return self.tree
+
+
+def _parsed(ctx: Context) -> list[SourceFile]:
+    texts = {}
+    for trace in ctx.evidence.traces:
+        for path, text in trace.sources.items():
+            texts.setdefault(path, text)
+    files = []
+    for path, text in texts.items():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        files.append(SourceFile(path, tree, {id(child): node for node in ast.walk(tree)
+                                             for child in ast.iter_child_nodes(node)}))
+    return files
+
+
+def _failure(ctx: Context) -> str:
+    if ctx.tracebacks:
+        tb = ctx.tracebacks[0]
+        return f"node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "") + \
+            f": {tb.short_type}: {tb.message}"[:300]
+    return "the run failed" + (" (timed out)" if ctx.evidence.timed_out else "")
+
+
+def _read_before_wait(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """An async operation the ranks posted (the hooks' record) whose result tensor the code reads before its wait."""
+    posted: dict[tuple[str, int], tuple[DistCall, int | None, int | None]] = {}
+    for trace in ctx.evidence.traces:
+        for call in trace.calls.posted if trace.calls else ():
+            where = _where(call.caller)
+            if where and call.op in RESULT_ARGUMENT:
+                posted.setdefault(where, (call, trace.node, trace.rank))
+    for (name, line), (call, node, rank) in posted.items():
+        for source in files:
+            if source.name != name:
+                continue
+            early = _early_read(source, call.op, line)
+            if early is None:
+                continue
+            tensor, read_at, waited_at, work = early
+            waited = f"before {work}.wait() at line {waited_at}" if waited_at else \
+                "and the work it returned is never waited for"
+            return Finding(
+                "async-result-read-early", f"{call.op} at {name}:{line} was started with async_op=True and "
+                f"{tensor} is read at line {read_at}, {waited}: that read sees this rank's own values (or a result "
+                "half written), not the result of the collective", evidence, node, rank,
+                f"read {tensor} only after the work is done: keep the work (work = dist.{call.op}(..., "
+                f"async_op=True)), call work.wait() and only then use {tensor} (move line {read_at} below the "
+                f"wait), or make the call without async_op")
+    return None
+
+
+def _where(caller: str | None) -> tuple[str, int] | None:
+    """('train.py', 41) of 'train.py:41 in step'."""
+    if not caller:
+        return None
+    place = caller.split(" in ", 1)[0]
+    name, _, line = place.rpartition(":")
+    return (name, int(line)) if line.isdigit() else None
+
+
+def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int | None, str] | None:
+    """(the tensor, the line reading it, the wait's line or None, the work's name) for the call of `op` at `line`."""
+    call = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and node.lineno <= line
+                 <= (node.end_lineno or node.lineno) and _called(node) == op), None)
+    if call is None:
+        return None
+    position, keyword = RESULT_ARGUMENT[op]
+    given = call.args[position] if len(call.args) > position else next(
+        (item.value for item in call.keywords if item.arg == keyword), None)
+    tensor = _root_name(given)
+    statement = source.parent(call)
+    if tensor is None or not isinstance(statement, ast.Assign) or len(statement.targets) != 1 or not isinstance(
+            statement.targets[0], ast.Name):
+        return None  # a work not kept in a name (a list of works, a tuple) is waited for where this cannot follow
+    work = statement.targets[0].id
+    scope = source.function_of(call)
+    after = (statement.end_lineno or statement.lineno)
+    uses = [node for node in ast.walk(scope) if isinstance(node, ast.Name) and node.lineno > after
+            and source.function_of(node) is scope]
+    if any(node.id == work and not _waits(source, node) for node in uses):
+        return None  # the work is passed on (a list, a helper): where it is waited for is not here
+    waited_at = min((node.lineno for node in uses if node.id == work and _waits(source, node)), default=None)
+    reads = sorted(node.lineno for node in uses if node.id == tensor and isinstance(node.ctx, ast.Load)
+                   and (waited_at is None or node.lineno < waited_at) and not _metadata(source, node))
+    return (tensor, reads[0], waited_at, work) if reads else None
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _root_name(node: ast.AST | None) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _waits(source: SourceFile, name: ast.Name) -> bool:
+    """`work.wait()` (or is_completed(), get_future()): the work is waited for there."""
+    attribute = source.parent(name)
+    return isinstance(attribute, ast.Attribute) and attribute.attr in ("wait", "is_completed", "get_future")
+
+
+def _metadata(source: SourceFile, name: ast.Name) -> bool:
+    """`t.shape`, `t.size()`: what a tensor is, not its values."""
+    attribute = source.parent(name)
+    return isinstance(attribute, ast.Attribute) and attribute.attr in METADATA
+
+
+def _env_string_compared(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        strings = _env_strings(source)
+        for node in ast.walk(source.tree):
+            if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not isinstance(
+                    node.ops[0], (ast.Eq, ast.NotEq)):
+                continue
+            left, right = node.left, node.comparators[0]
+            for value, number in ((left, right), (right, left)):
+                name = _env_string(source, value, strings)
+                if name and isinstance(number, ast.Constant) and type(number.value) is int:
+                    verdict = "never true, on any rank" if isinstance(node.ops[0], ast.Eq) else \
+                        "always true, on every rank"
+                    shown = ast.unparse(node)
+                    return Finding(
+                        "env-string-compared", f"{source.name}:{node.lineno} compares {name}, a string read from "
+                        f"the environment ('0', '1', ...), with the number {number.value}: `{shown}` is {verdict}, so "
+                        "what it guards runs on every rank or on none", evidence, None, None,
+                        f"convert it where it is read: int(os.environ.get(...)) (or take the rank from "
+                        f"dist.get_rank() / int(os.environ['RANK'])), so `{shown}` compares numbers")
+    return None
+
+
+def _env_strings(source: SourceFile) -> dict[tuple[int, str], str]:
+    """(id of a scope, a name) -> the variable: names whose every assignment in that scope is an environment read
+    left a string; functions (scope 0) whose every return is one."""
+    assigned: dict[tuple[int, str], list[ast.AST | None]] = {}
+    returns: dict[str, list[ast.AST | None]] = {}
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            statement = source.parent(node)
+            value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+            assigned.setdefault((id(source.function_of(node)), node.id), []).append(value)
+        elif isinstance(node, ast.Return) and isinstance(scope := source.function_of(node), ast.FunctionDef):
+            returns.setdefault(scope.name, []).append(node.value)
+    strings = {key: variable for key, values in assigned.items()
+               if (variable := _same_variable(_env_read(value) for value in values))}
+    strings.update({(0, name): variable for name, values in returns.items()
+                    if (variable := _same_variable(_env_read(value) for value in values))})
+    return strings
+
+
+def _same_variable(variables) -> str | None:
+    found = set(variables)
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def _env_string(source: SourceFile, node: ast.AST, strings: dict[tuple[int, str], str]) -> str | None:
+    """The variable `node` holds as a string: an environment read, a name assigned one, a call of a function that
+    returns one."""
+    if direct := _env_read(node):
+        return direct
+    if isinstance(node, ast.Name):
+        scope = source.function_of(node)
+        local = (id(scope), node.id)
+        if local in strings:
+            return strings[local]
+        assigned_here = any(key == local for key in _assigned_names(source, scope))
+        return None if assigned_here else strings.get((id(source.tree), node.id))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        return strings.get((0, node.func.id))
+    return None
+
+
+def _assigned_names(source: SourceFile, scope: ast.AST):
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and source.function_of(node) is scope:
+            yield id(scope), node.id
+
+
+def _env_read(node: ast.AST | None) -> str | None:
+    """'RANK' for os.environ['RANK'], os.environ.get('RANK', 0), os.getenv('RANK'): a string whenever it is set."""
+    if isinstance(node, ast.Subscript) and _is_environ(node.value):
+        key = node.slice
+    elif isinstance(node, ast.Call) and node.args and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "get" and _is_environ(node.func.value))
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "getenv")
+            or (isinstance(node.func, ast.Name) and node.func.id == "getenv")):
+        key = node.args[0]
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ")

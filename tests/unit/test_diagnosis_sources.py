@@ -1,0 +1,71 @@
+"""What the job's own files say where no message does (lab/analysis/diagnosis/sources.py), and a variable the
+processes read with other values on other nodes (nodes.read_env_findings): on real records of tests/failures/
+scripts run on a 2-node lab with the jobs' hooks, and the same records changed where each finding must not fire."""
+
+from dataclasses import replace
+
+from lab.analysis.diagnosis import Evidence, diagnose
+from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
+
+
+def with_source(evidence: Evidence, old: str, new: str) -> Evidence:
+    """The record with `old` replaced by `new` in the job's files the hooks kept."""
+    return replace(evidence, traces=[replace(trace, sources={path: text.replace(old, new) for path, text in
+                                                             trace.sources.items()}) for trace in evidence.traces])
+
+
+def test_a_local_rank_read_as_a_string_and_compared_with_0_is_why_no_rank_built_the_file():
+    evidence = sample("local_rank_compared_as_string")
+    found = diagnose(evidence)[0]
+    assert found.cause == "env-string-compared"
+    assert "local_rank_compared_as_string.py:17" in found.title and "`LOCAL_RANK == 0` is never true" in found.title
+    assert "int(os.environ.get(" in found.fix
+    # converted where it is read, the comparison is of numbers: the file is missing for some other reason
+    converted = with_source(evidence, 'os.environ.get("LOCAL_RANK", 0)', 'int(os.environ.get("LOCAL_RANK", 0))')
+    assert causes(converted)[0] == "file-missing-everywhere"
+    # a name assigned again (rank = int(rank)) is not known to be a string where it is compared
+    assert "env-string-compared" not in causes(with_source(evidence, "\n\ndef is_first_on_node",
+                                                           "\nLOCAL_RANK = int(LOCAL_RANK)\n\ndef is_first_on_node"))
+    # without the files (a record from before the hooks kept them) the finding cannot be made
+    assert causes(replace(evidence, traces=[replace(trace, sources={}) for trace in evidence.traces]))[0] == \
+        "file-missing-everywhere"
+
+
+def test_a_tensor_read_between_its_async_all_reduce_and_the_wait_is_the_rank_own_values():
+    evidence = sample("async_reduce_read_before_wait")
+    found = diagnose(evidence)[0]
+    assert found.cause == "async-result-read-early"
+    assert "all_reduce at async_reduce_read_before_wait.py:17" in found.title and "squares is read at line 18" in \
+        found.title and "work.wait() at line 20" in found.title
+    assert "move line 18 below the wait" in found.fix
+    # read after the wait: nothing early
+    moved = with_source(evidence, "global_norm = squares.sum().sqrt().item()  # the mistake: read before work.wait()\n"
+                        "next_batch = torch.randn(64, 1024)  # overlapped with the reduction\nwork.wait()\n",
+                        "next_batch = torch.randn(64, 1024)\nwork.wait()\nglobal_norm = squares.sum().sqrt().item()\n")
+    assert "async-result-read-early" not in causes(moved)
+    # only what it is (shape, dtype) read before the wait: not its values
+    assert "async-result-read-early" not in causes(with_source(evidence, "squares.sum().sqrt().item()",
+                                                               "float(squares.numel())"))
+    # the work handed to a list (waited for elsewhere): not followed
+    assert "async-result-read-early" not in causes(with_source(evidence, "work.wait()", "pending.append(work)"))
+    # no async call recorded by the hooks at that line: the code alone does not make it the cause
+    assert "async-result-read-early" not in causes(with_calls(evidence, posted=()))
+
+
+def test_a_variable_one_node_exports_is_why_its_rank_ran_more_collectives():
+    evidence = sample("env_flag_on_one_node")
+    found = diagnose(evidence)[0]
+    assert found.cause == "env-differs-between-nodes" and found.node == 1
+    assert "GRAD_ACCUM_STEPS differs between the nodes (node0 unset; node1 '4'" in found.title
+    assert "remove it from node1's environment" in found.fix and "--env GRAD_ACCUM_STEPS=" in found.fix
+
+    def reading(values: dict[int, str | None]) -> Evidence:
+        return replace(evidence, traces=[replace(trace, calls=replace(trace.calls, env_read={
+            **trace.calls.env_read, "GRAD_ACCUM_STEPS": values[trace.node]})) for trace in evidence.traces])
+
+    assert causes(reading({0: "4", 1: "4"}))[0] == "uneven-collectives"  # the same everywhere: not why
+    assert "env-differs-between-nodes" not in causes(reading({0: "/data/node0", 1: "/data/node1"}))  # per node
+    renamed = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, env_read={
+        "NODE_RANK" if name == "GRAD_ACCUM_STEPS" else name: value for name, value in trace.calls.env_read.items()}))
+        for trace in evidence.traces])
+    assert "env-differs-between-nodes" not in causes(renamed)  # a node's own number by design
