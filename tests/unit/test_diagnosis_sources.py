@@ -69,3 +69,18 @@ def test_a_variable_one_node_exports_is_why_its_rank_ran_more_collectives():
         "NODE_RANK" if name == "GRAD_ACCUM_STEPS" else name: value for name, value in trace.calls.env_read.items()}))
         for trace in evidence.traces])
     assert "env-differs-between-nodes" not in causes(renamed)  # a node's own number by design
+
+
+def test_a_share_sized_by_the_world_size_without_the_rank_is_why_half_the_files_were_never_scored():
+    evidence = sample("shard_files_without_rank")
+    found = diagnose(evidence)[0]
+    assert found.cause == "share-ignores-rank"
+    assert "shard_files_without_rank.py:15" in found.title and "`files[:per_worker]`" in found.title
+    assert "data[rank * per_rank:(rank + 1) * per_rank]" in found.fix and "DistributedSampler" in found.fix
+    offset = "files[dist.get_rank() * per_worker:(dist.get_rank() + 1) * per_worker]"
+    assert "share-ignores-rank" not in causes(with_source(evidence, "files[:per_worker]", offset))
+    assert "share-ignores-rank" not in causes(with_source(evidence, "files[:per_worker]", "files[dist.get_rank()::world]"))
+    # trimmed to a multiple of the world size (as DistributedSampler does): not a share
+    assert "share-ignores-rank" not in causes(with_source(evidence, "files[:per_worker]", "files[:per_worker * world]"))
+    # a stride of the world size from the same start on every rank is the same share too
+    assert causes(with_source(evidence, "files[:per_worker]", "files[::world]"))[0] == "share-ignores-rank"

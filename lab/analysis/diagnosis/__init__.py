@@ -29,7 +29,7 @@ PRIORITY = [
     "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race",
-    "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "store-counter-reused", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
@@ -176,6 +176,8 @@ CAUSES = {
                                  "holds another value there.",
     "env-string-compared": "A value read from the environment (always a string) is compared with a number, so the "
                            "branch meant for one rank runs on every rank or on none.",
+    "share-ignores-rank": "Each rank's share of the data is sized by the world size but taken without the rank "
+                          "(`ids[:n // world]`): every rank works on the same samples, the others are never seen.",
     "async-result-read-early": "A collective started with async_op=True (or an irecv) has its tensor read before the "
                                "work was waited for: the read sees the rank's own values, not the result.",
     "env-not-set": "An environment variable the job reads is set on no node (under `lab exec`, the variables torchrun "

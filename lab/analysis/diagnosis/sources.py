@@ -4,7 +4,9 @@ jobs' hooks keep it, `sources` of their dumps) read with Python's parser.
 - a value read from the environment, a string, compared with a number (`RANK == 0` is never true, `!= 0` always),
   so the branch meant for one rank runs on every rank or on none;
 - a tensor read after its collective was started with async_op=True (or posted with irecv) and before the work was
-  waited for: the read sees the rank's own values, not the result.
+  waited for: the read sees the rank's own values, not the result;
+- a share of the data sized by the world size and taken without the rank (`ids[:n // world]`, `chunks[0]` of
+  `x.chunk(world)`): every rank takes the same samples and the others are never seen.
 
 Each fires only where the rest of the diagnosis found nothing more specific than a crash, a file no node has or a
 timeout: code like this is wrong wherever it runs, but it is the cause only where nothing else is.
@@ -41,7 +43,8 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if not files:
         return []
     evidence = _failure(ctx)
-    return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence))
+    return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence),
+                                    _share_without_rank(files, evidence))
             if finding is not None]
 
 
@@ -264,3 +267,98 @@ def _env_read(node: ast.AST | None) -> str | None:
 def _is_environ(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
         isinstance(node, ast.Name) and node.id == "environ")
+
+
+RANK_NAMES = {"rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index", "proc_id",
+              "worker_rank", "shard_id", "shard_index"}
+WORLD_NAMES = {"world_size", "world", "num_processes", "nprocs", "num_replicas", "num_shards", "nnodes", "world_sz"}
+RANK_VARIABLES = {"RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}
+WORLD_VARIABLES = {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "NNODES", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}
+RANK_CALLS = ("get_rank", "get_local_rank", "get_node_local_rank")
+SPLITS = {"chunk", "split", "array_split", "tensor_split"}
+
+
+def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        worlds = _derived(source, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
+        shares = {name for name, value in _assignments(source) if value is not None and _a_share(value, worlds)}
+        chunked = {name for name, value in _assignments(source) if isinstance(value, ast.Call)
+                   and _called(value) in SPLITS and _mentions(value, worlds | shares)}
+        for node in ast.walk(source.tree):
+            if not isinstance(node, ast.Subscript) or _holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS):
+                continue
+            taken = isinstance(node.slice, ast.Slice) and not _multiplied(node.slice, worlds) and (
+                _divides(node.slice, worlds) or _mentions(node.slice, shares)
+                or (node.slice.step is not None and _mentions(node.slice.step, worlds)))
+            first = (isinstance(node.slice, ast.Constant) and isinstance(node.value, ast.Name)
+                     and node.value.id in chunked)
+            if taken or first:
+                shown = ast.unparse(node)
+                return Finding(
+                    "share-ignores-rank", f"{source.name}:{node.lineno} takes each rank's share of the data as "
+                    f"`{shown}`: sized by the world size but the same on every rank (no rank in it), so every "
+                    "rank works on the same samples and the rest are never seen", evidence, None, None,
+                    "offset the share by the rank: data[rank * per_rank:(rank + 1) * per_rank] or data[rank::world] "
+                    "(chunks[rank] of a chunk(world)), with rank = dist.get_rank(); or let "
+                    "DistributedSampler(dataset) split it")
+    return None
+
+
+def _assignments(source: SourceFile):
+    """(name, value) of every plain assignment, tuple assignments item by item (rank, world = a, b)."""
+    for node in ast.walk(source.tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(
+                        target.elts) == len(node.value.elts):
+                    yield from ((item.id, value) for item, value in zip(target.elts, node.value.elts)
+                                if isinstance(item, ast.Name))
+
+
+def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tuple[str, ...]) -> set[str]:
+    """Names that hold a rank (or a world size): parameters and attributes so named, torch's calls, the environment's
+    variables, and names assigned from any of them."""
+    found = set(names)
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.arg) and node.arg in names:
+            found.add(node.arg)
+    assignments = list(_assignments(source))
+    while True:
+        more = {name for name, value in assignments if name not in found and _holds(value, found, variables, calls)}
+        if not more:
+            return found
+        found |= more
+
+
+def _holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
+    for part in ast.walk(node):
+        if isinstance(part, ast.Name) and part.id in names or isinstance(part, ast.Attribute) and part.attr in names:
+            return True
+        if isinstance(part, ast.Call) and _called(part) in calls or _env_read(part) in variables:
+            return True
+    return False
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(part, ast.Name) and part.id in names or isinstance(part, ast.Attribute)
+               and part.attr in names for part in ast.walk(node))
+
+
+def _a_share(node: ast.AST, worlds: set[str]) -> bool:
+    """An expression that divides by a world size and does not multiply back (n // world, not n // world * world)."""
+    return _divides(node, worlds) and not _multiplied(node, worlds)
+
+
+def _multiplied(node: ast.AST, worlds: set[str]) -> bool:
+    """Something times a world size (per_rank * world): the whole, trimmed to a multiple, not one share."""
+    return any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mult) and any(
+        _mentions(side, worlds) and not _divides(side, worlds) for side in (part.left, part.right))
+        for part in ast.walk(node))
+
+
+def _divides(node: ast.AST, worlds: set[str]) -> bool:
+    return any(isinstance(part, ast.BinOp) and isinstance(part.op, (ast.FloorDiv, ast.Div))
+               and _mentions(part.right, worlds) for part in ast.walk(node))
