@@ -111,8 +111,9 @@ def _read_before_wait(ctx: Context, files: list[SourceFile], evidence: str) -> F
             tensor, read_at, waited_at, work = early
             waited = f"before {work}.wait() at line {waited_at}" if waited_at else \
                 "and the work it returned is never waited for"
+            started = "was posted" if call.op == "irecv" else "was started with async_op=True"
             return Finding(
-                "async-result-read-early", f"{call.op} at {name}:{line} was started with async_op=True and "
+                "async-result-read-early", f"{call.op} at {name}:{line} {started} and "
                 f"{tensor} is read at line {read_at}, {waited}: that read sees this rank's own values (or a result "
                 "half written), not the result of the collective", evidence, node, rank,
                 f"read {tensor} only after the work is done: keep the work (work = dist.{call.op}(..., "
