@@ -1,5 +1,5 @@
 """Each rank prepares its own share of the data after joining the group; rank 1's share is the big one, and preparing
-it takes 1.5 x PG_TIMEOUT. Rank 0 waits in DDP's first collective (its construction), gives up at the timeout; rank 1
+it takes 2 x PG_TIMEOUT. Rank 0 waits in DDP's first collective (its construction), gives up at the timeout; rank 1
 gets there afterwards and finds its peer gone. No stack is left of where rank 1 was (it was no longer there when the
 run ended): the ranks' Flight Recorders say when each entered that collective."""
 import datetime
@@ -14,7 +14,7 @@ TIMEOUT = int(os.environ.get("PG_TIMEOUT", 10))
 
 
 def prepare_share(rank: int) -> torch.Tensor:
-    sizes = [1, 30]  # the mistake: the big file falls to rank 1, and nothing bounds how long it takes
+    sizes = [1, 40]  # the mistake: the big file falls to rank 1, and nothing bounds how long it takes
     time.sleep(sizes[rank % 2] * TIMEOUT / 20)  # stands for tokenizing the files of this rank's share
     return torch.randn(64, 8)
 
