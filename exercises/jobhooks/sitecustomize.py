@@ -179,8 +179,9 @@ _builtin_hash = hash
 def _process_seeds() -> dict:
     """What makes "the same" computation differ between processes: torch's seed (seeded per rank, or not at all) and
     Python's string hashing (random per process unless PYTHONHASHSEED is set): compared across ranks by the lab. And
-    the working directory it started in and has now, which relative paths depend on."""
-    seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN}
+    the working directory it started in and has now, which relative paths depend on, and the warning options
+    (PYTHONWARNINGS, -W): `error` makes a warning a crash."""
+    seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8]}
     try:
         seeds["cwd"] = os.getcwd()
     except OSError:
@@ -577,8 +578,9 @@ def _write_dumps(folder: str):
             trace = json.loads(_dump_fr_trace_json(True, False))  # collectives, not only the active ones
         except Exception:
             trace = {}
-        if not trace.get("entries") and not CALLS:
-            return
+        if not trace.get("entries") and not CALLS and not (
+                reason == "exit" and hasattr(sys, "last_value") and os.environ.get("RANK")):
+            return  # nothing of torch.distributed, and no rank's error that its own code (`sources`) may explain
         trace["entries"] = (trace.get("entries") or [])[-KEPT_ENTRIES:]  # the last ones say where it is
         path = os.path.join(folder, f"{reason}-node{identity['node']}-pid{identity['pid']}.json")
         try:

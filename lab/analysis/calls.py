@@ -139,6 +139,7 @@ class CallLog:
     started_in: str | None = None  # its working directory when it started
     cwd: str | None = None  # and when the dump was written (os.chdir, Hydra's run folder)
     env_read: dict[str, str | None] = field(default_factory=dict)  # variables it read -> the value got (None: unset)
+    warnoptions: tuple[str, ...] = ()  # sys.warnoptions (PYTHONWARNINGS, -W): 'error' makes a warning an exception
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -181,6 +182,7 @@ def read_calls(data: dict | None) -> CallLog | None:
                    hash_probe=_int(data.get("hash_probe")), started_in=data.get("started_in"), cwd=data.get("cwd"),
                    env_read={str(name): None if value is None else str(value)
                              for name, value in (data.get("env_read") or {}).items()},
+                   warnoptions=tuple(str(option) for option in data.get("warnoptions") or []),
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))

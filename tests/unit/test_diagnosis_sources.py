@@ -9,7 +9,8 @@ from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
 
 
 def with_source(evidence: Evidence, old: str, new: str) -> Evidence:
-    """The record with `old` replaced by `new` in the job's files the hooks kept."""
+    """The record with `old` replaced by `new` in the job's files the hooks kept (which must hold `old`)."""
+    assert any(old in text for trace in evidence.traces for text in trace.sources.values()), old
     return replace(evidence, traces=[replace(trace, sources={path: text.replace(old, new) for path, text in
                                                              trace.sources.items()}) for trace in evidence.traces])
 

@@ -15,7 +15,7 @@ known, saying what each rank was doing).
 from __future__ import annotations
 
 from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, nodes, replicas, resources, signals,
-                                    sources, waits)
+                                    launches, sources, threads, waits)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -26,17 +26,19 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 
 # Causes, most specific / most likely root first.
 PRIORITY = [
-    "lab-fault", "out-of-memory", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
+    "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race",
-    "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
+    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
-    "process-group-not-initialized", "fatal-signal", "killed-by-signal", "duplicate-rank", "dataloader-worker-stuck", "late-rank",
+    "process-group-not-initialized", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
+    "fatal-signal", "killed-by-signal", "duplicate-rank", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "store-counter-reused", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
-    "backend-unavailable", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
-    "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "buffers-not-broadcast", "learning-rate-differs",
+    "backend-unavailable", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -176,6 +178,36 @@ CAUSES = {
                                  "holds another value there.",
     "env-string-compared": "A value read from the environment (always a string) is compared with a number, so the "
                            "branch meant for one rank runs on every rank or on none.",
+    "exit-waits-for-thread": "A rank finished its code but cannot exit: the interpreter waits for a thread that is "
+                             "not a daemon and that nothing stops.",
+    "lock-taken-twice": "A rank's thread waits for a threading.Lock it already holds (a method that takes the lock "
+                        "calls another that takes it again).",
+    "gradients-never-averaged": "Every rank stepped its optimizer with no DDP forward and fewer reductions than "
+                                "steps: the model was never wrapped in DDP, its gradients never averaged.",
+    "modules-in-plain-list": "A model keeps layers in a plain Python list or dict: their parameters are not "
+                             "registered, so DDP, the optimizer and state_dict never see them.",
+    "exit-status-returned": "`sys.exit(main())` with a main() that returns a value: ranks that finished their work "
+                            "exit with that status.",
+    "launch-options-differ": "The nodes' torchrun were started with different options (a --rdzv-id made per node): "
+                             "each waits in a rendezvous the others never join.",
+    "separate-jobs": "Each node ran a job of its own (both have a rank 0 of the same world size): --standalone or a "
+                     "localhost rendezvous on every node.",
+    "killed-by-the-job": "A process of the job was killed with SIGKILL by another process of the same job, which "
+                         "named its pid in its output just before (a clean-up of \"stale\" workers by name).",
+    "sampler-with-shuffle": "A DataLoader given both a sampler (DistributedSampler) and shuffle=True.",
+    "sync-batchnorm-on-cpu": "SyncBatchNorm layers in a model on the CPU: DDP supports them only on CUDA.",
+    "reentrant-checkpoint-ddp": "DDP marked a parameter ready twice in one backward: reentrant activation "
+                                "checkpointing (or a parameter used twice) with find_unused_parameters=True.",
+    "iterable-not-split-by-worker": "An IterableDataset that does not split its records among the DataLoader's "
+                                    "workers, with num_workers > 0: every record comes once per worker.",
+    "sampler-padding": "DistributedSampler padded the dataset to a multiple of the world size, and an evaluation "
+                       "counted the repeats.",
+    "module-shadowed": "A file of the job has the name of a standard library module (tokenize.py, queue.py): a "
+                       "library's import of that module loads the job's file instead.",
+    "prompt-without-terminal": "The job asked for input (a password or key prompt, input()) and met end of input: "
+                               "a job's processes have no terminal.",
+    "warning-raised-as-error": "A warning stopped a rank: warnings are errors there (PYTHONWARNINGS=error, -W "
+                               "error), maybe on one node only.",
     "share-ignores-rank": "Each rank's share of the data is sized by the world size but taken without the rank "
                           "(`ids[:n // world]`): every rank works on the same samples, the others are never seen.",
     "async-result-read-early": "A collective started with async_op=True (or an irecv) has its tensor read before the "
@@ -230,7 +262,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + signals.signal_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
-             + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx) + pattern_findings(ctx)
+             + launches.launch_findings(ctx) + threads.thread_findings(ctx) + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx)
+             + pattern_findings(ctx)
              + divergence.inherited_rank_findings(ctx)
              + divergence.duplicate_rank_findings(ctx)
              + divergence.late_rank_findings(ctx)

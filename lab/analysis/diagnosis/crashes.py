@@ -5,6 +5,7 @@ init_process_group.
 from __future__ import annotations
 
 import re
+import sys
 
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import job_own_port
@@ -39,6 +40,9 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             found.append(_checkpoint_cut_short(ctx, tb))
             continue
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
+            continue
+        if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)) is not None:
+            found.append(told)
             continue
         rank = _rank_of(ctx, tb)
         frame = tb.user_frame()
@@ -86,6 +90,74 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                                                  f"{tb.short_type}: {_said(tb.message)}{at}", evidence, tb.node, rank,
                                  _crash_fix(ctx, tb, frame)))
     return found
+
+
+def _warning_raised(ctx: Context, tb) -> Finding | None:
+    """A warning raised as an exception: warnings are errors in that process (PYTHONWARNINGS=error, python -W error,
+    warnings.simplefilter('error')), which the hooks' record of sys.warnoptions tells per node."""
+    if not tb.short_type.endswith("Warning"):
+        return None
+    rank = _rank_of(ctx, tb)
+    options = {trace.node: trace.calls.warnoptions for trace in ctx.evidence.traces
+               if trace.calls is not None and trace.node is not None}
+    strict = sorted(node for node, given in options.items() if any(option.startswith("error") for option in given))
+    lenient = sorted(set(options) - set(strict))
+    if strict and lenient:
+        where = (f": node{', node'.join(map(str, strict))} turn warnings into errors (sys.warnoptions "
+                 f"{list(options[strict[0]])}: PYTHONWARNINGS or python -W), node{', node'.join(map(str, lenient))} "
+                 "do not")
+        fix = (f"give every node the same warning settings: unset PYTHONWARNINGS (or drop -W error) on "
+               f"node{', node'.join(map(str, strict))}")
+    else:
+        where = " (PYTHONWARNINGS=error, python -W error, or warnings.simplefilter('error') in the code)"
+        fix = "let warnings be warnings where the job runs (no PYTHONWARNINGS=error / -W error / simplefilter('error'))"
+    return Finding(
+        "warning-raised-as-error", f"rank {rank if rank is not None else '?'} stopped on a {tb.short_type} raised as "
+        f"an error{_at(tb)}: warnings are errors in that process{where}", _raised(tb, rank)[:400], tb.node, rank,
+        f"{fix}, or exempt this one (warnings.filterwarnings('default', category={tb.short_type})); and remove what "
+        f"it warns about: {_said(tb.message, 120)}")
+
+
+def _shadowed_module(ctx: Context, tb) -> Finding | None:
+    """A library's import that loaded one of the job's own files: a file named like a standard library module
+    (tokenize.py, queue.py, logging.py) is found first, since the script's folder leads sys.path."""
+    for importer, imported in zip(tb.frames, tb.frames[1:]):
+        name = imported.file.rsplit("/", 1)[-1].removesuffix(".py")
+        if (LIBRARY_FILE.search(importer.file) and not LIBRARY_FILE.search(imported.file)
+                and imported.function == "<module>" and name in sys.stdlib_module_names):
+            rank = _rank_of(ctx, tb)
+            return Finding(
+                "module-shadowed", f"the job's file {name}.py has the name of Python's own module '{name}': "
+                f"{importer.file.rsplit('/', 1)[-1]} imported '{name}' and got the job's file (the script's folder "
+                f"comes first on sys.path), which then failed ({tb.short_type}: {_said(tb.message, 100)})",
+                _raised(tb, rank)[:400], tb.node, rank,
+                f"rename {name}.py (and any {name}/ folder) in the job to a name no standard module has, e.g. "
+                f"my_{name}.py, and delete a stale {name}.pyc / __pycache__ next to it")
+    return None
+
+
+PROMPTS = ("getpass", "input", "readline", "raw_input", "prompt")
+
+
+def _prompted(ctx: Context, tb) -> Finding | None:
+    """EOFError under getpass or input(): the job asked for something on a terminal it does not have."""
+    if tb.short_type != "EOFError" or not any(frame.function in PROMPTS or frame.file.endswith("getpass.py")
+                                                for frame in tb.frames):
+        return None
+    rank = _rank_of(ctx, tb)
+    unset = sorted({name for trace in ctx.evidence.traces if trace.calls is not None
+                    for name, value in trace.calls.env_read.items() if value is None and SECRET.search(name)})
+    named = f" ({', '.join(unset)} read from the environment and not set)" if unset else ""
+    return Finding(
+        "prompt-without-terminal", f"rank {rank if rank is not None else '?'} asked for input{_at(tb, True)} (a "
+        f"password or key prompt, input()), but a job's processes have no terminal: the read met end of input"
+        f"{named}", _raised(tb, rank)[:400], tb.node, rank,
+        f"give the job what it asks for without a prompt: set {unset[0] if unset else 'the key or setting'} in the "
+        f"job's environment (`lab exec --env {unset[0] if unset else 'NAME'}=...`, `lab torchrun --env`) or a config "
+        "file on every node, and prompt only where sys.stdin.isatty()")
+
+
+SECRET = re.compile(r"KEY|TOKEN|PASSW|SECRET|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
 def _rank_of(ctx: Context, tb) -> int | None:
@@ -424,9 +496,24 @@ def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
         return (f"the process group was destroyed{at} while the job still used it: a torch.distributed call came "
                 "after destroy_process_group", "call destroy_process_group once, at the very end of the program "
                 "(not in a helper such as an evaluation or checkpoint function that the training loop calls)")
+    for tb in ctx.tracebacks:
+        for frame in tb.frames if tb.node == line.node else ():
+            source = _source_of(ctx, tb, frame)
+            if source.startswith(("def ", "async def ")) and DIST_DEFAULT.search(source):
+                call = DIST_DEFAULT.search(source)[0]
+                return (f"`{call}` is a default argument of {frame.function}'s `{source.split('(')[0][4:].strip()}` "
+                        f"({frame.location}): Python evaluates it once, when the `def` runs (at import), before "
+                        "init_process_group was called",
+                        f"make the default None and ask torch.distributed inside the function, once the group exists "
+                        f"(def __init__(self, ..., num_replicas=None): num_replicas = num_replicas or "
+                        f"dist.get_world_size())")
     return ("a torch.distributed call before init_process_group (or after destroy_process_group)",
             "call dist.init_process_group(...) first on every rank, and guard clean-up with "
             "`if dist.is_initialized(): dist.destroy_process_group()`")
+
+
+# A default argument that asks torch.distributed: `world_size=dist.get_world_size()` in a def line.
+DIST_DEFAULT = re.compile(r"\w+\s*=\s*(?:torch\.)?(?:dist|distributed)\.get_\w+\(\)")
 
 
 def _script_not_found(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -440,8 +527,20 @@ def _bad_arguments(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
                 f".launch did): {match['why']}",
                 "read the local rank from the environment torchrun sets: local_rank = int(os.environ['LOCAL_RANK']) "
                 "(keep --local_rank optional, default from LOCAL_RANK, if the old launcher must work too)")
+    if launcher := sorted(set(LAUNCHER_OPTION.findall(match["why"]))):
+        return (f"the script was given torchrun's own options ({', '.join(launcher)}): they were written after the "
+                f"script's name, so torchrun passed them on to the script ({match['why'][:160]})",
+                "put the launcher's options before the script: torchrun --nnodes N --node-rank R --nproc-per-node P "
+                "--master-addr A --master-port PORT script.py [the script's own arguments]; everything after the "
+                "script's name is the script's")
     return (f"the script rejected its command-line arguments: {match['why']}",
             "pass the arguments the script's usage line asks for (lab exec fills {rank}, {world_size}, ... per node)")
+
+
+# torchrun's (and torch.distributed.launch's) own options, in either spelling.
+LAUNCHER_OPTION = re.compile(r"--(?:nnodes|nproc[_-]per[_-]node|node[_-]rank|master[_-]addr|master[_-]port|"
+                             r"rdzv[_-](?:backend|endpoint|id|conf)|standalone|max[_-]restarts|monitor[_-]interval|"
+                             r"role|start[_-]method|log[_-]dir|redirects|tee)\b")
 
 
 def _initialized_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -669,6 +768,26 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 
 
 PATTERNS = [
+    PatternRule("sampler-with-shuffle", re.compile(r"sampler option is mutually exclusive with shuffle"),
+                lambda match, line, ctx: (
+                    "the DataLoader got both sampler= and shuffle=True, which it refuses: a DistributedSampler already "
+                    "shuffles (shuffle=True is its default)",
+                    "drop shuffle=True from the DataLoader (keep DataLoader(ds, sampler=DistributedSampler(ds), "
+                    "...)), and call sampler.set_epoch(epoch) at the start of each epoch so the order changes")),
+    PatternRule("sync-batchnorm-on-cpu", re.compile(r"SyncBatchNorm layers only work with GPU modules"),
+                lambda match, line, ctx: (
+                    "the model has SyncBatchNorm layers and lives on the CPU: DDP refuses SyncBatchNorm outside CUDA",
+                    "convert to SyncBatchNorm only on GPUs (if torch.cuda.is_available(): model = "
+                    "nn.SyncBatchNorm.convert_sync_batchnorm(model)); on CPU nodes (gloo) keep BatchNorm, or use "
+                    "GroupNorm/LayerNorm, which need no synchronisation")),
+    PatternRule("reentrant-checkpoint-ddp", re.compile(r"Expected to mark a variable ready only once"),
+                lambda match, line, ctx: (
+                    "DDP saw a parameter's gradient twice in one backward: activation checkpointing that reruns the "
+                    "forward in backward (torch.utils.checkpoint's reentrant mode), with find_unused_parameters=True "
+                    "or a parameter used twice, marks it ready again",
+                    "pass use_reentrant=False to torch.utils.checkpoint.checkpoint (the non-reentrant mode works with "
+                    "DDP), or build DDP with static_graph=True, or drop find_unused_parameters=True if every "
+                    "parameter gets a gradient")),
     PatternRule("rank-not-in-group", re.compile(r"Global rank (?P<rank>\d+) is not part of group"), _rank_not_in_group),
     PatternRule("allocation-too-large", re.compile(
         r"can't allocate memory: you tried to allocate (?P<bytes>\d{11,}) bytes"), _allocation_too_large),

@@ -29,7 +29,7 @@ def replica_findings(ctx: Context) -> list[Finding]:
         return []
     evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600]
     return [finding for finding in (_discarded_result(logs, evidence), _aliased_outputs(logs, evidence),
-                                    _never_synchronised(logs, evidence), _buffers_apart(logs, evidence),
+                                    _never_synchronised(logs, evidence), _never_averaged(logs, evidence), _buffers_apart(logs, evidence),
                                     _rates_apart(logs, evidence),
                                     _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
             if finding is not None]
@@ -116,6 +116,32 @@ def _never_synchronised(logs: dict[int, tuple[int | None, CallLog]], evidence: s
         "run the last micro-batch of each accumulation outside no_sync(): only the first ACCUM-1 forward/backward "
         "passes go in `with model.no_sync():`, the last one (before optimizer.step()) runs plainly, and its backward "
         "all-reduces the accumulated gradients")
+
+
+REDUCING = ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced")
+
+
+def _never_averaged(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
+    """Optimizer steps on every rank with no DDP forward and fewer reductions than steps: the gradients were never
+    averaged (the model was not wrapped, or the wrapper not called)."""
+    if len(logs) < 2:
+        return None
+    steps = {rank: calls.optimizer_steps for rank, (_, calls) in logs.items()}
+    reductions = {rank: sum(calls.counts.get(op, 0) for op in REDUCING) for rank, (_, calls) in logs.items()}
+    if not all(steps.values()) or any(sum(calls.ddp_forwards.get(kind, 0) for kind in ("synced", "no_sync"))
+                                      for _, calls in logs.values()) or any(
+            reductions[rank] >= steps[rank] for rank in logs):
+        return None
+    rank = min(logs)
+    return Finding(
+        "gradients-never-averaged", f"every rank took its optimizer steps on its own gradients ({steps[rank]} steps "
+        f"on rank {rank}, no DDP forward, {reductions[rank]} reducing collectives): the model was not wrapped in "
+        "DistributedDataParallel (or the wrapper was not the module called), so the replicas trained apart",
+        evidence, logs[rank][0], rank,
+        "wrap the model on every rank and train through the wrapper: model = DistributedDataParallel(model), then "
+        "model(x) in the loop (a guard such as `if torch.cuda.device_count() > 1:` skips it on CPU nodes: wrap "
+        "whenever dist.get_world_size() > 1); or all_reduce each gradient and divide by the world size before "
+        "optimizer.step()")
 
 
 def _buffers_apart(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:

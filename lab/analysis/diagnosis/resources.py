@@ -28,6 +28,9 @@ def memory_findings(ctx: Context) -> list[Finding]:
                 "use less memory per process (smaller batch, fewer processes per node, free what you keep) or give "
                 "the nodes more: `lab up --memory 4g --recreate`"))
         elif node.index not in faulted and (node.exit_code in (137, -9) or killed_line):
+            if killed_line and (told := _killed_by_the_job(ctx, killed_line, rank)) is not None:
+                found.append(told)
+                continue
             found.append(Finding(
                 "process-killed", f"a process on node{node.index} was killed with SIGKILL",
                 quote(killed_line) if killed_line else f"node{node.index} exited with {node.exit_code}",
@@ -35,6 +38,32 @@ def memory_findings(ctx: Context) -> list[Finding]:
                 "find who sent SIGKILL: the kernel's OOM killer outside the lab's accounting (dmesg), a job "
                 "scheduler, or a user; if memory, lower the per-process memory use"))
     return found
+
+
+KILLED_PID = re.compile(r"\(pid: (?P<pid>\d+)\)")
+KILL_WORDS = re.compile(r"kill|terminat|signal|stale|reap|cleanup|clean up", re.IGNORECASE)
+LAUNCHER_REPORT = re.compile(r"received by PID|exitcode|\(pid:|Sending process|closing signal")  # torchrun's own
+
+
+def _killed_by_the_job(ctx: Context, killed: LogLine, rank: int | None) -> Finding | None:
+    """A SIGKILLed pid that a process of the job named in its own output before: the job killed its own process
+    (a clean-up of "stale" workers by script name, a watchdog)."""
+    pid = KILLED_PID.search(killed.text)
+    if pid is None:
+        return None
+    before = ctx.lines[:next((index for index, line in enumerate(ctx.lines) if line is killed), len(ctx.lines))]
+    named = next((line for line in reversed(before) if line.node == killed.node and line.rank is not None
+                  and line.rank != rank and re.search(rf"\b{pid['pid']}\b", line.text)
+                  and KILL_WORDS.search(line.text) and not LAUNCHER_REPORT.search(line.text)), None)
+    if named is None:
+        return None
+    return Finding(
+        "killed-by-the-job", f"rank {named.rank} of the job killed its own sibling process {pid['pid']}"
+        + (f" (rank {rank})" if rank is not None else "") + f" on node{killed.node}: it printed \"{named.text.strip()[:120]}\""
+        " just before that pid died of SIGKILL", f"{quote(named)}; {quote(killed)}", killed.node, named.rank,
+        "do not kill processes by name or pattern from inside the job: the job's other ranks run the same script "
+        "(pkill -f, psutil matches on the command line); clean up only pids this process started itself and "
+        "recorded, and leave ending the job's processes to its launcher")
 
 
 def _killed_rank(ctx: Context, node: int) -> int | None:

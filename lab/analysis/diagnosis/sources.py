@@ -5,6 +5,13 @@ jobs' hooks keep it, `sources` of their dumps) read with Python's parser.
   so the branch meant for one rank runs on every rank or on none;
 - a tensor read after its collective was started with async_op=True (or posted with irecv) and before the work was
   waited for: the read sees the rank's own values, not the result;
+- `sys.exit(main())` where main() returns a value: a rank that finished its work exits with that status;
+- layers held in a plain list or dict of a module (`self.blocks = [Block() ...]`): never registered, so never
+  synchronised nor trained;
+- an IterableDataset that does not split its records among the DataLoader's workers (no get_worker_info()),
+  loaded with num_workers > 0: every worker yields the whole share;
+- a DistributedSampler's padding (the dataset made a multiple of the world size) counted in an evaluation whose
+  total the script's check finds too large by less than the world size;
 - a share of the data sized by the world size and taken without the rank (`ids[:n // world]`, `chunks[0]` of
   `x.chunk(world)`): every rank takes the same samples and the others are never seen.
 
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 
 from lab.analysis.calls import DistCall
@@ -44,7 +52,9 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         return []
     evidence = _failure(ctx)
     return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence),
-                                    _share_without_rank(files, evidence))
+                                    _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
+                                    _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
+                                    _sampler_padding(ctx, files, evidence))
             if finding is not None]
 
 
@@ -363,3 +373,119 @@ def _multiplied(node: ast.AST, worlds: set[str]) -> bool:
 def _divides(node: ast.AST, worlds: set[str]) -> bool:
     return any(isinstance(part, ast.BinOp) and isinstance(part.op, (ast.FloorDiv, ast.Div))
                and _mentions(part.right, worlds) for part in ast.walk(node))
+
+
+def _modules_in_plain_list(files: list[SourceFile], evidence: str) -> Finding | None:
+    """`self.blocks = [Block() for _ in range(n)]` in a module: layers nn.Module does not register."""
+    for source in files:
+        for cls in ast.walk(source.tree):
+            if not isinstance(cls, ast.ClassDef) or not _a_module(cls):
+                continue
+            for node in ast.walk(cls):
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
+                        and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self"
+                        and _layers(node.value)):
+                    kind = "dict" if isinstance(node.value, (ast.Dict, ast.DictComp)) else "list"
+                    holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
+                    attribute = node.targets[0].attr
+                    return Finding(
+                        "modules-in-plain-list", f"{cls.name} keeps layers in a plain Python {kind} (`self.{attribute} "
+                        f"= ...` at {source.name}:{node.lineno}): nn.Module does not register them, so "
+                        "model.parameters(), DDP (no broadcast, no gradient averaging), the optimizer and state_dict "
+                        "never see their weights", evidence, None, None,
+                        f"hold them in a {holder}: self.{attribute} = {holder}(...) around the same {kind} (it "
+                        "iterates and indexes like the plain one)")
+    return None
+
+
+def _a_module(cls: ast.ClassDef) -> bool:
+    """A class of torch.nn.Module (by its bases' names) or one with a forward method."""
+    return any((ast.unparse(base).split(".")[-1] in ("Module", "Sequential")) for base in cls.bases) or any(
+        isinstance(item, ast.FunctionDef) and item.name == "forward" for item in cls.body)
+
+
+def _layers(value: ast.AST) -> bool:
+    """A list or dict (literal or comprehension) of calls that build objects: Block(...), nn.Linear(...)."""
+    if isinstance(value, (ast.ListComp, ast.DictComp)):
+        items = [value.elt] if isinstance(value, ast.ListComp) else [value.value]
+    elif isinstance(value, ast.List):
+        items = value.elts
+    elif isinstance(value, ast.Dict):
+        items = value.values
+    else:
+        return False
+    return bool(items) and all(isinstance(item, ast.Call) and _called(item) and _called(item)[0].isupper()
+                               for item in items)
+
+
+def _exit_status_returned(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """Ranks that exited with a status of their own while `sys.exit(main())` hands main()'s return value to exit."""
+    codes = sorted({code for entries in ctx.reports.values() for _, code in entries if code > 0})
+    if not codes:
+        return None
+    for source in files:
+        functions = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
+        for node in ast.walk(source.tree):
+            if not (isinstance(node, ast.Call) and _called(node) in ("exit", "SystemExit") and len(node.args) == 1
+                    and isinstance(node.args[0], ast.Call) and _called(node.args[0]) in functions):
+                continue
+            called = functions[_called(node.args[0])]
+            values = [item for item in ast.walk(called) if isinstance(item, ast.Return) and item.value is not None
+                      and not (isinstance(item.value, ast.Constant) and item.value.value in (None, 0))]
+            if values:
+                shown = ast.unparse(node)
+                return Finding(
+                    "exit-status-returned", f"`{shown}` at {source.name}:{node.lineno} makes what {called.name}() "
+                    f"returns the process's exit status: it returns `{ast.unparse(values[0].value)}` (line "
+                    f"{values[0].lineno}), so ranks that finished their work exit with status "
+                    f"{', '.join(map(str, codes))} and the launcher reports them failed", evidence, None, None,
+                    f"exit 0 after a run that went well: call {called.name}() on its own (or sys.exit(0)), and keep "
+                    f"sys.exit(...) for a status you mean (sys.exit(1) on failure); return the value to a caller "
+                    "that uses it, not to sys.exit")
+    return None
+
+
+def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        loaders = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) == "DataLoader"
+                   and any(item.arg == "num_workers" and not (isinstance(item.value, ast.Constant)
+                                                              and item.value.value in (0, None))
+                           for item in node.keywords)]
+        if not loaders:
+            continue
+        for cls in ast.walk(source.tree):
+            if (isinstance(cls, ast.ClassDef) and any(ast.unparse(base).endswith("IterableDataset") for base in cls.bases)
+                    and "get_worker_info" not in ast.unparse(cls)):
+                workers = next(ast.unparse(item.value) for item in loaders[0].keywords if item.arg == "num_workers")
+                return Finding(
+                    "iterable-not-split-by-worker", f"{cls.name} ({source.name}:{cls.lineno}) is an IterableDataset "
+                    f"that does not split its records among the DataLoader's workers (no get_worker_info()), and the "
+                    f"DataLoader at line {loaders[0].lineno} runs num_workers={workers}: every worker yields the "
+                    "rank's whole share, so each record comes once per worker", evidence, None, None,
+                    "split by worker inside __iter__: info = torch.utils.data.get_worker_info(); if info is not None, "
+                    "keep records[info.id::info.num_workers] of the rank's share (the rank split stays as it is); "
+                    "or num_workers=0")
+    return None
+
+
+NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+
+
+def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A count the script's check found larger than the dataset by less than the world size, and a multiple of it."""
+    world = ctx.evidence.expected_world_size
+    if world < 2 or not any("DistributedSampler" in ast.unparse(source.tree) for source in files):
+        return None
+    for tb in ctx.tracebacks:
+        numbers = [int(found) for found in NUMBER.findall(tb.message)]
+        for counted in numbers:
+            for total in numbers:
+                if 0 < counted - total < world and counted % world == 0:
+                    return Finding(
+                        "sampler-padding", f"DistributedSampler pads the dataset to a multiple of the {world} ranks: "
+                        f"{total} samples become {counted} ({world} x {counted // world}), so {counted - total} "
+                        "samples are seen twice and the evaluation's count is off", evidence, tb.node, tb.rank,
+                        "count only the real samples: DistributedSampler(drop_last=False) still pads, so gather each "
+                        "sample's index with its result and drop the repeats (or skip positions >= len(dataset) "
+                        "of the sampler's order), or evaluate the set once on one rank with a plain DataLoader")
+    return None

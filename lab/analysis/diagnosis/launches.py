@@ -1,0 +1,87 @@
+"""The nodes launched the job differently, so they never formed one job, read from the launchers' own command lines
+(the stacks of torchrun's agents) and from who each process said it was (the Flight Recorder dumps):
+
+- torchrun options that differ between the nodes' agents (a --rdzv-id made per node with $RANDOM, another --nnodes
+  or endpoint): each agent waits in a rendezvous the others never join;
+- a rank number held by a process on each of two nodes, in worlds of the same size: each node ran a job of its own
+  (`--standalone` on every node, a rendezvous endpoint of localhost).
+"""
+
+from __future__ import annotations
+
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+
+NODE_OWN_OPTIONS = {"--node-rank", "--node_rank", "--local-addr", "--local_addr", "--log-dir", "--log_dir"}
+
+
+def launch_findings(ctx: Context) -> list[Finding]:
+    return _options_differ(ctx) + _separate_worlds(ctx)
+
+
+def _launcher_options(cmdline: list[str]) -> dict[str, str] | None:
+    """torchrun's options (`--name value` or `--name=value`) before the script; None for another command."""
+    try:
+        start = next(index for index, word in enumerate(cmdline) if word.endswith(("torchrun", "torch.distributed.run",
+                                                                                     "torch.distributed.launch")))
+    except StopIteration:
+        return None
+    options, words = {}, cmdline[start + 1:]
+    index = 0
+    while index < len(words) and words[index].startswith("--"):
+        name, _, value = words[index].partition("=")
+        if not value and index + 1 < len(words) and not words[index + 1].startswith("--") and not words[
+                index + 1].endswith(".py"):
+            value, index = words[index + 1], index + 1
+        options[name.replace("_", "-")] = value
+        index += 1
+    return options
+
+
+def _options_differ(ctx: Context) -> list[Finding]:
+    agents = {}
+    for process in ctx.evidence.processes:
+        if process.role == "agent" and (options := _launcher_options(process.cmdline)) is not None:
+            agents.setdefault(process.node, options)
+    if len(agents) < 2:
+        return []
+    names = sorted(set().union(*agents.values()) - {name.replace("_", "-") for name in NODE_OWN_OPTIONS})
+    for name in names:
+        values = {node: options.get(name, "(not given)") for node, options in sorted(agents.items())}
+        if len(set(values.values())) > 1:
+            shown = ", ".join(f"node{node} {value}" for node, value in values.items())
+            return [Finding(
+                "launch-options-differ", f"the nodes' torchrun were started with different {name} ({shown}): each "
+                "waits in a rendezvous the others do not join, so no worker ever starts", "agents: " + "; ".join(
+                    f"node{node}: {' '.join(f'{key} {value}'.strip() for key, value in options.items())}"
+                    for node, options in sorted(agents.items()))[:600], min(agents), None,
+                f"start torchrun on every node with the same options; only --node-rank differs per node. A value "
+                f"made on each node ($RANDOM, a date, the hostname) must be made once and passed to every node: "
+                f"`lab exec --env RDZV_ID=job1 -- torchrun ... {name} $RDZV_ID ...`, or `lab torchrun`, which "
+                "launches every node alike")]
+    return []
+
+
+def _separate_worlds(ctx: Context) -> list[Finding]:
+    """Two nodes whose processes claim the same ranks of worlds of the same size, and ran collectives in them: two
+    jobs, not one (two processes that claimed one rank of one world never get past its rendezvous)."""
+    claimed: dict[tuple[int, int], set[int]] = {}
+    for trace in ctx.evidence.traces:  # a world that formed: its processes got past init into collectives
+        if trace.rank is not None and trace.world_size and trace.node is not None and trace.reached:
+            claimed.setdefault((trace.rank, trace.world_size), set()).add(trace.node)
+    twice = {key: nodes for key, nodes in claimed.items() if len(nodes) > 1}
+    if not twice or not ctx.multi_node:
+        return []
+    (rank, world), nodes = min(twice.items())
+    listed = " and ".join(f"node{node}" for node in sorted(nodes))
+    standalone = any("--standalone" in word for word in ctx.evidence.command)
+    why = ("--standalone, which makes each node its own rendezvous on localhost" if standalone else
+           "a rendezvous of its own (a localhost endpoint, --standalone, or another port or id per node)")
+    return [Finding(
+        "separate-jobs", f"{listed} each ran a job of their own: both have a rank {rank} in a world of {world}, so the "
+        f"nodes never trained together (each node's torchrun used {why})", f"ranks by node: " + "; ".join(
+            f"rank {rank_} of {world_}: {', '.join(f'node{node}' for node in sorted(found))}"
+            for (rank_, world_), found in sorted(claimed.items()))[:600], min(nodes), rank,
+        "launch one job across the nodes: on every node torchrun --nnodes N --node-rank R --nproc-per-node P "
+        "--rdzv-endpoint node0:PORT (or --master-addr node0 --master-port PORT), without --standalone; or `lab "
+        "torchrun`, which does so")]

@@ -1,0 +1,107 @@
+"""A rank held up by its own threads, read from the stacks the lab took of a hung run:
+
+- the main thread in `threading._shutdown`: the script's code is done, and the interpreter waits at exit for a
+  thread that was not started as a daemon and that nothing stops (a queue consumer, an uploader);
+- the main thread at a `with LOCK:` (or `LOCK.acquire()`) line while an outer frame of the same thread is inside a
+  `with` of the same lock: a threading.Lock taken twice by one thread never comes free.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.logs import LIBRARY_FILE
+from lab.analysis.stacks import MAIN_THREAD, Frame, ProcessStack, ThreadStack
+
+LAB_THREADS = ("lab-flight-recorder",)
+
+
+def thread_findings(ctx: Context) -> list[Finding]:
+    sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
+    for process in ctx.evidence.processes:
+        main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
+        if process.role == "agent" or main is None or not main.frames:
+            continue
+        if main.frames[-1].function == "_shutdown" and main.frames[-1].file.endswith("threading.py"):
+            return [_exit_waits(ctx, process)]
+        if (twice := _lock_taken_twice(main, sources)) is not None:
+            return [_self_deadlock(ctx, process, *twice)]
+    return []
+
+
+def _who(process: ProcessStack) -> str:
+    return (f"rank {process.rank}" if process.rank is not None else f"the process {process.pid}") + \
+        f" on node{process.node}"
+
+
+def _exit_waits(ctx: Context, process: ProcessStack) -> Finding:
+    waiting = [thread for thread in process.threads if thread.name not in (MAIN_THREAD, *LAB_THREADS)]
+    described = "; ".join(f"'{thread.name}' at {_own(thread)}" for thread in waiting) or "(no stack of it)"
+    names = ", ".join(f"'{thread.name}'" for thread in waiting) or "its other threads"
+    return Finding(
+        "exit-waits-for-thread", f"{_who(process)} finished its code but cannot exit: the interpreter waits at exit "
+        f"for its thread {names}, which was not started as a daemon and which nothing stops", f"{_who(process)}: "
+        f"MainThread in threading._shutdown; {described}", process.node, process.rank,
+        f"end the thread before the script ends: tell it to stop (a sentinel in its queue, an Event) and join() it, "
+        "in a `finally:` so an error path does it too, or start it with daemon=True if its work may be dropped; "
+        "torchrun's agents wait for every rank to exit, so the other nodes wait with it")
+
+
+def _own(thread: ThreadStack) -> str:
+    own = [frame for frame in thread.frames if not LIBRARY_FILE.search(frame.file)]
+    frame = (own or thread.frames)[-1]
+    inner = thread.frames[-1]
+    return f"{frame.location} in {frame.function}" + (f", waiting in {inner.function}" if inner is not frame else "")
+
+
+def _lock_taken_twice(main: ThreadStack, sources: dict[str, str]) -> tuple[Frame, Frame, str] | None:
+    """(the outer frame holding the lock, the inner frame taking it again, the lock's expression)."""
+    inner = main.frames[-1]
+    if LIBRARY_FILE.search(inner.file) or inner.file not in sources:
+        return None
+    try:
+        tree = ast.parse(sources[inner.file])
+    except (SyntaxError, ValueError):
+        return None
+    taken = _lock_at(tree, inner.line)
+    if taken is None:
+        return None
+    for outer in main.frames[:-1]:
+        if outer.file == inner.file and taken in _locks_held(tree, outer.line):
+            return outer, inner, taken
+    return None
+
+
+def _lock_at(tree: ast.Module, line: int) -> str | None:
+    """The lock a statement at `line` takes: `with self.lock:` or `self.lock.acquire()`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and node.lineno == line:
+            return next((ast.unparse(item.context_expr) for item in node.items), None)
+        if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "acquire"):
+            return ast.unparse(node.func.value)
+    return None
+
+
+def _locks_held(tree: ast.Module, line: int) -> set[str]:
+    """The locks of the `with` blocks whose body holds `line`."""
+    return {ast.unparse(item.context_expr) for node in ast.walk(tree) if isinstance(node, ast.With) and node.body
+            and node.body[0].lineno <= line <= (node.end_lineno or 0) for item in node.items}
+
+
+def _self_deadlock(ctx: Context, process: ProcessStack, outer: Frame, inner: Frame, lock: str) -> Finding:
+    return Finding(
+        "lock-taken-twice", f"{_who(process)} waits forever for {lock}, which its own thread already holds: "
+        f"{outer.function} ({outer.location}) took it and then called {inner.function} ({inner.location}), which "
+        "takes it again; a threading.Lock does not let its holder in twice", f"{_who(process)}: MainThread "
+        + " <- ".join(f"{frame.function} ({frame.location})" for frame in reversed(_main_frames(process))),
+        process.node, process.rank,
+        f"take the lock once: call {inner.function.rsplit('.', 1)[-1]} after leaving the `with {lock}:` block (or "
+        f"split it into a version that expects the lock held), or make it a threading.RLock(), which its holder may "
+        "take again")
+
+
+def _main_frames(process: ProcessStack) -> list[Frame]:
+    return next((thread.frames for thread in process.threads if thread.name == MAIN_THREAD), [])

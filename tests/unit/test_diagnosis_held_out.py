@@ -1,0 +1,102 @@
+"""Causes first met in the sixth held-out batch (bench/diagnosis/SIXTH_BATCH.md): its real records (2-node labs, the
+jobs' hooks), each with the cause and fix the lab must now give first, and the same records changed where a
+finding must not fire."""
+
+from dataclasses import replace
+
+import pytest
+
+from lab.analysis.diagnosis import diagnose
+from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
+from tests.unit.test_diagnosis_sources import with_source
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("sixth_warnings_error_node1", "warning-raised-as-error", ["UserWarning raised as an error"], ["PYTHONWARNINGS"]),
+    ("sixth_tokenize", "module-shadowed", ["tokenize.py", "linecache.py imported 'tokenize'"], ["rename tokenize.py"]),
+    ("sixth_getpass_tracker_key", "prompt-without-terminal", ["no terminal", "TRACKER_API_KEY"],
+     ["--env TRACKER_API_KEY="]),
+    ("sixth_uploader_thread_exit", "exit-waits-for-thread", ["'ckpt-uploader'", "cannot exit"],
+     ["join()", "daemon=True"]),
+    ("sixth_lock_reentry_logger", "lock-taken-twice", ["self.lock", "MetricsLogger.log (lock_reentry_logger.py:31)"],
+     ["RLock"]),
+    ("sixth_rdzv_id_per_node", "launch-options-differ", ["--rdzv-id (node0 job-20018, node1 job-5914)"],
+     ["same options"]),
+    ("sixth_standalone_each_node", "separate-jobs", ["each ran a job of their own", "--standalone"],
+     ["without --standalone"]),
+    ("sixth_options_after_script", "bad-arguments", ["torchrun's own options", "after the script"],
+     ["before the script"]),
+    ("sixth_stale_worker_cleanup", "killed-by-the-job", ["killed its own sibling process 296"], ["pkill -f"]),
+    ("sixth_exit_code_from_main", "exit-status-returned", ["`sys.exit(main())`", "`best_epoch`"], ["main() on its own"]),
+    ("sixth_ddp_wrap_if_gpus", "gradients-never-averaged", ["50 steps", "no DDP forward"],
+     ["DistributedDataParallel(model)"]),
+    ("sixth_params_in_list", "modules-in-plain-list", ["ResidualMLP", "plain Python list"], ["nn.ModuleList"]),
+    ("sixth_iterable_worker_dup", "iterable-not-split-by-worker", ["ShardStream", "num_workers=2"],
+     ["get_worker_info()"]),
+    ("sixth_eval_sampler_padding", "sampler-padding", ["1001 samples become 1004"], ["drop the repeats"]),
+    ("sixth_sampler_shuffle_conflict", "sampler-with-shuffle", ["shuffle=True"], ["set_epoch"]),
+    ("sixth_syncbn_cpu", "sync-batchnorm-on-cpu", ["SyncBatchNorm"], ["torch.cuda.is_available()"]),
+    ("sixth_grad_ckpt_find_unused", "reentrant-checkpoint-ddp", ["checkpointing"], ["use_reentrant=False"]),
+    ("sixth_world_size_at_import", "process-group-not-initialized", ["`num_replicas=dist.get_world_size()`",
+                                                                     "default argument"], ["default None"]),
+]
+
+
+@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
+def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
+    top = diagnose(sample(name))[0]
+    assert top.cause == cause, (top.cause, top.title)
+    assert all(words in top.title for words in title), top.title
+    assert all(words in top.fix for words in fix), top.fix
+
+
+def test_a_warning_names_the_node_whose_warning_options_make_it_an_error():
+    evidence = sample("sixth_warnings_error_node1")
+    strict = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, warnoptions=(
+        ("error",) if trace.node == 1 else ()))) if trace.calls else trace for trace in evidence.traces])
+    top = diagnose(strict)[0]
+    assert "node1 turn warnings into errors" in top.title and "unset PYTHONWARNINGS" in top.fix and "node1" in top.fix
+
+
+def test_a_lock_taken_by_another_frame_of_other_code_is_not_taken_twice():
+    evidence = sample("sixth_lock_reentry_logger")
+    # flush taking another lock than the one log() holds is a wait, not a self-deadlock
+    other = with_source(evidence, "    def flush(self):\n        with self.lock:",
+                        "    def flush(self):\n        with self.io_lock:")
+    assert "lock-taken-twice" not in causes(other)
+
+
+def test_agents_started_alike_and_worlds_that_never_formed_are_not_launch_mistakes():
+    same_id = sample("sixth_rdzv_id_per_node")
+    same_id = replace(same_id, processes=[replace(process, cmdline=[word.replace("job-5914", "job-20018")
+                                                                    for word in process.cmdline])
+                                          for process in same_id.processes])
+    assert "launch-options-differ" not in causes(same_id)
+    unformed = sample("sixth_standalone_each_node")
+    unformed = replace(unformed, traces=[replace(trace, reached=0) for trace in unformed.traces])
+    assert "separate-jobs" not in causes(unformed)
+
+
+def test_a_pid_a_rank_printed_without_killing_words_is_not_a_kill_by_the_job():
+    evidence = sample("sixth_stale_worker_cleanup")
+    quiet = replace(evidence, nodes=[replace(node, lines=[line.replace("killing stale worker", "loaded shard")
+                                                          for line in node.lines]) for node in evidence.nodes])
+    assert causes(quiet)[0] == "process-killed"
+
+
+def test_main_returning_nothing_and_a_wrapped_model_are_not_these_causes():
+    exits = sample("sixth_exit_code_from_main")
+    assert "exit-status-returned" not in causes(with_source(exits, "sys.exit(main())", "main()"))
+    unwrapped = sample("sixth_ddp_wrap_if_gpus")
+    assert "gradients-never-averaged" not in causes(with_calls(unwrapped, ddp_forwards={"synced": 50, "no_sync": 0}))
+    listed = sample("sixth_params_in_list")
+    registered = with_source(with_source(listed, "self.blocks = [", "self.blocks = nn.ModuleList(["),
+                             "for _ in range(depth)]", "for _ in range(depth)])")
+    assert "modules-in-plain-list" not in causes(registered)
+
+
+def test_an_iterable_dataset_split_by_worker_and_a_count_off_by_more_than_padding_are_not_these_causes():
+    iterable = sample("sixth_iterable_worker_dup")
+    assert "iterable-not-split-by-worker" not in causes(with_source(
+        iterable, "    def __iter__(self):", "    def __iter__(self):\n        info = get_worker_info()"))
+    padded = sample("sixth_eval_sampler_padding")
+    assert "sampler-padding" not in causes(with_source(padded, "DistributedSampler", "SequentialSampler"))
