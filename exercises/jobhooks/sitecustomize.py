@@ -30,6 +30,8 @@ ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). E
   gradient sync (`no_sync()`), the user's own hash() of strings, torch's seed and Python's string-hash salt, and the
   environment variables the job read with the values it got (a variable set on one node only). A call inside another
   recorded call (torch's own) is not recorded; the wrapper adds one frame (`recorded`, in this file) to tracebacks and costs a few microseconds.
+- the files the process saved and loaded with torch.save / torch.load (path, size, time, error), and its resource
+  limits (`ulimit -f`, open files): what makes one node's read or write fail;
 - the text of the user's own files (`sources`: the script and the files its calls came from), in the dumps written
   at exit and when the lab asks: what a traceback or a caller's line does not say (a value compared before it was
   converted, a tensor read before its async collective was waited for) is in the code around it.
@@ -105,7 +107,7 @@ GROUP_CALLS = ("new_group", "new_subgroups", "new_subgroups_by_enumeration")
 AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more once they return
 ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
-KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8}
+KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16}
 # The argument a call writes its result into (on every rank, or on the root where ROOT_ONLY names the root's
 # argument): given a tensor or list nothing else holds, the call's result is thrown away as it returns.
 RESULT_ARGUMENTS = {"all_reduce": "tensor", "broadcast": "tensor", "reduce": "tensor", "recv": "tensor",
@@ -146,7 +148,7 @@ class _CallLog:
         self.env_read: dict[str, str | None] = {}  # variable -> the value the job's first read of it got (None: unset)
 
     def __bool__(self) -> bool:
-        return bool(self.counts or self.kept["store"])
+        return bool(self.counts or self.kept["store"] or self.kept["files"])
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -181,7 +183,8 @@ def _process_seeds() -> dict:
     Python's string hashing (random per process unless PYTHONHASHSEED is set): compared across ranks by the lab. And
     the working directory it started in and has now, which relative paths depend on, and the warning options
     (PYTHONWARNINGS, -W): `error` makes a warning a crash."""
-    seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8]}
+    seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8],
+             "limits": _limits()}
     try:
         seeds["cwd"] = os.getcwd()
     except OSError:
@@ -191,6 +194,23 @@ def _process_seeds() -> dict:
     except Exception:
         pass
     return seeds
+
+
+def _limits() -> dict[str, int]:
+    """The process's soft resource limits that make a write, an open or an allocation fail on one node only (a
+    `ulimit -f` in a launch script): -1 for unlimited."""
+    try:
+        import resource
+    except ImportError:
+        return {}
+    found = {}
+    for name in ("FSIZE", "NOFILE", "AS", "NPROC"):
+        try:
+            soft = resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[0]
+        except (AttributeError, ValueError, OSError):
+            continue
+        found[name.lower()] = -1 if soft == resource.RLIM_INFINITY else int(soft)
+    return found
 
 
 def _temporary_references(*args, **kwargs) -> int:
@@ -711,6 +731,52 @@ def _record_optimizer_steps(module) -> None:
     module.register_optimizer_step_post_hook(stepped)
 
 
+def _file_facts(path: str) -> dict:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return {"size": None}
+    return {"size": stat.st_size, "mtime": stat.st_mtime}
+
+
+def _record_serialization(module) -> None:
+    """torch.save and torch.load of a named file: which file, its size and time as the load began (a copy left on one
+    node from before the run) or as the save ended (a write a limit cut short), and the error."""
+    for op, position in (("save", 1), ("load", 0)):
+        original = getattr(module, op, None)
+        if callable(original) and not getattr(original, "__wrapped_by_lab__", False):
+            recorded = _recorded_file_op(op, position, original)
+            recorded.__wrapped_by_lab__ = True
+            setattr(module, op, recorded)
+
+
+def _recorded_file_op(op: str, position: int, original):
+    @functools.wraps(original)
+    def recorded(*args, **kwargs):
+        target = args[position] if len(args) > position else kwargs.get("f")
+        if not isinstance(target, (str, os.PathLike)):
+            return original(*args, **kwargs)
+        try:
+            path = os.path.abspath(os.fspath(target))
+            record = {"op": op, "path": path[:300], "caller": _caller(sys._getframe(1)), "at": time.time(),
+                      **(_file_facts(path) if op == "load" else {})}
+            with CALLS.lock:
+                CALLS.kept["files"].append(record)
+        except Exception:
+            return original(*args, **kwargs)
+        try:
+            return original(*args, **kwargs)
+        except BaseException as error:
+            record["error"] = _error(error)
+            raise
+        finally:
+            record["ended_at"] = time.time()
+            if op == "save":
+                record.update(_file_facts(path))
+
+    return recorded
+
+
 def _record_string_hashes() -> None:
     """Note the user's own hash() of strings: Python salts them per process (PYTHONHASHSEED), so ranks that shard,
     assign or seed by hash() disagree. Other calls pass straight through."""
@@ -856,6 +922,7 @@ if os.environ.get("LAB_FLIGHT_DIR"):
     _once_imported("torch.distributed", _record_dist_calls_and_store)
     _once_imported("torch.nn.parallel.distributed", _count_ddp_forwards)
     _once_imported("torch.optim.optimizer", _record_optimizer_steps)
+    _once_imported("torch.serialization", _record_serialization)
     if not os.environ.get("PYTHONHASHSEED", "random").isdigit():  # salted per process
         _record_string_hashes()
     _record_environment_reads()

@@ -119,6 +119,20 @@ class StoreOp:
 
 
 @dataclass(frozen=True)
+class FileOp:
+    """A torch.save or torch.load of a named file by the user's code."""
+
+    op: str  # 'save' or 'load'
+    path: str  # absolute, as the process saw it
+    caller: str | None = None
+    at: float | None = field(default=None, compare=False)
+    ended_at: float | None = field(default=None, compare=False)
+    size: int | None = None  # bytes: as a load began, as a save ended; None: no such file then
+    mtime: float | None = field(default=None, compare=False)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class CallLog:
     """What one process was doing in torch.distributed and on its stores when its dump was written."""
 
@@ -140,6 +154,8 @@ class CallLog:
     cwd: str | None = None  # and when the dump was written (os.chdir, Hydra's run folder)
     env_read: dict[str, str | None] = field(default_factory=dict)  # variables it read -> the value got (None: unset)
     warnoptions: tuple[str, ...] = ()  # sys.warnoptions (PYTHONWARNINGS, -W): 'error' makes a warning an exception
+    files: tuple[FileOp, ...] = ()  # its last torch.save / torch.load of named files, oldest first
+    limits: dict[str, int] = field(default_factory=dict)  # soft limits 'fsize', 'nofile', 'as', 'nproc'; -1: none
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -183,9 +199,18 @@ def read_calls(data: dict | None) -> CallLog | None:
                    env_read={str(name): None if value is None else str(value)
                              for name, value in (data.get("env_read") or {}).items()},
                    warnoptions=tuple(str(option) for option in data.get("warnoptions") or []),
+                   files=tuple(_file_op(item) for item in data.get("files") or [] if isinstance(item, dict)
+                               and item.get("op") and item.get("path")),
+                   limits=_counts(data.get("limits")),
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))
+
+
+def _file_op(item: dict) -> FileOp:
+    return FileOp(op=str(item["op"]), path=str(item["path"]), caller=item.get("caller"), at=_float(item.get("at")),
+                  ended_at=_float(item.get("ended_at")), size=_int(item.get("size")), mtime=_float(item.get("mtime")),
+                  error=item.get("error"))
 
 
 def _counts(data) -> dict[str, int]:

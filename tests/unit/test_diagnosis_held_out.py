@@ -100,3 +100,31 @@ def test_an_iterable_dataset_split_by_worker_and_a_count_off_by_more_than_paddin
         iterable, "    def __iter__(self):", "    def __iter__(self):\n        info = get_worker_info()"))
     padded = sample("sixth_eval_sampler_padding")
     assert "sampler-padding" not in causes(with_source(padded, "DistributedSampler", "SequentialSampler"))
+
+
+def test_a_broken_cache_file_from_before_the_run_on_one_node_is_told_as_that_node_copy():
+    """tests/failures/stale_cache_on_one_node.py (the sixth batch's corrupt_cache_node1, by another script): the
+    hooks keep each torch.load's file, size and time."""
+    evidence = sample("stale_cache_on_one_node")
+    top = diagnose(evidence)[0]
+    assert top.cause == "stale-file-on-node" and top.node == 1
+    assert "/root/.cache/featcache/features.pt on node1: 30000 bytes, written before the run" in top.title
+    assert "node0's copy (801584 bytes) loaded" in top.title and "delete /root/.cache/featcache/features.pt on node1" \
+        in top.fix
+    # saved on node1 during the run (the write may be what it read): not a file from before
+    saved_here = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, files=tuple(
+        replace(op, op="save") if trace.node == 1 else op for op in trace.calls.files) + tuple(
+        op for op in trace.calls.files if trace.node == 1))) for trace in evidence.traces])
+    assert "stale-file-on-node" not in causes(saved_here)
+
+
+def test_a_write_that_stopped_at_one_node_file_size_limit_names_the_limit():
+    """tests/failures/file_size_limit_on_one_node.py (the sixth batch's fsize_limit_node1, by another script)."""
+    evidence = sample("file_size_limit_on_one_node")
+    top = diagnose(evidence)[0]
+    assert top.cause == "file-size-limit" and top.node == 1
+    assert "to 1.0 MiB (ulimit -f; node0: unlimited)" in top.title and "optim_shard_1.pt stopped at 1.0 MiB" in top.title
+    assert "ulimit -f unlimited" in top.fix
+    unlimited = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, limits={
+        **trace.calls.limits, "fsize": -1})) for trace in evidence.traces])
+    assert "file-size-limit" not in causes(unlimited)

@@ -28,7 +28,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "stale-file-on-node", "file-size-limit",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
@@ -202,6 +202,9 @@ CAUSES = {
                                     "workers, with num_workers > 0: every record comes once per worker.",
     "sampler-padding": "DistributedSampler padded the dataset to a multiple of the world size, and an evaluation "
                        "counted the repeats.",
+    "stale-file-on-node": "A file a rank loaded was written before the run and by nobody during it, and it is cut "
+                          "short: a copy left on that node's own disk (a cache from an earlier run).",
+    "file-size-limit": "A write failed on a node whose processes may not write files past a size (ulimit -f).",
     "module-shadowed": "A file of the job has the name of a standard library module (tokenize.py, queue.py): a "
                        "library's import of that module loads the job's file instead.",
     "prompt-without-terminal": "The job asked for input (a password or key prompt, input()) and met end of input: "

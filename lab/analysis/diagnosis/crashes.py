@@ -36,8 +36,14 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                 ctx.evidence.expected_world_size > 1:
             found.append(_renamed_away(ctx, tb, moved))
             continue
+        if _reads_a_checkpoint(tb) and (stale := _stale_copy(ctx, tb)) is not None:
+            found.append(stale)
+            continue
         if _reads_a_checkpoint(tb) and (READ_PAST_END.search(f"{tb.short_type}: {tb.message}")):
             found.append(_checkpoint_cut_short(ctx, tb))
+            continue
+        if (limited := _write_limited(ctx, tb)) is not None:
+            found.append(limited)
             continue
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             continue
@@ -314,6 +320,72 @@ def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
                    "let readers in only once the writer is done: dist.barrier() after rank 0's torch.save and before "
                    "any torch.load (polling for the file's existence is not enough), or save to a temporary name in "
                    "the same folder and os.replace() it into place")
+
+
+def _own_log(ctx: Context, tb):
+    """The hooks' record of the process that raised tb."""
+    rank = _rank_of(ctx, tb)
+    return next((trace for trace in ctx.evidence.traces if trace.calls is not None and trace.node == tb.node
+                 and (trace.rank == rank or rank is None)), None)
+
+
+def _stale_copy(ctx: Context, tb) -> Finding | None:
+    """The file a failed torch.load read predates the process and nobody saved it during the run: a broken copy left
+    on that node's own disk, not one another rank was writing."""
+    trace = _own_log(ctx, tb)
+    failed = next((op for op in reversed(trace.calls.files) if op.op == "load" and op.error), None) if trace else None
+    if failed is None or failed.mtime is None or trace.started_at is None or failed.mtime >= trace.started_at:
+        return None
+    probes = ctx.evidence.probes
+    shared = probes is not None and probes.on_shared_folder(failed.path)
+    if any(op.op == "save" and op.path == failed.path for other in ctx.evidence.traces if other.calls is not None
+           and (other.node == tb.node or shared) for op in other.calls.files):
+        return None  # written during the run where this rank reads it: that write may be what it read
+    loaded = sorted({(other.node, op.size) for other in ctx.evidence.traces if other.calls is not None
+                     and other.node != tb.node for op in other.calls.files
+                     if op.op == "load" and op.path == failed.path and not op.error and op.size is not None})
+    rank = _rank_of(ctx, tb)
+    elsewhere = (f"; node{loaded[0][0]}'s copy ({_bytes(loaded[0][1])}) loaded" if loaded else "")
+    return Finding(
+        "stale-file-on-node", f"rank {rank if rank is not None else '?'}'s torch.load{_at(tb)} read {failed.path} on "
+        f"node{tb.node}: {_bytes(failed.size)}, written before the run began and by nobody during it, and it could "
+        f"not be read ({tb.short_type}: {_said(tb.message, 60)}){elsewhere}: a broken file left on that node's own "
+        "disk (a cache from an earlier run, cut short)",
+        _raised(tb, rank)[:400], tb.node, rank,
+        f"delete {failed.path} on node{tb.node} (the bad copy), and make the code check what it reuses: write the "
+        "cache to a temporary name and os.replace() it into place when complete, and check its size or a checksum "
+        "(or catch the load's error and rebuild it) before trusting a cached file")
+
+
+def _bytes(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    return f"{size} bytes" if size < 1 << 20 else f"{size / (1 << 20):.1f} MiB"
+
+
+WRITE_FAILED = re.compile(r"File too large|EFBIG|\[Errno 27\]|iostream error|unexpected pos")
+
+
+def _write_limited(ctx: Context, tb) -> Finding | None:
+    """A write that failed in a process whose file-size limit (ulimit -f) is finite."""
+    trace = _own_log(ctx, tb)
+    limit = trace.calls.limits.get("fsize", -1) if trace else -1
+    if limit < 0 or not WRITE_FAILED.search(tb.message):
+        return None
+    others = sorted({other.node: other.calls.limits.get("fsize", -1) for other in ctx.evidence.traces
+                     if other.calls is not None and other.node != tb.node}.items())
+    compared = "; " + ", ".join(f"node{node}: {'unlimited' if value < 0 else _bytes(value)}"
+                                for node, value in others) if others else ""
+    saved = next((op for op in reversed(trace.calls.files) if op.op == "save" and op.error), None)
+    what = f"torch.save of {saved.path} stopped at {_bytes(saved.size)}" if saved else f"its write{_at(tb)} failed"
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "file-size-limit", f"node{tb.node} limits the size of a file its processes may write to {_bytes(limit)} "
+        f"(ulimit -f{compared}), and rank {rank if rank is not None else '?'}'s {what} ({_said(tb.message, 80)})",
+        _raised(tb, rank)[:400], tb.node, rank,
+        f"lift the file-size limit on node{tb.node} as on the others: drop the `ulimit -f` from its launch script "
+        "or shell profile (ulimit -f unlimited), or the container's or scheduler's file-size limit "
+        "(docker run --ulimit fsize=-1)")
 
 
 WORKER_RERAISED = re.compile(r"Caught (?P<type>\w+) in (?P<where>DataLoader worker process \d+|pin memory thread)")
