@@ -42,7 +42,8 @@ def main() -> None:
     parser.add_argument("--tag", required=True, help="names this step's snapshot <tag>.pt and <tag>.first-snapshot")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--epoch-seconds", type=float, default=0.5,
-                        help="pause per epoch: stands in for a long epoch, so the fault lands mid-training")
+                        help="pause per epoch of the first launch: stands in for a long epoch, so the fault lands "
+                             "mid-training (a launch that resumes from a snapshot has no fault coming: no pause)")
     args = parser.parse_args()
 
     ids = labkit.torchrun_env()
@@ -72,6 +73,7 @@ def main() -> None:
     loader = DataLoader(sampler.dataset, batch_size=32, sampler=sampler)
     epoch_loss = math.nan
     epochs_trained = []
+    pause = args.epoch_seconds if start_epoch == 0 else 0.0
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
         losses = []
@@ -81,7 +83,7 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-        time.sleep(args.epoch_seconds)
+        time.sleep(pause)
         epoch_loss = labkit.global_mean(sum(losses) / len(losses), device)
         labkit.append_metric(rank, step=epoch, loss=epoch_loss, restart_count=restart_count)
         epochs_trained.append(epoch)

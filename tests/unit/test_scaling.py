@@ -65,9 +65,12 @@ def test_the_process_group_and_rendezvous_timeouts_grow_with_the_world():
 
 
 def test_a_steps_own_pg_timeout_wins_over_the_grown_one():
-    troubleshooting = find("exercise12")  # sets LAB_PG_TIMEOUT: 5 so each broken step fails in seconds
-    _, env = step_command(troubleshooting, troubleshooting.steps[0], context(32, 2))
-    assert env["LAB_PG_TIMEOUT"] == "5"
+    # exercise12 sets LAB_PG_TIMEOUT: 5 so each broken step fails in seconds, and 2 in its first two steps
+    troubleshooting = find("exercise12")
+    steps = {step.name: step for step in troubleshooting.steps}
+    timeouts = {name: step_command(troubleshooting, steps[name], context(32, 2))[1]["LAB_PG_TIMEOUT"]
+                for name in ("wrong-master-addr", "world-size-mismatch")}
+    assert timeouts == {"wrong-master-addr": "2", "world-size-mismatch": "5"}
 
 
 def test_in_parallel_runs_side_by_side_and_keeps_item_order(monkeypatch):
