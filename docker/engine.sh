@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure a Docker engine answers. On a Debian host, as root, install one (docker.io) when missing,
-# together with debootstrap (which builds the node image's base when no registry is reachable), and
+# together with mmdebstrap (which builds the node image's base when no registry is reachable), and
 # start dockerd in the background. Elsewhere, say what to do. Used by `make engine`.
 set -uo pipefail
 
@@ -39,7 +39,7 @@ fi
 
 missing=()
 { command -v dockerd && command -v docker; } >/dev/null 2>&1 || missing+=(docker.io)
-command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v mmdebstrap >/dev/null 2>&1 || command -v debootstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
 if ((${#missing[@]})); then
     echo "installing ${missing[*]} with apt-get"
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" || {

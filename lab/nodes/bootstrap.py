@@ -1,4 +1,7 @@
-"""A Debian base image without a registry: debootstrap from the host's own apt mirror, then import it.
+"""A Debian base image without a registry: mmdebstrap (else debootstrap) from the host's own apt mirror, then import.
+
+mmdebstrap downloads with apt, all at once, and writes a tarball; debootstrap fetches one package after another into
+a folder (bench/RESULTS.md, "The base image: mmdebstrap and debootstrap").
 
 The last resort of the node image's base resolution, for engines that cannot pull. The mirror is
 read from the host's apt sources at run time, so the repository names no mirror. Also home of the
@@ -171,14 +174,16 @@ def logged_failure(message: str, tail: list[str], log: Path, disk: Path | None) 
 
 
 class StageReporter:
-    """Turns debootstrap's hundreds of `I: Retrieving pkg` lines into one progress line per stage.
+    """Turns debootstrap's hundreds of `I: Retrieving pkg` lines (and mmdebstrap's few) into one progress line per
+    stage.
 
     A stage is the first word of an `I:` line (Retrieving, Validating, Unpacking, ...), reported the
     first time it appears; warnings and errors are always reported.
     """
 
-    def __init__(self, on_progress: Progress):
+    def __init__(self, on_progress: Progress, tool: str = "debootstrap"):
         self.on_progress = on_progress
+        self.tool = tool
         self.seen: set[str] = set()
 
     def __call__(self, line: str) -> None:
@@ -188,28 +193,35 @@ class StageReporter:
         stage = text.split()[0]
         if level != "I" or stage not in self.seen:
             self.seen.add(stage)
-            self.on_progress(f"debootstrap: {text}")
+            self.on_progress(f"{self.tool}: {text}")
 
 
 def bootstrap_base(client: docker.DockerClient, on_progress: Progress,
                    apt_dir: Path = APT_DIR, os_release: Path = OS_RELEASE) -> str:
-    """Debootstrap a minimal bookworm with the node image's system packages; import it as lab-base:bookworm."""
-    debootstrap, mirror = check_can_bootstrap(apt_dir, os_release)
+    """Bootstrap a minimal bookworm with the node image's system packages; import it as lab-base:bookworm."""
+    program, mirror = check_can_bootstrap(apt_dir, os_release)
+    tool = Path(program).name
     paths.cache_dir().mkdir(parents=True, exist_ok=True)
     paths.logs_dir().mkdir(parents=True, exist_ok=True)
     log_path = paths.logs_dir() / f"bootstrap-{BASE_SUITE}.log"
     root = Path(tempfile.mkdtemp(prefix="bootstrap-", dir=paths.cache_dir()))
-    on_progress(f"debootstrap {BASE_SUITE} from {mirror} (about a minute; log: {log_path})")
+    on_progress(f"{tool} {BASE_SUITE} from {mirror} (under a minute; log: {log_path})")
+    include = f"--include={','.join(BASE_PACKAGES)}"
+    if tool == "mmdebstrap":  # a tarball, without apt's lists and debs (mmdebstrap cleans them)
+        tarball = root / "base.tar"
+        command = [program, "--variant=minbase", include, BASE_SUITE, str(tarball), mirror]
+    else:
+        command = [program, "--variant=minbase", include, BASE_SUITE, str(root), mirror]
     try:
         with log_path.open("w") as log:
-            status, tail = run_logged(
-                [debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", BASE_SUITE, str(root), mirror],
-                log, StageReporter(on_progress),
-            )
+            status, tail = run_logged(command, log, StageReporter(on_progress, tool))
         if status != 0:
-            raise logged_failure(f"debootstrap of {BASE_SUITE} failed (exit {status})", tail, log_path, root)
+            raise logged_failure(f"{tool} of {BASE_SUITE} failed (exit {status})", tail, log_path, root)
         on_progress(f"importing the bootstrapped tree as {BASE_TAG}")
-        import_tree(client, root, BASE_TAG)
+        if tool == "mmdebstrap":
+            import_tarball(client, tarball, BASE_TAG)
+        else:
+            import_tree(client, root, BASE_TAG)
     finally:
         unmount_below(root)
         shutil.rmtree(root, ignore_errors=True)
@@ -217,15 +229,16 @@ def bootstrap_base(client: docker.DockerClient, on_progress: Progress,
 
 
 def check_can_bootstrap(apt_dir: Path = APT_DIR, os_release: Path = OS_RELEASE) -> tuple[str, str]:
-    """The debootstrap program and the mirror to use, or an ImageError saying why a bootstrap cannot run."""
+    """The bootstrap program (mmdebstrap, else debootstrap) and the mirror to use, or an ImageError saying why a
+    bootstrap cannot run."""
     fallback = "or make debian:bookworm-slim available to the engine (`docker pull` or `docker load` it)"
     if os.geteuid() != 0:
         raise ImageError("building a base image with debootstrap needs root",
                          f"run the command with sudo, {fallback}")
-    debootstrap = shutil.which("debootstrap")
-    if debootstrap is None:
-        raise ImageError("debootstrap is not installed, so no base image can be built here",
-                         f"install it (`apt-get install debootstrap`, or `make engine`), {fallback}")
+    program = shutil.which("mmdebstrap") or shutil.which("debootstrap")
+    if program is None:
+        raise ImageError("neither mmdebstrap nor debootstrap is installed, so no base image can be built here",
+                         f"install one (`apt-get install mmdebstrap`, or `make engine`), {fallback}")
     release = read_os_release(os_release)
     mirror = None
     if release.get("ID") == "debian":
@@ -233,7 +246,7 @@ def check_can_bootstrap(apt_dir: Path = APT_DIR, os_release: Path = OS_RELEASE) 
     if mirror is None:
         raise ImageError(f"no Debian mirror found in the apt sources under {apt_dir}",
                          f"debootstrap needs a Debian host whose apt sources name a `main` archive, {fallback}")
-    return debootstrap, mirror
+    return program, mirror
 
 
 def import_tree(client: docker.DockerClient, root: Path, tag: str) -> None:
@@ -255,6 +268,17 @@ def import_tree(client: docker.DockerClient, root: Path, tag: str) -> None:
         client.images.remove(tag, force=True)  # an incomplete base must not be found next time
         raise ImageError(f"tar of the bootstrapped tree failed: {complaint[-1] if complaint else tar.returncode}",
                          "check the free space under the lab's cache folder, then try again")
+
+
+def import_tarball(client: docker.DockerClient, tarball: Path, tag: str) -> None:
+    """Import a root filesystem tarball into the engine as image `tag`."""
+    repository, _, version = tag.partition(":")
+    with tarball.open("rb") as stream:
+        try:
+            client.api.import_image_from_stream(_chunks(stream), repository=repository, tag=version)
+        except docker.errors.APIError as error:
+            raise ImageError(f"Docker refused to import the bootstrapped base: {error.explanation or error}",
+                             "check the engine's disk space and log, then try again") from None
 
 
 def _chunks(stream) -> Iterator[bytes]:

@@ -150,7 +150,9 @@ def bootstrappable(tmp_path, monkeypatch):
     return make_apt_dir(tmp_path, ONE_LINE), release
 
 
-def test_check_can_bootstrap_finds_program_and_mirror(bootstrappable):
+def test_check_can_bootstrap_finds_program_and_mirror(bootstrappable, monkeypatch):
+    assert check_can_bootstrap(*bootstrappable) == ("/usr/sbin/mmdebstrap", MIRROR)  # the faster one first
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: None if name == "mmdebstrap" else f"/usr/sbin/{name}")
     assert check_can_bootstrap(*bootstrappable) == ("/usr/sbin/debootstrap", MIRROR)
 
 
@@ -161,11 +163,11 @@ def test_refuses_when_not_root(bootstrappable, monkeypatch):
     assert "sudo" in error.value.hint
 
 
-def test_refuses_without_debootstrap(bootstrappable, monkeypatch):
+def test_refuses_without_a_bootstrap_program(bootstrappable, monkeypatch):
     monkeypatch.setattr(bootstrap.shutil, "which", lambda name: None)
-    with pytest.raises(ImageError, match="debootstrap is not installed") as error:
+    with pytest.raises(ImageError, match="neither mmdebstrap nor debootstrap is installed") as error:
         check_can_bootstrap(*bootstrappable)
-    assert "apt-get install debootstrap" in error.value.hint
+    assert "apt-get install mmdebstrap" in error.value.hint
 
 
 def test_refuses_without_a_mirror(bootstrappable, tmp_path):
@@ -269,3 +271,29 @@ def test_failed_bootstrap_raises_with_log_and_cleans_up(fake_debootstrap, monkey
     assert "bootstrap-bookworm.log" in error.value.hint
     assert client.api.imported == {}
     assert not list(paths.cache_dir().glob("bootstrap-*"))
+
+
+FAKE_MMDEBSTRAP = """#!/bin/sh
+# called as: mmdebstrap --variant=minbase --include=... SUITE TARBALL MIRROR
+tarball="$4"
+echo "I: downloading packages with apt..."
+work=$(mktemp -d)
+mkdir -p "$work/etc" && echo bookworm > "$work/etc/debian_version"
+tar -C "$work" -cf "$tarball" . && rm -rf "$work"
+echo "I: success in 0.1 seconds"
+exit "${FAKE_STATUS:-0}"
+"""
+
+
+def test_mmdebstrap_tarball_is_imported_as_it_is_and_cleaned_up(tmp_path, monkeypatch):
+    program = tmp_path / "mmdebstrap"
+    program.write_text(FAKE_MMDEBSTRAP)
+    program.chmod(0o755)
+    monkeypatch.setattr(bootstrap, "check_can_bootstrap", lambda *_: (str(program), MIRROR))
+    monkeypatch.setenv("LAB_HOME", str(tmp_path / "home"))
+    client, progress = FakeClient(), []
+    assert bootstrap.bootstrap_base(client, progress.append) == BASE_TAG
+    with tarfile.open(fileobj=io.BytesIO(client.api.imported[BASE_TAG])) as tar:
+        assert "./etc/debian_version" in tar.getnames()
+    assert "mmdebstrap: downloading packages with apt..." in progress
+    assert not list((tmp_path / "home").rglob("base.tar"))  # the tarball went with its folder
