@@ -85,3 +85,37 @@ def test_a_share_sized_by_the_world_size_without_the_rank_is_why_half_the_files_
     assert "share-ignores-rank" not in causes(with_source(evidence, "files[:per_worker]", "files[:per_worker * world]"))
     # a stride of the world size from the same start on every rank is the same share too
     assert causes(with_source(evidence, "files[:per_worker]", "files[::world]"))[0] == "share-ignores-rank"
+
+
+def test_a_loss_all_reduced_with_sum_and_read_as_a_mean_is_world_size_times_too_large():
+    evidence = sample("metric_summed_not_averaged")
+    found = diagnose(evidence)[0]
+    assert found.cause == "sum-not-mean" and "2 times more, with 2 ranks" in found.title
+    assert "metric_summed_not_averaged.py:20" in found.title and "ReduceOp.AVG" in found.fix
+    averaged = with_source(evidence, "dist.all_reduce(val_loss)", "dist.all_reduce(val_loss, op=dist.ReduceOp.AVG)")
+    assert "sum-not-mean" not in causes(averaged)
+    # a count is meant to be summed
+    assert "sum-not-mean" not in causes(with_source(evidence, "dist.all_reduce(val_loss)",
+                                                    "dist.all_reduce(val_loss_total)"))
+
+
+def test_a_dataloader_without_a_sampler_has_every_rank_go_through_all_the_data():
+    evidence = sample("dataloader_without_sampler")
+    found = diagnose(evidence)[0]
+    assert found.cause == "data-not-sharded" and "dataloader_without_sampler.py:16 has no sampler" in found.title
+    assert "DistributedSampler(ds)" in found.fix
+    sharded = with_source(evidence, "shuffle=True)  # the mistake", "sampler=DistributedSampler(dataset))  #")
+    assert "data-not-sharded" not in causes(sharded)
+    by_hand = with_source(evidence, "dataset = TensorDataset(torch.randn(512, 8), torch.randn(512, 1))",
+                          "dataset = TensorDataset(torch.randn(512, 8), torch.randn(512, 1))[dist.get_rank()::2]")
+    assert "data-not-sharded" not in causes(by_hand)
+
+
+def test_a_distributed_sampler_never_told_the_epoch_repeats_the_first_order():
+    evidence = sample("sampler_without_set_epoch")
+    found = diagnose(evidence)[0]
+    assert found.cause == "sampler-epoch-not-set" and "sampler_without_set_epoch.py:13" in found.title
+    assert "sampler.set_epoch(epoch)" in found.fix
+    told = with_source(evidence, "for epoch in range(3):  # the mistake: no sampler.set_epoch(epoch) here\n",
+                       "for epoch in range(3):\n    sampler.set_epoch(epoch)\n")
+    assert "sampler-epoch-not-set" not in causes(told)

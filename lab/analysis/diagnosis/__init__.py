@@ -30,7 +30,8 @@ PRIORITY = [
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "stale-file-on-node", "file-size-limit",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
-    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-not-mean",
+    "sampler-epoch-not-set", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "dataloader-worker-stuck", "late-rank",
@@ -205,6 +206,11 @@ CAUSES = {
     "stale-file-on-node": "A file a rank loaded was written before the run and by nobody during it, and it is cut "
                           "short: a copy left on that node's own disk (a cache from an earlier run).",
     "file-size-limit": "A write failed on a node whose processes may not write files past a size (ulimit -f).",
+    "sum-not-mean": "An all_reduce left at SUM where a mean was meant: the check saw world-size times the value.",
+    "data-not-sharded": "A DataLoader with no sampler in a job of several ranks: every rank goes through the whole "
+                        "dataset.",
+    "sampler-epoch-not-set": "A DistributedSampler never told the epoch (no set_epoch): every epoch repeats the "
+                             "first one's order.",
     "module-shadowed": "A file of the job has the name of a standard library module (tokenize.py, queue.py): a "
                        "library's import of that module loads the job's file instead.",
     "prompt-without-terminal": "The job asked for input (a password or key prompt, input()) and met end of input: "

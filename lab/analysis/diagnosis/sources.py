@@ -12,6 +12,11 @@ jobs' hooks keep it, `sources` of their dumps) read with Python's parser.
   loaded with num_workers > 0: every worker yields the whole share;
 - a DistributedSampler's padding (the dataset made a multiple of the world size) counted in an evaluation whose
   total the script's check finds too large by less than the world size;
+- a value the script's check finds world-size times too large, with an all_reduce left at SUM: a sum, not a mean;
+- a DataLoader with no sampler in a job of several ranks, where no DistributedSampler is used: every rank goes
+  through the whole dataset;
+- a DistributedSampler whose set_epoch() is never called, in a script that loops over epochs: every epoch repeats
+  the first one's order;
 - a share of the data sized by the world size and taken without the rank (`ids[:n // world]`, `chunks[0]` of
   `x.chunk(world)`): every rank takes the same samples and the others are never seen.
 
@@ -54,7 +59,8 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence),
                                     _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
                                     _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
-                                    _sampler_padding(ctx, files, evidence))
+                                    _sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
+                                    _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence))
             if finding is not None]
 
 
@@ -455,7 +461,7 @@ def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | Non
             continue
         for cls in ast.walk(source.tree):
             if (isinstance(cls, ast.ClassDef) and any(ast.unparse(base).endswith("IterableDataset") for base in cls.bases)
-                    and "get_worker_info" not in ast.unparse(cls)):
+                    and "get_worker_info" not in _names(cls)):
                 workers = next(ast.unparse(item.value) for item in loaders[0].keywords if item.arg == "num_workers")
                 return Finding(
                     "iterable-not-split-by-worker", f"{cls.name} ({source.name}:{cls.lineno}) is an IterableDataset "
@@ -474,7 +480,7 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A count the script's check found larger than the dataset by less than the world size, and a multiple of it."""
     world = ctx.evidence.expected_world_size
-    if world < 2 or not any("DistributedSampler" in ast.unparse(source.tree) for source in files):
+    if world < 2 or not any("DistributedSampler" in _names(source.tree) for source in files):
         return None
     for tb in ctx.tracebacks:
         numbers = [int(found) for found in NUMBER.findall(tb.message)]
@@ -488,4 +494,93 @@ def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Fi
                         "count only the real samples: DistributedSampler(drop_last=False) still pads, so gather each "
                         "sample's index with its result and drop the repeats (or skip positions >= len(dataset) "
                         "of the sampler's order), or evaluate the set once on one rank with a plain DataLoader")
+    return None
+
+
+def _names(tree: ast.AST) -> set[str]:
+    """The names and attribute names the code uses (not its strings, docstrings or comments)."""
+    return {node.id if isinstance(node, ast.Name) else node.attr for node in ast.walk(tree)
+            if isinstance(node, (ast.Name, ast.Attribute))}
+
+
+def _ratio_in_message(ctx: Context, ratio: int) -> tuple[object, float, float] | None:
+    """(the traceback, big, small) for two numbers of a check's message whose ratio is `ratio` (within 1%)."""
+    for tb in ctx.tracebacks:
+        numbers = [float(found) for found in FLOAT.findall(tb.message)]
+        for big in numbers:
+            for small in numbers:
+                if small > 0 and abs(big / small - ratio) <= 0.01 * ratio:
+                    return tb, big, small
+    return None
+
+
+COUNTED = re.compile(r"count|total|num|seen|correct|samples|tokens|hits|^n_|_n$|size|steps", re.IGNORECASE)  # sums
+FLOAT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+
+
+def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """An all_reduce with the default op (SUM), and a check that found a value world-size times the expected one."""
+    world = ctx.evidence.expected_world_size
+    if world < 2:
+        return None
+    summed = [(source, node) for source in files for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+              and _called(node) == "all_reduce" and not any(item.arg == "op" for item in node.keywords)
+              and len(node.args) == 1 and not COUNTED.search(_root_name(node.args[0]) or "")]
+    found = _ratio_in_message(ctx, world) if summed else None
+    if found is None:
+        return None
+    tb, big, small = found
+    source, call = summed[0]
+    return Finding(
+        "sum-not-mean", f"the check found {big:g} where {small:g} was expected, {world} times more, with {world} ranks: "
+        f"all_reduce at {source.name}:{call.lineno} (`{ast.unparse(call)[:80]}`) adds the ranks' values (its op is "
+        "SUM by default), and the sum was used as a mean", evidence, tb.node, tb.rank,
+        "divide by the world size after the all_reduce (value /= dist.get_world_size()), or reduce with "
+        "op=dist.ReduceOp.AVG (gloo and NCCL support it); counts and totals stay SUM")
+
+
+def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A DataLoader without a sampler while nothing splits the data by rank, and a check that saw world-size times
+    the data (or the same batches on every rank)."""
+    world = ctx.evidence.expected_world_size
+    if world < 2 or any("DistributedSampler" in _names(source.tree) or _share_taken(source) for source in files):
+        return None
+    for source in files:
+        loaders = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) == "DataLoader"
+                   and not any(item.arg in ("sampler", "batch_sampler") for item in node.keywords)]
+        if not loaders or "init_process_group" not in _names(source.tree):
+            continue
+        if _ratio_in_message(ctx, world) is None:
+            return None
+        return Finding(
+            "data-not-sharded", f"the DataLoader at {source.name}:{loaders[0].lineno} has no sampler and nothing "
+            "splits the data by rank: every rank goes through the whole dataset (the check saw "
+            f"{world} times what one pass gives)", evidence, None, None,
+            "give each rank its share: DataLoader(ds, sampler=DistributedSampler(ds), ...) (and no shuffle=True "
+            "beside it; call sampler.set_epoch(epoch) each epoch)")
+    return None
+
+
+def _share_taken(source: SourceFile) -> bool:
+    """The code takes a rank's share itself (a slice or index with the rank in it)."""
+    ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+    return any(isinstance(node, ast.Subscript) and _holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS)
+               for node in ast.walk(source.tree))
+
+
+def _epoch_not_set(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A DistributedSampler that shuffles, never told its epoch, in a loop over epochs."""
+    for source in files:
+        samplers = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                    and _called(node) == "DistributedSampler" and not any(
+                        item.arg == "shuffle" and isinstance(item.value, ast.Constant) and item.value.value is False
+                        for item in node.keywords)]
+        epochs = [node for node in ast.walk(source.tree) if isinstance(node, ast.For)
+                  and "epoch" in ast.unparse(node.target).lower()]
+        if samplers and epochs and "set_epoch" not in _names(source.tree):
+            return Finding(
+                "sampler-epoch-not-set", f"the DistributedSampler at {source.name}:{samplers[0].lineno} is never told "
+                f"the epoch (no set_epoch() in the loop at line {epochs[0].lineno}): it shuffles with the same seed "
+                "every epoch, so every epoch repeats the first one's order", evidence, None, None,
+                "call sampler.set_epoch(epoch) at the start of each epoch, before iterating the DataLoader")
     return None
