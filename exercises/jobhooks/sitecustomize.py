@@ -184,7 +184,7 @@ def _process_seeds() -> dict:
     the working directory it started in and has now, which relative paths depend on, and the warning options
     (PYTHONWARNINGS, -W): `error` makes a warning a crash."""
     seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8],
-             "limits": _limits()}
+             "limits": _limits(), "stdout_encoding": getattr(sys.stdout, "encoding", None)}
     try:
         seeds["cwd"] = os.getcwd()
     except OSError:

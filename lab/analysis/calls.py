@@ -156,6 +156,7 @@ class CallLog:
     warnoptions: tuple[str, ...] = ()  # sys.warnoptions (PYTHONWARNINGS, -W): 'error' makes a warning an exception
     files: tuple[FileOp, ...] = ()  # its last torch.save / torch.load of named files, oldest first
     limits: dict[str, int] = field(default_factory=dict)  # soft limits 'fsize', 'nofile', 'as', 'nproc'; -1: none
+    stdout_encoding: str | None = None  # how its output is encoded (PYTHONIOENCODING, the locale)
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -201,7 +202,7 @@ def read_calls(data: dict | None) -> CallLog | None:
                    warnoptions=tuple(str(option) for option in data.get("warnoptions") or []),
                    files=tuple(_file_op(item) for item in data.get("files") or [] if isinstance(item, dict)
                                and item.get("op") and item.get("path")),
-                   limits=_counts(data.get("limits")),
+                   limits=_counts(data.get("limits")), stdout_encoding=data.get("stdout_encoding"),
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))

@@ -1,6 +1,6 @@
-"""Causes first met in the sixth held-out batch (bench/diagnosis/SIXTH_BATCH.md): its real records (2-node labs, the
-jobs' hooks), each with the cause and fix the lab must now give first, and the same records changed where a
-finding must not fire."""
+"""Causes first met in the sixth and seventh held-out batches (bench/diagnosis/SIXTH_BATCH.md, SEVENTH_BATCH.md):
+their real records (2-node labs, the jobs' hooks), each with the cause and fix the lab must now give first, and the
+same records changed where a finding must not fire."""
 
 from dataclasses import replace
 
@@ -38,6 +38,24 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("sixth_grad_ckpt_find_unused", "reentrant-checkpoint-ddp", ["checkpointing"], ["use_reentrant=False"]),
     ("sixth_world_size_at_import", "process-group-not-initialized", ["`num_replicas=dist.get_world_size()`",
                                                                      "default argument"], ["default None"]),
+    ("seventh_lr_argument_string", "option-left-a-string", ["--lr", "no type="], ["type=float"]),
+    ("seventh_param_average_inplace", "parameter-changed-in-place", ["in place"], ["torch.no_grad()"]),
+    ("seventh_fstring_missing_shard", "file-missing-everywhere", ["placeholder {rank}"], ["f prefix"]),
+    ("seventh_resume_rank0_only", "resumed-on-some-ranks", ["only rank 0 loaded", "rank 1 never did"],
+     ["restore on every rank"]),
+    ("seventh_popen_wait_deadlock", "child-never-ends", ["Popen.wait", "stdout=PIPE"], ["communicate()"]),
+    ("seventh_worker_init_get_rank_spawn", "process-group-not-initialized", ["DataLoader worker process"],
+     ["functools.partial"]),
+    ("seventh_ascii_stdout_node1", "output-encoding", ["encoded as ascii", "node1"], ["PYTHONUTF8=1"]),
+    ("seventh_nproc_per_node_gpu", "launcher-refused", ["before it started any worker", "--nproc-per-node"],
+     ["give --nproc-per-node a number"]),
+    ("seventh_timeout_wrapped_job", "command-timeout", ["`timeout 20`", "124"], ["more than the job needs"]),
+    ("seventh_logger_none_rank1", "made-on-some-ranks", ["`run = Tracker(", "ranks 1, 2, 3"], ["is not None"]),
+    ("seventh_sqlite_metrics_locked", "database-locked", ["SQLite"], ["one rank only"]),
+    ("seventh_accuracy_local_denominator", "sum-over-local-count", ["`correct / seen`"], ["all-reduce seen too"]),
+    ("seventh_sampler_not_passed", "data-not-sharded", ["DistributedSampler is made at line 26 but never given"],
+     ["sampler=DistributedSampler(ds)"]),
+    ("seventh_faulthandler_step_watchdog", "watchdog-fired", ["dump_traceback_later(0:00:06"], ["re-arm it"]),
 ]
 
 
@@ -128,3 +146,26 @@ def test_a_write_that_stopped_at_one_node_file_size_limit_names_the_limit():
     unlimited = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, limits={
         **trace.calls.limits, "fsize": -1})) for trace in evidence.traces])
     assert "file-size-limit" not in causes(unlimited)
+
+
+
+def test_code_that_trains_each_rank_alone_on_purpose_is_not_told_to_wrap_in_ddp():
+    """seventh_gather_preds_order trains an identical reference model on every rank, with no DDP in its code."""
+    assert "gradients-never-averaged" not in causes(sample("seventh_gather_preds_order"))
+
+
+def test_a_checkpoint_rank_0_loads_and_broadcasts_is_not_a_resume_on_some_ranks():
+    evidence = sample("seventh_resume_rank0_only")
+    sent = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, counts={
+        **trace.calls.counts, "broadcast_object_list": 1})) if trace.calls else trace for trace in evidence.traces])
+    assert "resumed-on-some-ranks" not in causes(sent)
+
+
+def test_the_string_option_the_none_logger_and_the_timeout_need_their_own_evidence():
+    typed = with_source(sample("seventh_lr_argument_string"), 'p.add_argument("--lr", default=TrainConfig.lr)',
+                        'p.add_argument("--lr", type=float, default=TrainConfig.lr)')
+    assert "option-left-a-string" not in causes(typed)
+    renamed = with_source(sample("seventh_logger_none_rank1"), "run = Tracker(", "tracker = Tracker(")
+    assert "made-on-some-ranks" not in causes(renamed)  # the failing line uses `run`, which is not that one now
+    bare = sample("seventh_timeout_wrapped_job")
+    assert "command-timeout" not in causes(replace(bare, command=["python", "timeout_wrapped_job.py"]))

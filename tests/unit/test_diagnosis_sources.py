@@ -102,7 +102,7 @@ def test_a_loss_all_reduced_with_sum_and_read_as_a_mean_is_world_size_times_too_
 def test_a_dataloader_without_a_sampler_has_every_rank_go_through_all_the_data():
     evidence = sample("dataloader_without_sampler")
     found = diagnose(evidence)[0]
-    assert found.cause == "data-not-sharded" and "dataloader_without_sampler.py:16 has no sampler" in found.title
+    assert found.cause == "data-not-sharded" and "dataloader_without_sampler.py:16: it has no sampler" in found.title
     assert "DistributedSampler(ds)" in found.fix
     sharded = with_source(evidence, "shuffle=True)  # the mistake", "sampler=DistributedSampler(dataset))  #")
     assert "data-not-sharded" not in causes(sharded)

@@ -30,15 +30,15 @@ PRIORITY = [
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "stale-file-on-node", "file-size-limit",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
-    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-not-mean",
+    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
-    "process-group-not-initialized", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "duplicate-rank", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "process-group-not-initialized", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
+    "fatal-signal", "killed-by-signal", "duplicate-rank", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
+    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
-    "backend-unavailable", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "backend-unavailable", "parameter-changed-in-place", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -211,6 +211,25 @@ CAUSES = {
                         "dataset.",
     "sampler-epoch-not-set": "A DistributedSampler never told the epoch (no set_epoch): every epoch repeats the "
                              "first one's order.",
+    "command-timeout": "The job's command runs under coreutils' `timeout N`, whose limit ended it (status 124).",
+    "watchdog-fired": "The job's own faulthandler watchdog (dump_traceback_later(T, exit=True)) fired: a step took "
+                      "longer than its limit.",
+    "database-locked": "Several processes write one SQLite database at once: it stays locked for the others.",
+    "sum-over-local-count": "A total all-reduced over the ranks is divided by this rank's own count: world-size "
+                            "times too large.",
+    "child-never-ends": "A rank waits in Popen.wait for a child process that does not end (its output on a pipe "
+                        "nobody reads).",
+    "launcher-refused": "torchrun itself failed before it started a worker: one of its own arguments (--nproc-per-node "
+                        "gpu on a CPU node, --nnodes, the endpoint) is wrong.",
+    "resumed-on-some-ranks": "A checkpoint was loaded by some ranks only, with nothing sent to the others: the ranks "
+                             "resumed from different states.",
+    "made-on-some-ranks": "An object made only on some ranks (`x = Thing() if rank == 0 else None`) is used on "
+                          "every rank.",
+    "option-left-a-string": "A command-line option declared without type= reaches the code as a string.",
+    "output-encoding": "A rank printed text its output encoding cannot hold (ascii under PYTHONIOENCODING=ascii or a "
+                       "C locale on its node).",
+    "parameter-changed-in-place": "A parameter was changed in place while autograd records (outside "
+                                  "torch.no_grad()).",
     "module-shadowed": "A file of the job has the name of a standard library module (tokenize.py, queue.py): a "
                        "library's import of that module loads the job's file instead.",
     "prompt-without-terminal": "The job asked for input (a password or key prompt, input()) and met end of input: "
@@ -282,7 +301,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
-    found += sources.source_findings(ctx, found)
+    found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found)
     return _rank(found, ctx)
 
 

@@ -9,7 +9,7 @@ from typing import Callable
 
 from lab.analysis.diagnosis.evidence import Evidence, NodeEvidence
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LogLine, Traceback
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,16 @@ def node_evidence(evidence: Evidence, index: int) -> NodeEvidence | None:
 def quote(line: LogLine, limit: int = 300) -> str:
     text = line.text.strip()
     return f"{line.where()}: {text if len(text) <= limit else text[:limit] + '...'}"
+
+
+def quoted_source(ctx: Context, tb: Traceback, frame) -> str:
+    """The source line a traceback quotes under `frame` (the line after its 'File ..., line N' line); '' if none."""
+    lines = [line.text for line in ctx.lines if line.node == tb.node and line.rank == tb.rank]
+    for index, text in enumerate(lines[:-1]):
+        if f'"{frame.file}", line {frame.line}, in {frame.function}' in text:
+            following = lines[index + 1].strip()
+            return "" if following.startswith(("File ", "^", "~")) or EXCEPTION_LINE.match(following) else following
+    return ""
 
 
 def env_values(ctx: Context, key: str) -> list[str]:

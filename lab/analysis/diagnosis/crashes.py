@@ -9,7 +9,8 @@ import sys
 
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import job_own_port
-from lab.analysis.diagnosis.context import SYMPTOM, Context, PatternRule, explained_by_rule, quote, report_root_rank
+from lab.analysis.diagnosis.context import (SYMPTOM, Context, PatternRule, explained_by_rule, quote, quoted_source,
+                                             report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
 
@@ -47,7 +48,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             continue
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             continue
-        if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)) is not None:
+        if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
+                or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -142,6 +144,47 @@ def _shadowed_module(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _output_encoding(ctx: Context, tb) -> Finding | None:
+    """Text the process's output encoding cannot hold (ascii under PYTHONIOENCODING=ascii or a C locale), printed."""
+    codec = re.search(r"'(\w[\w-]*)' codec can't encode", tb.message)
+    if tb.short_type != "UnicodeEncodeError" or codec is None:
+        return None
+    encodings = {trace.node: trace.calls.stdout_encoding for trace in ctx.evidence.traces
+                 if trace.calls is not None and trace.calls.stdout_encoding and trace.node is not None}
+    rank = _rank_of(ctx, tb)
+    apart = len(set(encodings.values())) > 1
+    shown = "; ".join(f"node{node} {value}" for node, value in sorted(encodings.items()))
+    return Finding(
+        "output-encoding", f"rank {rank if rank is not None else '?'}'s output is encoded as {codec[1]}, which cannot "
+        f"hold what it printed{_at(tb)}" + (f" (its output encoding by node: {shown})" if apart else "")
+        + f": PYTHONIOENCODING={codec[1]}, or a C/POSIX locale, on node{tb.node}", _raised(tb, rank)[:400], tb.node,
+        rank, f"give node{tb.node} a UTF-8 output: remove PYTHONIOENCODING={codec[1]} (or LANG=C) from its environment, "
+        "or set it for the whole job (`lab exec --env PYTHONUTF8=1`, or PYTHONIOENCODING=utf-8); or print only ASCII")
+
+
+LAUNCHER_FILE = re.compile(r"/torch/distributed/(?:run|launch)\.py$|/torch/distributed/elastic/|/bin/torchrun$|^<frozen")
+
+
+def _launcher_refused(ctx: Context, tb) -> Finding | None:
+    """torchrun itself failed before it started a worker: every frame is the launcher's, and no rank is known."""
+    if not tb.frames or not all(LAUNCHER_FILE.search(frame.file) for frame in tb.frames) \
+            or "ChildFailedError" in tb.exc_type or not tb.frames[-1].file.endswith(("/run.py", "/launch.py")):
+        return None  # raised while torchrun read its own arguments (not in its rendezvous or agent)
+    said = " ".join(f"{other.short_type}: {other.message}" for other in ctx.tracebacks if other.node == tb.node)
+    step = tb.frames[-1].function
+    option = LAUNCHER_STEPS.get(step)
+    hint = (f" ({option})" if option else "")
+    fix = ("on CPU nodes give --nproc-per-node a number (the processes per node, e.g. 2): 'gpu' and 'auto' count "
+           "CUDA devices" if step == "determine_local_world_size" and re.search(r"Cuda|cuda|gpu", said) else
+           f"correct torchrun's own arguments{hint} as its message says; they come before the script, and every "
+           "node needs the same ones but --node-rank")
+    return Finding(
+        "launcher-refused", f"torchrun on node{tb.node} failed in {step}{hint} before it started any worker: "
+        f"{_said(said, 160)}", _raised(tb, None)[:400], tb.node, None, fix)
+
+
+LAUNCHER_STEPS = {"determine_local_world_size": "--nproc-per-node", "parse_min_max_nnodes": "--nnodes",
+                  "get_rdzv_endpoint": "--rdzv-endpoint", "_get_addr_and_port": "--master-addr/--master-port"}
 PROMPTS = ("getpass", "input", "readline", "raw_input", "prompt")
 
 
@@ -278,20 +321,11 @@ def _reads_a_checkpoint(tb) -> bool:
                for frame in tb.frames)
 
 
-def _source_of(ctx: Context, tb, frame) -> str:
-    """The source line a traceback quotes under `frame` (the line after its 'File ..., line N' line)."""
-    lines = [line.text for line in ctx.lines if line.node == tb.node and line.rank == tb.rank]
-    for index, text in enumerate(lines[:-1]):
-        if f'"{frame.file}", line {frame.line}, in {frame.function}' in text:
-            return lines[index + 1].strip()
-    return ""
-
-
 def _own_port_taken(ctx: Context, tb) -> Finding:
     """A port the job's own code binds (a metrics server, a socket of its own), not the rendezvous store's."""
     rank = _rank_of(ctx, tb)
     frame = tb.user_frame()
-    source = _source_of(ctx, tb, frame) if frame else ""
+    source = quoted_source(ctx, tb, frame) if frame else ""
     number = re.search(r"(?<![\w.])(\d{2,5})(?![\w.])", source)
     port = f"port {number[1]}" if number else "a port"
     at = _at(tb)
@@ -561,6 +595,15 @@ def run_module_findings(ctx: Context) -> list[Finding]:
 
 
 def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    in_worker = next((other for other in ctx.lines if other.node == line.node and other.rank == line.rank
+                      and WORKER_RERAISED.search(other.text) and "DataLoader worker" in other.text), None)
+    if in_worker is not None:
+        return ("a torch.distributed call ran inside a DataLoader worker process (its worker_init_fn, or the "
+                "dataset's code): a worker is a process of its own, and one started with multiprocessing_context="
+                "'spawn' (or forkserver) has no process group",
+                "ask torch.distributed in the main process and hand the value to the workers "
+                "(worker_init_fn=functools.partial(seed_worker, rank=dist.get_rank()), or keep it on the dataset); "
+                "for seeding, torch gives each worker its own seed (torch.initial_seed() inside it)")
     destroyed = next((call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                       for call in trace.calls.recent if call.op == "destroy_process_group"), None)
     if destroyed is not None or any(trace.node == line.node and trace.reached for trace in ctx.evidence.traces):
@@ -570,7 +613,7 @@ def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
                 "(not in a helper such as an evaluation or checkpoint function that the training loop calls)")
     for tb in ctx.tracebacks:
         for frame in tb.frames if tb.node == line.node else ():
-            source = _source_of(ctx, tb, frame)
+            source = quoted_source(ctx, tb, frame)
             if source.startswith(("def ", "async def ")) and DIST_DEFAULT.search(source):
                 call = DIST_DEFAULT.search(source)[0]
                 return (f"`{call}` is a default argument of {frame.function}'s `{source.split('(')[0][4:].strip()}` "
@@ -586,6 +629,24 @@ def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
 
 # A default argument that asks torch.distributed: `world_size=dist.get_world_size()` in a def line.
 DIST_DEFAULT = re.compile(r"\w+\s*=\s*(?:torch\.)?(?:dist|distributed)\.get_\w+\(\)")
+
+
+FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def _watchdog(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """faulthandler.dump_traceback_later(T, exit=True) fired: it dumps every thread, then _exit(1)s."""
+    after = [other for other in ctx.lines if other.node == line.node and other.rank == line.rank]
+    start = next((index for index, other in enumerate(after) if other is line), 0)
+    own = next((found for other in after[start:start + 80] if (found := FAULTHANDLER_FRAME.match(other.text))
+                and not LIBRARY_FILE.search(found["file"])), None)
+    where = f" while it was in {own['function']} ({own['file'].rsplit('/', 1)[-1]}:{own['line']})" if own else ""
+    who = f"rank {line.rank}" if line.rank is not None else f"a process on node{line.node}"
+    return (f"the job's own watchdog ended {who}: faulthandler.dump_traceback_later({match['limit']}, exit=True) fired "
+            f"after {match['limit']} without being reset{where}, dumped every thread and exited with status 1",
+            "give the watchdog a limit above the slowest step it guards (the first steps build caches and compile), "
+            "or re-arm it each step (faulthandler.cancel_dump_traceback_later() then dump_traceback_later(T, "
+            "exit=True)); if that step should be fast, what it was doing above is why it was not")
 
 
 def _script_not_found(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -840,6 +901,19 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 
 
 PATTERNS = [
+    PatternRule("parameter-changed-in-place", re.compile(
+        r"a leaf Variable that requires grad is being used in an in-place operation"), lambda match, line, ctx: (
+        "a parameter (a leaf tensor that requires grad) was changed in place while autograd records (`p /= world`, "
+        "`p.add_(...)` on a parameter, outside torch.no_grad())",
+        "change parameters under `with torch.no_grad():` (as optimizers do), e.g. with torch.no_grad(): for p in "
+        "model.parameters(): dist.all_reduce(p); p /= world_size; or work on p.data; to average gradients instead, "
+        "all_reduce p.grad")),
+    PatternRule("database-locked", re.compile(r"OperationalError: database is locked"), lambda match, line, ctx: (
+        "several processes write one SQLite database at once and it stayed locked past the wait (a file on a shared "
+        "folder, written by every rank, where SQLite's locks are weakest)",
+        "write the database from one rank only (if dist.get_rank() == 0), or give each rank its own file "
+        "(metrics-rank{rank}.db) and merge them afterwards; sqlite3.connect(path, timeout=60) only waits longer")),
+    PatternRule("watchdog-fired", re.compile(r"^Timeout \((?P<limit>\d+:\d\d:\d\d(?:\.\d+)?)\)!$"), _watchdog),
     PatternRule("sampler-with-shuffle", re.compile(r"sampler option is mutually exclusive with shuffle"),
                 lambda match, line, ctx: (
                     "the DataLoader got both sampler= and shuffle=True, which it refuses: a DistributedSampler already "

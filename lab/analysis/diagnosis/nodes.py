@@ -35,6 +35,7 @@ EXECUTABLE_MISSING = re.compile(r'exec: "(?P<docker>[^"]+)": executable file not
 # A variable read from the environment, in the source line a traceback quotes.
 ENV_READ = re.compile(r"(?:os\.)?(?:environ\s*\[\s*|environ\.get\(\s*|getenv\(\s*)['\"](?P<name>[A-Za-z_]\w*)['\"]")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)(?:[:!][^}]*)?\}")  # {rank}, {epoch:04d}: a format field left as text
 KEY_ERROR = re.compile(r"^'(?P<name>[A-Za-z_]\w*)'$")
 # Variables whose value is each node's or process's own by design (its rank, host, error file), or which another rule
 # judges (the rendezvous address, the world size).
@@ -234,6 +235,15 @@ def file_findings(ctx: Context) -> list[Finding]:
                     "make that name once and give it to every rank (rank 0 builds it, broadcast_object_list sends "
                     "it), or build it from what every node shares (the run's id, UTC rather than local time: the "
                     "nodes' clocks and time zones, TZ, can differ), never from each node's own clock"))
+                continue
+            if placeholder := PLACEHOLDER.search(path):
+                found.append(Finding(
+                    "file-missing-everywhere", f"{path} is on no node: its name still holds the placeholder "
+                    f"{placeholder[0]}, never filled in (a string missing its f prefix, or a template never "
+                    ".format()ted)", evidence + (f"; the nearest name there is {sorted(nearest)[0]}" if nearest else ""),
+                    line.node, line.rank,
+                    f"fill the placeholder where the path is made: f\"...{placeholder[0]}...\" (the f prefix), or "
+                    f"'...{placeholder[0]}...'.format({placeholder[1]}={placeholder[1]})"))
                 continue
             named = (f"; the nearest name there is {sorted(nearest)[0]}" if nearest else
                      f"; the deepest folder of it that exists is {next(iter(answers.values())).existing}")

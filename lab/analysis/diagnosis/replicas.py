@@ -15,28 +15,34 @@ from __future__ import annotations
 import re
 
 from lab.analysis.calls import CallLog, DistCall
-from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.context import Context, quoted_source
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
 
 
 def replica_findings(ctx: Context) -> list[Finding]:
     """Findings only where some rank's own code raised (its check of a result): the evidence is the hooks' record."""
-    raised = [tb for tb in ctx.tracebacks if _raised_by_own_code(tb)]
+    raised = [tb for tb in ctx.tracebacks if _raised_by_own_code(ctx, tb)]
     logs = {trace.rank: (trace.node, trace.calls) for trace in ctx.evidence.traces
             if trace.rank is not None and trace.calls is not None}
     if not raised or not logs:
         return []
     evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600]
     return [finding for finding in (_discarded_result(logs, evidence), _aliased_outputs(logs, evidence),
-                                    _never_synchronised(logs, evidence), _never_averaged(logs, evidence), _buffers_apart(logs, evidence),
+                                    _never_synchronised(logs, evidence),
+                                    _never_averaged(logs, evidence) if _means_ddp(ctx) else None, _buffers_apart(logs, evidence),
                                     _rates_apart(logs, evidence),
                                     _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
             if finding is not None]
 
 
-def _raised_by_own_code(tb: Traceback) -> bool:
-    return bool(tb.frames) and not LIBRARY_FILE.search(tb.frames[-1].file)
+def _raised_by_own_code(ctx: Context, tb: Traceback) -> bool:
+    """The script's own check: raised in its code by a `raise` or an `assert` (not torch's error at the user's line,
+    as an in-place operation on a leaf tensor is), where the log quotes the line."""
+    if not tb.frames or LIBRARY_FILE.search(tb.frames[-1].file):
+        return False
+    quoted = quoted_source(ctx, tb, tb.frames[-1])
+    return not quoted or quoted.startswith(("raise", "assert")) or " raise " in f" {quoted}"
 
 
 def _discarded_result(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:
@@ -116,6 +122,13 @@ def _never_synchronised(logs: dict[int, tuple[int | None, CallLog]], evidence: s
         "run the last micro-batch of each accumulation outside no_sync(): only the first ACCUM-1 forward/backward "
         "passes go in `with model.no_sync():`, the last one (before optimizer.step()) runs plainly, and its backward "
         "all-reduces the accumulated gradients")
+
+
+def _means_ddp(ctx: Context) -> bool:
+    """The job's code (where the hooks kept it) builds a DistributedDataParallel somewhere: replicas are meant to
+    train together. Code that trains each rank's model alone on purpose has none."""
+    texts = [text for trace in ctx.evidence.traces for text in trace.sources.values()]
+    return not texts or any("DistributedDataParallel" in text or "DDP(" in text for text in texts)
 
 
 REDUCING = ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced")
@@ -220,3 +233,45 @@ def _different_start(ctx: Context, raised: list[Traceback], logs: dict[int, tupl
         "start every rank from rank 0's weights: after building the model, `for p in model.parameters(): "
         "dist.broadcast(p.data, src=0)` (DDP does this when it wraps the model), or build the model under the same "
         "seed on every rank and seed per rank only what must differ (the data order)")
+
+
+SHARING = ("broadcast", "broadcast_object_list", "scatter", "scatter_object_list")
+
+
+# What ranks that resumed from different states show: out of step, or the script's check of their results.
+APART = {"collective-mismatch", "uneven-collectives", "shape-mismatch", "late-rank", "collective-timeout", "peer-lost",
+         "timed-out", "rank-crashed"}
+
+
+def resume_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """A checkpoint loaded by some ranks and not by the others, with nothing sent from the ranks that loaded it, in a
+    run whose ranks went out of step or disagreed: they started from different states (epochs, steps, weights).
+    (Loading on rank 0 alone is fine where DDP or a broadcast then hands the state on and the ranks stay in step.)"""
+    if not any(finding.cause in APART for finding in found):
+        return []
+    logs = {trace.rank: (trace.node, trace.calls) for trace in ctx.evidence.traces
+            if trace.rank is not None and trace.calls is not None}
+    if len(logs) < 2:
+        return []
+    loaded: dict[str, set[int]] = {}
+    for rank, (_, calls) in logs.items():
+        for op in calls.files:
+            if op.op == "load" and not op.error:
+                loaded.setdefault(op.path, set()).add(rank)
+    for path, ranks in loaded.items():
+        others = sorted(set(logs) - ranks)
+        if not others or any(sum(logs[rank][1].counts.get(op, 0) for op in SHARING) for rank in ranks):
+            continue
+        readers = ", ".join(map(str, sorted(ranks)))
+        rank = min(ranks)
+        caller = next(op.caller for op in logs[rank][1].files if op.path == path and op.op == "load")
+        return [Finding(
+            "resumed-on-some-ranks", f"only rank{'s' if len(ranks) > 1 else ''} {readers} loaded {path} (at {caller}); "
+            f"rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} never did and started from scratch, "
+            "and nothing was sent from the ranks that loaded it: the ranks resumed from different states (epochs, "
+            "steps, weights)", f"torch.load of {path}: ranks {readers}; none on ranks {', '.join(map(str, others))}",
+            logs[rank][0], rank,
+            "restore on every rank: each rank loads the checkpoint (torch.load(path, map_location='cpu')) and takes "
+            "its epoch and step from it, with a barrier after rank 0's save; or load on rank 0 and send the state "
+            "and the epoch to the others (broadcast_object_list) before training goes on")]
+    return []

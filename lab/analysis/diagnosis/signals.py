@@ -193,6 +193,8 @@ def exit_findings(ctx: Context) -> list[Finding]:
     """A rank that ended itself with a non-zero status and no Python error (sys.exit(N), os._exit, a command it ran
     failing): the line it printed last says why, and the others' lost connections follow from it."""
     found = []
+    if (wrapped := _timeout_wrapper(ctx)) is not None:
+        return [wrapped]
     for node, rank, code in _own_exits(ctx):
         own = [line for line in ctx.lines if line.node == node and line.rank in (rank, None)]
         if any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks) or any(
@@ -212,6 +214,28 @@ def exit_findings(ctx: Context) -> list[Finding]:
             "check that failed; make what that check reads the same on every node (a file, a variable, a count), or "
             "let every rank take the same decision (all_reduce the flag) so no rank leaves alone"))
     return found
+
+
+TIMEOUT_COMMAND = re.compile(r"(?:^|[\s;&|(])timeout\s+(?:-\S+\s+)*(?P<limit>\d+(?:\.\d+)?[smhd]?)\s")
+
+
+def _timeout_wrapper(ctx: Context) -> Finding | None:
+    """The job's command runs under coreutils' `timeout N`, and processes ended with its status 124 (or 137 after
+    -s KILL / -k): the wrapper's time limit ended the job, not the job itself."""
+    command = " ".join(ctx.evidence.command) + " "
+    wrapper = TIMEOUT_COMMAND.search(command)
+    ended = [(node, code) for node, _, code in _own_exits(ctx) if code in (124, 137)] + [
+        (node.index, node.exit_code) for node in ctx.evidence.nodes if node.exit_code in (124, 137)]
+    if wrapper is None or not ended:
+        return None
+    nodes = sorted({node for node, _ in ended})
+    return Finding(
+        "command-timeout", f"the job's command runs under `timeout {wrapper['limit']}`, and "
+        f"{', '.join(f'node{node}' for node in nodes)} ended with its status {ended[0][1]}: that time limit stopped the "
+        "job while it was still working, not an error of the job", f"command: {command.strip()[:200]}; exit status "
+        + ", ".join(f"node{node} {code}" for node, code in sorted(set(ended))), nodes[0], None,
+        f"give `timeout` more than the job needs (or drop it and use the lab's own --timeout, which keeps every "
+        "rank's stack when it stops a run); for a job that must stop in time, save a checkpoint before the limit")
 
 
 def _own_exits(ctx: Context) -> list[tuple[int, int | None, int]]:

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from lab.analysis.calls import DistCall
-from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.context import Context, quoted_source
 from lab.analysis.diagnosis.findings import Finding
 
 # What these findings may stand in front of: endings that say how a run failed, not why.
@@ -60,7 +60,9 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
                                     _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
                                     _sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
-                                    _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence))
+                                    _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
+                                    _local_denominator(files, evidence), _none_off_one_rank(ctx, files, evidence),
+                                    _option_left_a_string(ctx, files, evidence))
             if finding is not None]
 
 
@@ -540,22 +542,27 @@ def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
 
 
 def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
-    """A DataLoader without a sampler while nothing splits the data by rank, and a check that saw world-size times
-    the data (or the same batches on every rank)."""
+    """A DataLoader without a sampler while nothing splits the data by rank (a DistributedSampler made and never
+    given to it counts as nothing), and a check that saw world-size times the data."""
     world = ctx.evidence.expected_world_size
-    if world < 2 or any("DistributedSampler" in _names(source.tree) or _share_taken(source) for source in files):
+    if world < 2:
         return None
     for source in files:
-        loaders = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) == "DataLoader"
-                   and not any(item.arg in ("sampler", "batch_sampler") for item in node.keywords)]
-        if not loaders or "init_process_group" not in _names(source.tree):
+        calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)]
+        loaders = [node for node in calls if _called(node) == "DataLoader"]
+        unsharded = [node for node in loaders if not any(item.arg in ("sampler", "batch_sampler")
+                                                          for item in node.keywords)]
+        if not unsharded or len(unsharded) < len(loaders) or "init_process_group" not in _names(source.tree) \
+                or _share_taken(source):
             continue
         if _ratio_in_message(ctx, world) is None:
             return None
+        made = next((node for node in calls if _called(node) == "DistributedSampler"), None)
+        unused = (f"a DistributedSampler is made at line {made.lineno} but never given to it (no sampler=), so "
+                  if made else "it has no sampler and nothing splits the data by rank, so ")
         return Finding(
-            "data-not-sharded", f"the DataLoader at {source.name}:{loaders[0].lineno} has no sampler and nothing "
-            "splits the data by rank: every rank goes through the whole dataset (the check saw "
-            f"{world} times what one pass gives)", evidence, None, None,
+            "data-not-sharded", f"the DataLoader at {source.name}:{unsharded[0].lineno}: {unused}every rank goes "
+            f"through the whole dataset (the check saw {world} times what one pass gives)", evidence, None, None,
             "give each rank its share: DataLoader(ds, sampler=DistributedSampler(ds), ...) (and no shuffle=True "
             "beside it; call sampler.set_epoch(epoch) each epoch)")
     return None
@@ -583,4 +590,79 @@ def _epoch_not_set(files: list[SourceFile], evidence: str) -> Finding | None:
                 f"the epoch (no set_epoch() in the loop at line {epochs[0].lineno}): it shuffles with the same seed "
                 "every epoch, so every epoch repeats the first one's order", evidence, None, None,
                 "call sampler.set_epoch(epoch) at the start of each epoch, before iterating the DataLoader")
+    return None
+
+
+def _local_denominator(files: list[SourceFile], evidence: str) -> Finding | None:
+    """Two running totals, and only the numerator all-reduced before the division: a sum over every rank divided by
+    this rank's count (world-size times too large)."""
+    for source in files:
+        accumulated = {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
+                       and isinstance(node.target, ast.Name)}
+        reduced = {_root_name(node.args[0]) for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                   and _called(node) in ("all_reduce", "reduce") and node.args}
+        for node in ast.walk(source.tree):
+            if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+                continue
+            top, bottom = _root_name(node.left), _root_name(node.right)
+            if top in reduced and bottom in accumulated and top in accumulated and bottom not in reduced:
+                return Finding(
+                    "sum-over-local-count", f"{source.name}:{node.lineno} divides {top}, all-reduced (summed over every "
+                    f"rank), by {bottom}, which is this rank's own count: `{ast.unparse(node)}` comes out about "
+                    "world-size times too large", evidence, None, None,
+                    f"all-reduce {bottom} too before dividing (put both in one tensor: totals = torch.tensor([{top}, "
+                    f"{bottom}]); dist.all_reduce(totals); totals[0] / totals[1]), or divide the local values first "
+                    "and average the ratios only where every rank counts the same")
+    return None
+
+
+def _none_off_one_rank(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """`x = Thing() if rank == 0 else None`, and ranks that then used x met None."""
+    failed = [tb for tb in ctx.tracebacks if "NoneType" in tb.message]
+    if not failed:
+        return None
+    lines = " ".join(quoted_source(ctx, tb, frame) for tb in failed for frame in tb.frames)
+    for source in files:
+        ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        for name, value in _assignments(source):
+            if (isinstance(value, ast.IfExp) and _holds(value.test, ranks, RANK_VARIABLES, RANK_CALLS) and any(
+                    isinstance(side, ast.Constant) and side.value is None for side in (value.body, value.orelse))
+                    and re.search(rf"\b{re.escape(name)}\b", lines)):
+                raised = sorted({tb.rank for tb in failed if tb.rank is not None})
+                who = f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, raised))}" if raised else "some ranks"
+                return Finding(
+                    "made-on-some-ranks", f"`{name} = {ast.unparse(value)[:90]}` ({source.name}:{value.lineno}) makes "
+                    f"{name} only where `{ast.unparse(value.test)}` holds and None on the other ranks, and {who} then "
+                    f"used it ({failed[0].short_type}: {failed[0].message[:80]})", evidence, failed[0].node,
+                    failed[0].rank,
+                    f"guard every use of {name} with the same condition (if {name} is not None: ...), or give the "
+                    "other ranks a stand-in that does nothing (a logger whose log() is a no-op) instead of None")
+    return None
+
+
+STRING_MIXED = re.compile(r"'str'|\bstr\b.*(?:float|int)|(?:float|int).*\bstr\b|could not convert string")
+
+
+def _option_left_a_string(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A command-line option declared without type= (so a string), whose value the failing line uses in arithmetic
+    or a comparison: `'<=' not supported between instances of 'float' and 'str'`."""
+    failed = next((tb for tb in ctx.tracebacks if tb.short_type == "TypeError" and STRING_MIXED.search(tb.message)),
+                  None)
+    if failed is None:
+        return None
+    for source in files:
+        untyped = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                   and _called(node) == "add_argument" and node.args and isinstance(node.args[-1], ast.Constant)
+                   and str(node.args[-1].value).startswith("--") and not any(
+                       item.arg in ("type", "action") for item in node.keywords)]
+        lines = {quoted_source(ctx, failed, frame) for frame in failed.frames}
+        for option in untyped:
+            dest = str(option.args[-1].value).lstrip("-").replace("-", "_")
+            if any(re.search(rf"\.{dest}\b", line) for line in lines):
+                return Finding(
+                    "option-left-a-string", f"the option {option.args[-1].value} ({source.name}:{option.lineno}) has no "
+                    f"type=, so its value reaches the code as a string, and a line that computes with it failed "
+                    f"({failed.short_type}: {failed.message[:100]})", evidence, failed.node, failed.rank,
+                    f"declare its type: add_argument({option.args[-1].value!r}, type=float, ...) (type=int for counts); "
+                    "a default of the right type does not convert a value given on the command line")
     return None

@@ -3,7 +3,9 @@
 - the main thread in `threading._shutdown`: the script's code is done, and the interpreter waits at exit for a
   thread that was not started as a daemon and that nothing stops (a queue consumer, an uploader);
 - the main thread at a `with LOCK:` (or `LOCK.acquire()`) line while an outer frame of the same thread is inside a
-  `with` of the same lock: a threading.Lock taken twice by one thread never comes free.
+  `with` of the same lock: a threading.Lock taken twice by one thread never comes free;
+- the main thread in `Popen.wait` for a child that does not end: with its output on a pipe nobody reads, the child
+  blocks once the pipe is full.
 """
 
 from __future__ import annotations
@@ -28,7 +30,32 @@ def thread_findings(ctx: Context) -> list[Finding]:
             return [_exit_waits(ctx, process)]
         if (twice := _lock_taken_twice(main, sources)) is not None:
             return [_self_deadlock(ctx, process, *twice)]
+        if any(frame.function in CHILD_WAITS and frame.file.endswith("subprocess.py") for frame in main.frames):
+            return [_child_wait(ctx, process, main, sources)]
     return []
+
+
+CHILD_WAITS = ("Popen.wait", "Popen._wait", "Popen._try_wait", "wait", "_wait", "_try_wait")
+
+
+def _child_wait(ctx: Context, process: ProcessStack, main: ThreadStack, sources: dict[str, str]) -> Finding:
+    own = [frame for frame in main.frames if not LIBRARY_FILE.search(frame.file)]
+    frame = own[-1] if own else main.frames[-1]
+    children = [other for other in ctx.evidence.processes if other.ppid == process.pid and other.node == process.node]
+    child = (f" {children[0].pid} (`{' '.join(' '.join(children[0].cmdline).split())[:80]}`)"
+             if children and children[0].cmdline else "")
+    piped = "PIPE" in sources.get(frame.file, "")
+    why = (": its output goes to a pipe (stdout=PIPE) that nobody reads while wait() waits, so once the pipe is "
+           "full (64 KiB) the child blocks writing and both wait for ever" if piped else
+           ": whatever the child waits for (its input, a pipe, a lock, a server) never comes")
+    return Finding(
+        "child-never-ends", f"{_who(process)} waits in Popen.wait at {frame.function} ({frame.location}) for its child "
+        f"process{child}, which does not end{why}", f"{_who(process)}: MainThread "
+        + " <- ".join(f"{item.function} ({item.location})" for item in reversed(main.frames))[:400],
+        process.node, process.rank,
+        "read the child's output while waiting: out, err = proc.communicate() (or subprocess.run(..., "
+        "capture_output=True)), or send it to a file or subprocess.DEVNULL; and give the wait a timeout "
+        "(communicate(timeout=...), wait(timeout=...)) so a stuck child fails the rank with its own error")
 
 
 def _who(process: ProcessStack) -> str:
