@@ -30,7 +30,8 @@ ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). E
   gradient sync (`no_sync()`), the user's own hash() of strings, torch's seed and Python's string-hash salt, and the
   environment variables the job read with the values it got (a variable set on one node only). A call inside another
   recorded call (torch's own) is not recorded; the wrapper adds one frame (`recorded`, in this file) to tracebacks and costs a few microseconds.
-- the files the process saved and loaded with torch.save / torch.load (path, size, time, error), and its resource
+- the files the process saved and loaded with torch.save / torch.load (path, size, time, error), the first files its
+  code opened for reading (size, time, a digest of small ones), and its resource
   limits (`ulimit -f`, open files): what makes one node's read or write fail;
 - the text of the user's own files (`sources`: the script and the files its calls came from), in the dumps written
   at exit and when the lab asks: what a traceback or a caller's line does not say (a value compared before it was
@@ -107,7 +108,9 @@ GROUP_CALLS = ("new_group", "new_subgroups", "new_subgroups_by_enumeration")
 AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more once they return
 ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
-KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16}
+KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16,
+        "reads": 32}
+DIGESTED_BYTES = 1 << 16  # a file read this small also gets a digest of its content (compared across nodes)
 # The argument a call writes its result into (on every rank, or on the root where ROOT_ONLY names the root's
 # argument): given a tensor or list nothing else holds, the call's result is thrown away as it returns.
 RESULT_ARGUMENTS = {"all_reduce": "tensor", "broadcast": "tensor", "reduce": "tensor", "recv": "tensor",
@@ -777,6 +780,38 @@ def _recorded_file_op(op: str, position: int, original):
     return recorded
 
 
+def _record_file_reads() -> None:
+    """The files the user's code opens for reading (the first 32 paths): size, time and, for small ones, a digest of
+    the content, compared across nodes by the lab: a cache or config on each node's own disk that differs on one."""
+    import builtins
+    import zlib
+
+    original = builtins.open
+    seen: set[str] = set()
+
+    def open(file, *args, **kwargs):  # noqa: A001 - stands in for the builtin
+        opened = original(file, *args, **kwargs)
+        try:
+            mode = args[0] if args else kwargs.get("mode", "r")
+            if (isinstance(file, (str, os.PathLike)) and "r" in mode and "+" not in mode and len(seen) < KEPT["reads"]
+                    and _is_user_file(sys._getframe(1).f_code.co_filename)):
+                path = os.path.abspath(os.fspath(file))
+                if path not in seen:
+                    seen.add(path)
+                    record = {"op": "read", "path": path[:300], "caller": _caller(sys._getframe(1)), "at": time.time(),
+                              **_file_facts(path)}
+                    if record.get("size") is not None and record["size"] <= DIGESTED_BYTES:
+                        with original(path, "rb") as content:
+                            record["digest"] = f"{zlib.crc32(content.read()):08x}"
+                    with CALLS.lock:
+                        CALLS.kept["reads"].append(record)
+        except Exception:
+            pass
+        return opened
+
+    builtins.open = open
+
+
 def _record_string_hashes() -> None:
     """Note the user's own hash() of strings: Python salts them per process (PYTHONHASHSEED), so ranks that shard,
     assign or seed by hash() disagree. Other calls pass straight through."""
@@ -926,6 +961,7 @@ if os.environ.get("LAB_FLIGHT_DIR"):
     if not os.environ.get("PYTHONHASHSEED", "random").isdigit():  # salted per process
         _record_string_hashes()
     _record_environment_reads()
+    _record_file_reads()
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)
     write_dump = _write_dumps(os.environ["LAB_FLIGHT_DIR"])  # write_dump(reason): what bench/hook_cost.py times
     if os.environ.get("RANK"):

@@ -122,7 +122,7 @@ class StoreOp:
 class FileOp:
     """A torch.save or torch.load of a named file by the user's code."""
 
-    op: str  # 'save' or 'load'
+    op: str  # 'save', 'load' (torch.save, torch.load) or 'read' (open() for reading by the user's code)
     path: str  # absolute, as the process saw it
     caller: str | None = None
     at: float | None = field(default=None, compare=False)
@@ -130,6 +130,7 @@ class FileOp:
     size: int | None = None  # bytes: as a load began, as a save ended; None: no such file then
     mtime: float | None = field(default=None, compare=False)
     error: str | None = None
+    digest: str | None = None  # 'read' of a small file: a checksum of its content
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ class CallLog:
     env_read: dict[str, str | None] = field(default_factory=dict)  # variables it read -> the value got (None: unset)
     warnoptions: tuple[str, ...] = ()  # sys.warnoptions (PYTHONWARNINGS, -W): 'error' makes a warning an exception
     files: tuple[FileOp, ...] = ()  # its last torch.save / torch.load of named files, oldest first
+    reads: tuple[FileOp, ...] = ()  # the first files its code opened for reading
     limits: dict[str, int] = field(default_factory=dict)  # soft limits 'fsize', 'nofile', 'as', 'nproc'; -1: none
     stdout_encoding: str | None = None  # how its output is encoded (PYTHONIOENCODING, the locale)
 
@@ -202,6 +204,8 @@ def read_calls(data: dict | None) -> CallLog | None:
                    warnoptions=tuple(str(option) for option in data.get("warnoptions") or []),
                    files=tuple(_file_op(item) for item in data.get("files") or [] if isinstance(item, dict)
                                and item.get("op") and item.get("path")),
+                   reads=tuple(_file_op(item) for item in data.get("reads") or [] if isinstance(item, dict)
+                               and item.get("path")),
                    limits=_counts(data.get("limits")), stdout_encoding=data.get("stdout_encoding"),
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
@@ -211,7 +215,7 @@ def read_calls(data: dict | None) -> CallLog | None:
 def _file_op(item: dict) -> FileOp:
     return FileOp(op=str(item["op"]), path=str(item["path"]), caller=item.get("caller"), at=_float(item.get("at")),
                   ended_at=_float(item.get("ended_at")), size=_int(item.get("size")), mtime=_float(item.get("mtime")),
-                  error=item.get("error"))
+                  error=item.get("error"), digest=item.get("digest"))
 
 
 def _counts(data) -> dict[str, int]:

@@ -169,3 +169,20 @@ def test_the_string_option_the_none_logger_and_the_timeout_need_their_own_eviden
     assert "made-on-some-ranks" not in causes(renamed)  # the failing line uses `run`, which is not that one now
     bare = sample("seventh_timeout_wrapped_job")
     assert "command-timeout" not in causes(replace(bare, command=["python", "timeout_wrapped_job.py"]))
+
+
+def test_a_file_on_each_node_whose_copy_differs_on_the_failing_node_is_named():
+    """tests/failures/label_cache_on_one_node.py (the seventh batch's label_map_cache_node1, by another script): the
+    hooks note each file the job's code opens for reading, with its size, time and a checksum of small ones."""
+    evidence = sample("label_cache_on_one_node")
+    top = diagnose(evidence)[0]
+    assert top.cause == "file-differs-between-nodes" and top.node == 1
+    assert "/root/.cache/intentcls/labels.json" in top.title and "node1's copy differs" in top.title
+    assert "written before the run, the others by it" in top.title and "delete node1's copy" in top.fix
+
+    def reads(change) -> list[str]:
+        return causes(replace(evidence, traces=[replace(trace, calls=replace(trace.calls, reads=tuple(
+            change(op) for op in trace.calls.reads))) if trace.calls else trace for trace in evidence.traces]))
+
+    assert "file-differs-between-nodes" not in reads(lambda op: replace(op, size=44, digest="same"))  # alike
+    assert "file-differs-between-nodes" not in reads(lambda op: replace(op, path="/lab/shared/labels.json"))

@@ -342,7 +342,7 @@ def test_the_dumps_of_one_process_merge_into_its_freshest_calls(tmp_path):
 def test_what_makes_ranks_compute_differently_is_kept_results_thrown_away_no_sync_hashes_and_seeds(tmp_path):
     """A result written into a tensor made for the call (not a named tensor, a view, a .grad, nor the root's own
     broadcast), DDP forwards inside and outside no_sync, the user's hash() of a string, torch's seed per rank, the
-    variables read from the environment (not a copy of all of it), and the script's own text."""
+    variables read from the environment (not a copy of all of it), the files its code reads, and its own text."""
     ended = run_ranks(tmp_path, """torch.manual_seed(100 + rank)
 a, named, view = torch.ones(2), torch.ones(2), torch.ones(4)
 dist.all_reduce(torch.stack([a[0], a[1]]))
@@ -360,6 +360,7 @@ model(torch.ones(1, 2)).sum().backward()
 torch.optim.SGD(model.parameters(), lr=0.1 * (rank + 1)).step()
 home, unset = os.environ.get("HOME"), os.getenv("LAB_TEST_UNSET")
 copied = dict(os.environ)
+text = open(__file__).read()
 dist.destroy_process_group()
 """, timeout=30)
     assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
@@ -369,6 +370,8 @@ dist.destroy_process_group()
     for rank, log in calls.items():
         assert log.env_read["HOME"] == os.environ["HOME"] and log.env_read["LAB_TEST_UNSET"] is None
         assert "LAB_FLIGHT_DIR" not in log.env_read  # read by the hook itself, and copied by dict(os.environ)
+        [read] = [op for op in log.reads if op.path == str(tmp_path / "job.py")]
+        assert read.size == (tmp_path / "job.py").stat().st_size and read.digest and read.caller.startswith("job.py:")
         thrown = [(call.op, call.caller, call.discarded) for call in log.discarded]
         expected = [("all_reduce", "job.py:7 in <module>", "tensor"), ("all_reduce", "job.py:11 in <module>", "tensor")]
         assert thrown == expected + ([("broadcast", "job.py:12 in <module>", "tensor")] if rank == 1 else []), thrown

@@ -28,7 +28,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "stale-file-on-node", "file-size-limit",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "stale-file-on-node", "file-size-limit",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
@@ -230,6 +230,8 @@ CAUSES = {
                        "C locale on its node).",
     "parameter-changed-in-place": "A parameter was changed in place while autograd records (outside "
                                   "torch.no_grad()).",
+    "file-differs-between-nodes": "A file on each node's own disk that the job read has other content on one node "
+                                  "(a cache or config left from before), and a rank there failed.",
     "module-shadowed": "A file of the job has the name of a standard library module (tokenize.py, queue.py): a "
                        "library's import of that module loads the job's file instead.",
     "prompt-without-terminal": "The job asked for input (a password or key prompt, input()) and met end of input: "

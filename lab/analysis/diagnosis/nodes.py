@@ -13,6 +13,7 @@ from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
+from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
 MAX_NAMES = 8  # commands and variables asked about per run
@@ -370,6 +371,48 @@ def read_env_findings(ctx: Context) -> list[Finding]:
     return []
 
 
+def read_file_findings(ctx: Context) -> list[Finding]:
+    """A file on each node's own disk that the job's code read (the hooks note size, time and a digest of small
+    files) with other content on some node, and a rank of that node failed: the node's copy is the cause."""
+    failing = {tb.node for tb in ctx.tracebacks}
+    probes = ctx.evidence.probes
+    copies: dict[str, dict[int, tuple]] = {}
+    for trace in ctx.evidence.traces:
+        if trace.calls is None or trace.node is None:
+            continue
+        for op in trace.calls.reads:
+            if op.size is not None and not (probes is not None and probes.on_shared_folder(op.path)) \
+                    and not op.path.startswith(SHARED_MOUNT + "/"):
+                before = op.mtime is not None and trace.started_at is not None and op.mtime < trace.started_at
+                copies.setdefault(op.path, {})[trace.node] = (op.size, op.digest, before, op.caller)
+    for path, by_node in copies.items():
+        kinds = {(size, digest) for size, digest, _, _ in by_node.values()}
+        if len(by_node) < 2 or len(kinds) < 2:
+            continue
+        # the odd copy: one from before the run where the others were written by it, else the fewest, else a failing one
+        counts = {kind: sum(1 for size, digest, _, _ in by_node.values() if (size, digest) == kind) for kind in kinds}
+        odd_kind = min(kinds, key=lambda kind: (
+            -min(value[2] for value in by_node.values() if value[:2] == kind), counts[kind],
+            -max((1 if node in failing else 0) for node, value in by_node.items() if value[:2] == kind)))
+        odd = sorted(node for node, value in by_node.items() if value[:2] == odd_kind)
+        if not failing & set(odd):
+            continue
+        usual = next(value for node, value in sorted(by_node.items()) if node not in odd)
+        size, _, _, caller = by_node[odd[0]]
+        shown = "; ".join(f"node{node} {value[0]} bytes" + (f", checksum {value[1]}" if value[1] else "")
+                          for node, value in sorted(by_node.items()))
+        return [Finding(
+            "file-differs-between-nodes", f"{path}, which the job read (at {caller}), is a file on each node's own "
+            f"disk, and {_nodes(odd)}'s copy differs from the others' ({size} bytes against {usual[0]}"
+            + ("; written before the run, the others by it" if by_node[odd[0]][2] and not usual[2] else "")
+            + f"): a cache or config left there from before, and a rank of {_nodes(odd)} failed", f"{path}: {shown}",
+            odd[0], None,
+            f"give every node the same file: delete {_nodes(odd)}'s copy so it is made again, or keep it on the "
+            "shared folder (or ship it with the job) instead of each node's own disk; a cache should carry what it "
+            "was made from (a version, a checksum) and be rebuilt when that differs")]
+    return []
+
+
 def _numbered(per_node: dict[int, str | None]) -> bool:
     """Values that differ only by the node's own number (/data/node0, /data/node1): per node by design."""
     return all(value is not None for value in per_node.values()) and len(
@@ -404,7 +447,7 @@ def _source_reads(ctx: Context, tb: Traceback, name: str | None) -> str | None:
 def node_findings(ctx: Context) -> list[Finding]:
     """Every rule of this family, for diagnose()."""
     return (rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + read_env_findings(ctx)
-            + file_findings(ctx))
+            + read_file_findings(ctx) + file_findings(ctx))
 
 
 
