@@ -9,7 +9,7 @@ from typing import Callable
 
 from lab.analysis.diagnosis.evidence import Evidence, NodeEvidence
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, LogLine, Traceback
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,15 @@ def quoted_source(ctx: Context, tb: Traceback, frame) -> str:
             following = lines[index + 1].strip()
             return "" if following.startswith(("File ", "^", "~")) or EXCEPTION_LINE.match(following) else following
     return ""
+
+
+def raised_by_own_check(ctx: Context, tb: Traceback) -> bool:
+    """The script's own check: raised in its code by a `raise` or an `assert` (not torch's error at the user's line,
+    as an in-place operation on a leaf tensor is, nor open()'s), where the log quotes the line."""
+    if not tb.frames or LIBRARY_FILE.search(tb.frames[-1].file):
+        return False
+    quoted = quoted_source(ctx, tb, tb.frames[-1])
+    return not quoted or quoted.startswith(("raise", "assert")) or " raise " in f" {quoted}"
 
 
 def env_values(ctx: Context, key: str) -> list[str]:

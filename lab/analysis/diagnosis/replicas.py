@@ -15,14 +15,14 @@ from __future__ import annotations
 import re
 
 from lab.analysis.calls import CallLog, DistCall
-from lab.analysis.diagnosis.context import Context, quoted_source
+from lab.analysis.diagnosis.context import Context, raised_by_own_check
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
 
 
 def replica_findings(ctx: Context) -> list[Finding]:
     """Findings only where some rank's own code raised (its check of a result): the evidence is the hooks' record."""
-    raised = [tb for tb in ctx.tracebacks if _raised_by_own_code(ctx, tb)]
+    raised = [tb for tb in ctx.tracebacks if raised_by_own_check(ctx, tb)]
     logs = {trace.rank: (trace.node, trace.calls) for trace in ctx.evidence.traces
             if trace.rank is not None and trace.calls is not None}
     if not raised or not logs:
@@ -34,15 +34,6 @@ def replica_findings(ctx: Context) -> list[Finding]:
                                     _rates_apart(logs, evidence),
                                     _salted_hash(logs, evidence), _different_start(ctx, raised, logs, evidence))
             if finding is not None]
-
-
-def _raised_by_own_code(ctx: Context, tb: Traceback) -> bool:
-    """The script's own check: raised in its code by a `raise` or an `assert` (not torch's error at the user's line,
-    as an in-place operation on a leaf tensor is), where the log quotes the line."""
-    if not tb.frames or LIBRARY_FILE.search(tb.frames[-1].file):
-        return False
-    quoted = quoted_source(ctx, tb, tb.frames[-1])
-    return not quoted or quoted.startswith(("raise", "assert")) or " raise " in f" {quoted}"
 
 
 def _discarded_result(logs: dict[int, tuple[int | None, CallLog]], evidence: str) -> Finding | None:

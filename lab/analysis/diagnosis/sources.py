@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from lab.analysis.calls import DistCall
-from lab.analysis.diagnosis.context import Context, quoted_source
+from lab.analysis.diagnosis.context import Context, quoted_source, raised_by_own_check
 from lab.analysis.diagnosis.findings import Finding
 
 # What these findings may stand in front of: endings that say how a run failed, not why.
@@ -476,16 +476,13 @@ def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | Non
     return None
 
 
-NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
-
-
 def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A count the script's check found larger than the dataset by less than the world size, and a multiple of it."""
     world = ctx.evidence.expected_world_size
     if world < 2 or not any("DistributedSampler" in _names(source.tree) for source in files):
         return None
-    for tb in ctx.tracebacks:
-        numbers = [int(found) for found in NUMBER.findall(tb.message)]
+    for tb in _own_checks(ctx):
+        numbers = [int(float(found)) for found in FLOAT.findall(tb.message) if float(found).is_integer()]
         for counted in numbers:
             for total in numbers:
                 if 0 < counted - total < world and counted % world == 0:
@@ -506,8 +503,9 @@ def _names(tree: ast.AST) -> set[str]:
 
 
 def _ratio_in_message(ctx: Context, ratio: int) -> tuple[object, float, float] | None:
-    """(the traceback, big, small) for two numbers of a check's message whose ratio is `ratio` (within 1%)."""
-    for tb in ctx.tracebacks:
+    """(the traceback, big, small) for two numbers of the script's own check's message whose ratio is `ratio`
+    (within 1%)."""
+    for tb in _own_checks(ctx):
         numbers = [float(found) for found in FLOAT.findall(tb.message)]
         for big in numbers:
             for small in numbers:
@@ -517,7 +515,11 @@ def _ratio_in_message(ctx: Context, ratio: int) -> tuple[object, float, float] |
 
 
 COUNTED = re.compile(r"count|total|num|seen|correct|samples|tokens|hits|^n_|_n$|size|steps", re.IGNORECASE)  # sums
-FLOAT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+FLOAT = re.compile(r"(?<![\w./-])\d+(?:\.\d+)?(?![\w/-]|\.\w)")  # a number, not a piece of a path, id or name
+
+
+def _own_checks(ctx: Context) -> list:
+    return [tb for tb in ctx.tracebacks if raised_by_own_check(ctx, tb)]
 
 
 def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
