@@ -1,4 +1,4 @@
-"""Causes first met in the sixth and seventh held-out batches (bench/diagnosis/SIXTH_BATCH.md, SEVENTH_BATCH.md):
+"""Causes first met in the sixth to eighth held-out batches (bench/diagnosis/SIXTH_BATCH.md, SEVENTH_, EIGHTH_):
 their real records (2-node labs, the jobs' hooks), each with the cause and fix the lab must now give first, and the
 same records changed where a finding must not fire."""
 
@@ -56,6 +56,25 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("seventh_sampler_not_passed", "data-not-sharded", ["DistributedSampler is made at line 26 but never given"],
      ["sampler=DistributedSampler(ds)"]),
     ("seventh_faulthandler_step_watchdog", "watchdog-fired", ["dump_traceback_later(0:00:06"], ["re-arm it"]),
+    ("eighth_backward_twice_gan", "backward-twice", ["second backward()"], ["fake.detach()"]),
+    ("eighth_load_strict_false_renamed", "state-dict-not-strict", ["strict=False"], ["strict=True"]),
+    ("eighth_all_reduce_python_float", "collective-given-a-number", ["not a tensor"], ["torch.tensor([value])"]),
+    ("eighth_scatter_list_nonsrc", "root-mismatch", ["scatter's list"], ["pass None on every other rank"]),
+    ("eighth_autograd_fn_wrong_grads", "autograd-gradient-count", ["1 gradient(s) for 2 inputs"], ["None"]),
+    ("eighth_sampler_seed_per_rank", "sampler-seed-per-rank", ["seed that differs per rank"], ["same seed"]),
+    ("eighth_ddp_attr_access", "ddp-attribute", ["'encoder'"], ["model.module.encoder"]),
+    ("eighth_clip_grad_params_method", "method-not-called", ["`model.parameters` without the call"],
+     ["model.parameters()"]),
+    ("eighth_mp_spawn_no_main_guard", "spawn-without-main-guard", ["unguarded"], ['if __name__ == "__main__":']),
+    ("eighth_node_rank_copy_paste", "duplicate-rank", ["same --node-rank (node0 0, node1 0)"], ["{node_rank}"]),
+    ("eighth_amp_unscale_twice", "unscaled-twice", ["unscale_ was called twice"], ["once per step"]),
+    ("eighth_gloo_ifname_lo", "gloo-on-loopback", ["127.0.0.1"], ["GLOO_SOCKET_IFNAME"]),
+    ("eighth_json_label_map_keys", "json-int-keys", ["KeyError: 1", "through JSON"], ["int(k)"]),
+    ("eighth_dropout_eval_missing", "eval-mode-missing", ["Dropout", "never put in eval mode"], ["model.eval()"]),
+    ("eighth_metric_count_bf16", "counts-in-low-precision", ["bfloat16"], ["dtype=torch.int64"]),
+    ("eighth_optimizer_before_surgery", "optimizer-before-model-change", ["model.fc is replaced"],
+     ["add_param_group"]),
+    ("eighth_zero_grad_outside_loop", "gradients-not-zeroed", ["never zero_grad()"], ["zero_grad() inside the loop"]),
 ]
 
 
@@ -186,3 +205,22 @@ def test_a_file_on_each_node_whose_copy_differs_on_the_failing_node_is_named():
 
     assert "file-differs-between-nodes" not in reads(lambda op: replace(op, size=44, digest="same"))  # alike
     assert "file-differs-between-nodes" not in reads(lambda op: replace(op, path="/lab/shared/labels.json"))
+
+
+
+def test_the_code_lints_need_the_mistake_in_the_code():
+    """Each reads the job's code: with the line fixed, it says nothing (and what is left is a rank-exited)."""
+    fixed = {
+        "eighth_zero_grad_outside_loop": ("        loss.backward()", "        opt.zero_grad()\n        loss.backward()"),
+        "eighth_load_strict_false_renamed": ("strict=False", "strict=True"),
+        "eighth_optimizer_before_surgery": (  # the optimizer built again once the head is replaced
+            '    model.fc = nn.Linear(48, cfg["num_classes"])',
+            '    model.fc = nn.Linear(48, cfg["num_classes"])\n'
+            '    optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=0.9)'),
+    }
+    for name, (old, new) in fixed.items():
+        cause = diagnose(sample(name))[0].cause
+        assert cause not in causes(with_source(sample(name), old, new)), name
+    every = causes(with_source(sample("eighth_dropout_eval_missing"), "@torch.no_grad()",
+                               "@torch.no_grad()\n# model.eval() is called by the caller"))
+    assert every[0] == "eval-mode-missing"  # a comment is not a call

@@ -49,7 +49,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             continue
         if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
-                or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb)) is not None:
+                or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
+                or _json_int_keys(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -160,6 +161,41 @@ def _output_encoding(ctx: Context, tb) -> Finding | None:
         + f": PYTHONIOENCODING={codec[1]}, or a C/POSIX locale, on node{tb.node}", _raised(tb, rank)[:400], tb.node,
         rank, f"give node{tb.node} a UTF-8 output: remove PYTHONIOENCODING={codec[1]} (or LANG=C) from its environment, "
         "or set it for the whole job (`lab exec --env PYTHONUTF8=1`, or PYTHONIOENCODING=utf-8); or print only ASCII")
+
+
+def _spawn_unguarded(ctx: Context, tb) -> Finding | None:
+    """multiprocessing's 'start a new process before ... bootstrapping phase': the child re-ran the script's top
+    level, which starts processes again, because nothing guards it with `if __name__ == "__main__":`."""
+    said = next((line for line in ctx.lines if line.node == tb.node and "bootstrapping phase" in line.text), None)
+    if said is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "spawn-without-main-guard", f"the script starts processes (mp.spawn, multiprocessing, DataLoader workers "
+        f"with spawn){_at(tb)} from its top level, unguarded: every child imports the script again and runs that "
+        "line again before it has started", quote(said), tb.node, rank,
+        "put the script's top level under `if __name__ == \"__main__\":` (def main(): ...; if __name__ == "
+        "\"__main__\": main()), so a child that imports the file only defines its functions")
+
+
+JSON_CALLS = re.compile(r"\bjson\.(?:loads?|dumps?)\(")
+
+
+def _json_int_keys(ctx: Context, tb) -> Finding | None:
+    """KeyError of a number where the job's code passes data through JSON, which makes every key a string."""
+    if tb.short_type != "KeyError" or not re.fullmatch(r"-?\d+", tb.message.strip()):
+        return None
+    texts = [text for trace in ctx.evidence.traces for text in trace.sources.values()]
+    if not any(JSON_CALLS.search(text) for text in texts):
+        return None
+    rank = _rank_of(ctx, tb)
+    key = tb.message.strip()
+    return Finding(
+        "json-int-keys", f"KeyError: {key}{_at(tb)}: the dict's keys are numbers where it was made, but it went "
+        f"through JSON (json.dumps/json.loads in the job's code), which turns every key into a string ('{key}')",
+        _raised(tb, rank)[:400], tb.node, rank,
+        "turn the keys back after loading ({int(k): v for k, v in d.items()}), or index with str(key); to send a "
+        "dict between ranks with its types, use broadcast_object_list (pickle) instead of JSON")
 
 
 LAUNCHER_FILE = re.compile(r"/torch/distributed/(?:run|launch)\.py$|/torch/distributed/elastic/|/bin/torchrun$|^<frozen")
@@ -901,6 +937,50 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 
 
 PATTERNS = [
+    PatternRule("method-not-called", re.compile(r"'method' object is not (?:iterable|subscriptable)"),
+                lambda match, line, ctx: (
+                    "a method was passed where its result was meant (`model.parameters` without the call)",
+                    "call it: model.parameters() (clip_grad_norm_(model.parameters(), max_norm), "
+                    "optimizer(model.parameters()))")),
+    PatternRule("collective-given-a-number", re.compile(r"Expected parameter `?tensor`? of type torch\.Tensor"),
+                lambda match, line, ctx: (
+                    "a collective was given a Python number (or another object), not a tensor: collectives work "
+                    "in place on tensors",
+                    "put the value in a tensor and read it back: t = torch.tensor([value]); dist.all_reduce(t); "
+                    "value = t.item() (for arbitrary objects, all_gather_object)")),
+    PatternRule("ddp-attribute", re.compile(r"'DistributedDataParallel' object has no attribute '(?P<name>\w+)'"),
+                lambda match, line, ctx: (
+                    f"the code reaches the model's '{match['name']}' through the DistributedDataParallel wrapper, "
+                    "which does not have it",
+                    f"reach the wrapped model through .module: model.module.{match['name']} (keep a reference to the "
+                    "bare model before wrapping, or unwrap with getattr(model, 'module', model))")),
+    PatternRule("autograd-gradient-count", re.compile(
+        r"returned an incorrect number of gradients \(expected (?P<expected>\d+), got (?P<got>\d+)\)"),
+        lambda match, line, ctx: (
+            f"a custom autograd Function's backward returned {match['got']} gradient(s) for {match['expected']} "
+            "inputs of its forward",
+            f"return one gradient per input of forward, in order, {match['expected']} in all: None for inputs that "
+            "need none (a threshold, a flag), e.g. return grad_input, None")),
+    PatternRule("backward-twice", re.compile(r"Trying to backward through the graph a second time"),
+                lambda match, line, ctx: (
+                    "a second backward() ran through a graph whose buffers the first backward freed (a tensor "
+                    "computed once and used by two losses, as a generator's output in a GAN)",
+                    "compute what the second loss needs after the first backward (a fresh forward), or detach it "
+                    "for the first loss (fake.detach() for the discriminator); retain_graph=True only where both "
+                    "backward passes must go through the same graph")),
+    PatternRule("unscaled-twice", re.compile(r"unscale_\(\) has already been called on this optimizer"),
+                lambda match, line, ctx: (
+                    "GradScaler.unscale_ was called twice for one optimizer in one step (a helper, such as a "
+                    "gradient clipping function, calls it again)",
+                    "call scaler.unscale_(optimizer) once per step, right before clipping, and not in the helper "
+                    "too; then scaler.step(optimizer) and scaler.update()")),
+    PatternRule("gloo-on-loopback", re.compile(r"local=\[127\.0\.0\.1\]:\d+, remote=\[127\.0\.0\.1\]"),
+                lambda match, line, ctx: (
+                    "gloo connects to 127.0.0.1: the ranks advertised their loopback address (GLOO_SOCKET_IFNAME=lo, "
+                    "or a hostname that resolves to 127.0.0.1), which no other node can reach",
+                    "let gloo use the interface that reaches the other nodes: unset GLOO_SOCKET_IFNAME (or set it "
+                    "to that interface, eth0 on the lab's nodes), and make each node's hostname resolve to its own "
+                    "address, not 127.0.x.x") if ctx.multi_node else None),
     PatternRule("parameter-changed-in-place", re.compile(
         r"a leaf Variable that requires grad is being used in an in-place operation"), lambda match, line, ctx: (
         "a parameter (a leaf tensor that requires grad) was changed in place while autograd records (`p /= world`, "
@@ -943,7 +1023,7 @@ PATTERNS = [
     PatternRule("shape-mismatch", re.compile(
         r"alltoallv?\.cc.*(?:LengthPerRank|length)|Split sizes doesn't match total dim 0 size"), _alltoall_splits),
     PatternRule("root-mismatch", re.compile(
-        r"source rank must provide non-None scatter_object_input_list|scatter_list must NOT be specified on non-source"
+        r"source rank must provide non-None scatter_object_input_list|(?:``?)?scatter_list(?:``?)? must NOT be specified on non-source"
         r"|Argument ``?scatter_list``? must be specified on source rank"
         r"|``?gather_list``? must (?P<gather>NOT )?be specified on (?:non-)?destination rank"), _scatter_source),
     PatternRule("state-dict-mismatch", re.compile(

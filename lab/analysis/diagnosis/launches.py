@@ -45,6 +45,16 @@ def _options_differ(ctx: Context) -> list[Finding]:
             agents.setdefault(process.node, options)
     if len(agents) < 2:
         return []
+    ranks = {node: options.get("--node-rank") for node, options in agents.items()}
+    if None not in ranks.values() and len(set(ranks.values())) < len(ranks):
+        given = ", ".join(f"node{node} {value}" for node, value in sorted(ranks.items()))
+        return [Finding(
+            "duplicate-rank", f"the nodes' torchrun were given the same --node-rank ({given}): two agents claim one "
+            "place in the job, and the static rendezvous waits for a node rank nobody has, so no worker starts",
+            "agents: " + "; ".join(f"node{node}: --node-rank {value}" for node, value in sorted(ranks.items())),
+            min(agents), None,
+            "give each node its own --node-rank, 0 to NNODES-1 (`lab exec` fills {node_rank} per node: torchrun "
+            "--node-rank {node_rank} ...; a launch script copied to every node must read it, not hard-code it)")]
     names = sorted(set().union(*agents.values()) - {name.replace("_", "-") for name in NODE_OWN_OPTIONS})
     for name in names:
         values = {node: options.get(name, "(not given)") for node, options in sorted(agents.items())}

@@ -205,6 +205,18 @@ def exit_findings(ctx: Context) -> list[Finding]:
             continue  # an exception or an error a rule reads ended it: those rules say which
         said = last_own_line([line.text for line in own])
         who = f"rank {rank}" if rank is not None else f"the process on node{node}"
+        alike = {code_ for _, _, code_ in _own_exits(ctx)}
+        if len(_own_exits(ctx)) >= max(2, ctx.evidence.expected_world_size) and alike == {code}:
+            found.append(Finding(
+                "rank-exited", f"every rank ended itself alike, with exit status {code} and no Python error"
+                + (f", after printing: {said}" if said else "") + ": the job's own check failed on all of them",
+                f"node{node}" + (f" rank {rank}" if rank is not None else "") + f": exit {code}"
+                + (f"; its last output: {said}" if said else ""), node, rank,
+                "no rank is the odd one out, so nothing differs between the nodes: the cause is in what every rank "
+                "computes (the training or evaluation the check tests: a step left out such as model.eval() or "
+                "optimizer.zero_grad(), a setting, a dtype, a loaded state); find the sys.exit the check reached and "
+                "fix what it measures"))
+            break
         found.append(Finding(
             "rank-exited", f"{who} ended itself with exit status {code} and no Python error"
                            + (f", after printing: {said}" if said else "") + "; the other ranks' errors follow from it",

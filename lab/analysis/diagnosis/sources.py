@@ -62,7 +62,10 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
                                     _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
                                     _local_denominator(files, evidence), _none_off_one_rank(ctx, files, evidence),
-                                    _option_left_a_string(ctx, files, evidence))
+                                    _option_left_a_string(ctx, files, evidence), _no_eval_mode(files, evidence),
+                                    _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
+                                    _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
+                                    _sampler_seed_per_rank(files, evidence))
             if finding is not None]
 
 
@@ -345,11 +348,17 @@ def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tu
         if isinstance(node, ast.arg) and node.arg in names:
             found.add(node.arg)
     assignments = list(_assignments(source))
+    functions = [node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)]
+    calls = tuple(calls)
     while True:
         more = {name for name, value in assignments if name not in found and _holds(value, found, variables, calls)}
-        if not more:
+        returning = {function.name for function in functions if function.name not in calls and any(
+            isinstance(node, ast.Return) and node.value is not None and _holds(node.value, found, variables, calls)
+            for node in ast.walk(function))}  # a function whose result holds it: its calls do too
+        if not more and not returning:
             return found
         found |= more
+        calls += tuple(returning)
 
 
 def _holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
@@ -667,4 +676,131 @@ def _option_left_a_string(ctx: Context, files: list[SourceFile], evidence: str) 
                     f"({failed.short_type}: {failed.message[:100]})", evidence, failed.node, failed.rank,
                     f"declare its type: add_argument({option.args[-1].value!r}, type=float, ...) (type=int for counts); "
                     "a default of the right type does not convert a value given on the command line")
+    return None
+
+
+def _no_eval_mode(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A model with Dropout or BatchNorm, an evaluation under no_grad, and no .eval() anywhere in the code."""
+    for source in files:
+        names = _names(source.tree)
+        layers = sorted(name for name in names if name.startswith(("Dropout", "BatchNorm", "dropout")))
+        evaluated = [node for node in ast.walk(source.tree) if isinstance(node, (ast.With, ast.FunctionDef))
+                     and any(part in ("no_grad", "inference_mode") for item in (
+                         node.items if isinstance(node, ast.With) else node.decorator_list)
+                             for part in _names(item.context_expr if isinstance(node, ast.With) else item))]
+        if layers and evaluated and "eval" not in names:
+            return Finding(
+                "eval-mode-missing", f"the model has {layers[0]} layers and is never put in eval mode (no .eval() in "
+                f"the code): the evaluation at {source.name}:{evaluated[0].lineno} runs with dropout on (BatchNorm on "
+                "batch statistics), so its results are noisy and differ from rank to rank", evidence, None, None,
+                "call model.eval() before evaluating and model.train() after it; torch.no_grad() only stops "
+                "gradients, it does not switch layers to their evaluation behaviour")
+    return None
+
+
+def _optimizer_before_change(files: list[SourceFile], evidence: str) -> Finding | None:
+    """An optimizer built from model.parameters(), then a layer of that model replaced: the new one never trains."""
+    for source in files:
+        for scope in [source.tree, *(node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef))]:
+            built = [(node.lineno, _root_name(part.func.value)) for node in ast.walk(scope)
+                     if isinstance(node, ast.Call) and _called(node) in OPTIMIZERS for part in node.args[:1]
+                     if isinstance(part, ast.Call) and _called(part) == "parameters"
+                     and isinstance(part.func, ast.Attribute)]
+            for line, model in built:
+                replaced = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign)
+                                 and node.lineno > line and len(node.targets) == 1
+                                 and isinstance(node.targets[0], ast.Attribute)
+                                 and _root_name(node.targets[0]) == model and isinstance(node.value, ast.Call)), None)
+                rebuilt = any(isinstance(node, ast.Call) and _called(node) in OPTIMIZERS and node.lineno > line
+                              for node in ast.walk(scope))
+                if replaced is not None and not rebuilt:
+                    target = ast.unparse(replaced.targets[0])
+                    return Finding(
+                        "optimizer-before-model-change", f"the optimizer is built from {model}.parameters() at "
+                        f"{source.name}:{line}, and {target} is replaced at line {replaced.lineno}, after: the new "
+                        "layer's parameters are not in the optimizer, so they never train", evidence, None, None,
+                        f"build the optimizer after changing the model (move line {line} below line "
+                        f"{replaced.lineno}), or add the new parameters: optimizer.add_param_group({{'params': "
+                        f"{target}.parameters()}})")
+    return None
+
+
+OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS", "Lion",
+              "Adafactor", "SparseAdam", "ASGD", "Rprop"}
+
+
+def _zero_grad_once(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A loop that calls backward() and step() but never zero_grad(): gradients pile up step after step."""
+    for source in files:
+        for loop in ast.walk(source.tree):
+            if not isinstance(loop, (ast.For, ast.While)):
+                continue
+            inside = {_called(node) for node in ast.walk(loop) if isinstance(node, ast.Call)}
+            if {"backward", "step"} <= inside and not inside & {"zero_grad", "zero_"} and not any(
+                    isinstance(node, (ast.For, ast.While)) and node is not loop and "backward" in {
+                        _called(call) for call in ast.walk(node) if isinstance(call, ast.Call)}
+                    for node in ast.walk(loop)):
+                return Finding(
+                    "gradients-not-zeroed", f"the loop at {source.name}:{loop.lineno} calls backward() and step() each "
+                    "time round but never zero_grad(): every step adds its gradient to all the earlier ones, so the "
+                    "updates grow until training diverges", evidence, None, None,
+                    "call optimizer.zero_grad() inside the loop, before each backward() (or after each step())")
+    return None
+
+
+def _loaded_not_strict(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Call) and _called(node) == "load_state_dict" and any(
+                    item.arg == "strict" and isinstance(item.value, ast.Constant) and item.value.value is False
+                    for item in node.keywords):
+                return Finding(
+                    "state-dict-not-strict", f"load_state_dict(..., strict=False) at {source.name}:{node.lineno} "
+                    "skips, without a word, every key that does not match (a renamed or re-prefixed layer): the model "
+                    "kept the weights it had before the load", evidence, None, None,
+                    "load with strict=True (the default) to see which keys differ, then map the old names to the "
+                    "new ones before loading; if some keys may really be missing, check what load_state_dict "
+                    "returns (missing_keys, unexpected_keys)")
+    return None
+
+
+LOW_PRECISION = {"bfloat16", "float16", "half", "bf16", "fp16"}
+
+
+def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding | None:
+    """Counts all-reduced in a tensor built with a dtype of the model's, in a job that runs in bfloat16/float16."""
+    for source in files:
+        names = _names(source.tree)
+        if not names & LOW_PRECISION:
+            continue
+        reduced = {_root_name(node.args[0]): node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                   and _called(node) == "all_reduce" and node.args}
+        for name, value in _assignments(source):
+            if name in reduced and isinstance(value, ast.Call) and _called(value) == "tensor" and any(
+                    item.arg == "dtype" and not (_names(item.value) & {"int64", "int32", "float64", "long", "double",
+                                                                        "float32", "float", "int"})
+                    for item in value.keywords):
+                return Finding(
+                    "counts-in-low-precision", f"{name} ({source.name}:{value.lineno}) is made with the model's "
+                    f"dtype and all-reduced at line {reduced[name].lineno}, and the job runs in bfloat16/float16: "
+                    "those keep whole numbers exactly only up to 256 (2048 for float16), so the summed counts come "
+                    "out rounded", evidence, None, None,
+                    f"keep counts in an integer or float64 tensor: torch.tensor([...], dtype=torch.int64) (or "
+                    "float64) for {name}, whatever dtype the model computes in")
+    return None
+
+
+def _sampler_seed_per_rank(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Call) and _called(node) == "DistributedSampler" and any(
+                    item.arg == "seed" and _holds(item.value, ranks, RANK_VARIABLES, RANK_CALLS)
+                    for item in node.keywords):
+                return Finding(
+                    "sampler-seed-per-rank", f"the DistributedSampler at {source.name}:{node.lineno} is given a seed "
+                    "that differs per rank: each rank shuffles its own permutation and takes its slice of it, so "
+                    "the shares overlap and some samples are never seen", evidence, None, None,
+                    "give DistributedSampler the same seed on every rank (seed=base, not base + rank): it splits one "
+                    "permutation among the ranks; seed other randomness (augmentation) per rank separately")
     return None
