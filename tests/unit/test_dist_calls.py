@@ -53,6 +53,12 @@ def run_ranks(tmp_path: Path, body: str, timeout: float = 2, hooked: bool = True
             process.kill()
 
 
+def node_log(rank: int, done: subprocess.CompletedProcess) -> list[str]:
+    """A rank's output as its node's log. Both "nodes" run on this host: a connect retry to 127.0.0.1 under load is
+    this test's own doing (a lab's nodes have addresses of their own), so it is left out."""
+    return [f"[rank{rank}]:{line}" for line in done.stdout.splitlines() if "failed to connect" not in line]
+
+
 def dumps(tmp_path: Path, reason: str) -> dict[int, dict]:
     """The dumps of one reason, by rank."""
     found = {}
@@ -277,8 +283,7 @@ dist.all_gather_into_tensor(torch.empty(4 if rank == 0 else 6), torch.ones(2))
     traces = load_traces(tmp_path / "flight")
     returned = {trace.rank: trace.calls.recent[-1] for trace in traces}
     assert dict(returned[0].args) == {"output_split_sizes": "[2, 2]", "input_split_sizes": "[2, 2]"}
-    nodes = [NodeEvidence(rank, f"node{rank}", 1, lines=[f"[rank{rank}]:{line}" for line in done.stdout.splitlines()])
-             for rank, done in enumerate(ended)]
+    nodes = [NodeEvidence(rank, f"node{rank}", 1, lines=node_log(rank, done)) for rank, done in enumerate(ended)]
     found = diagnose(Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500,
                               command=["python", "job.py"], traces=traces))[0]
     assert (found.cause, found.rank) == ("rank-crashed", 1), found
@@ -295,10 +300,7 @@ dist.broadcast_object_list(objects, src=0)
 """, timeout=3)
     traces = load_traces(tmp_path / "flight")
     assert ("object_list", "list of 2") in next(trace for trace in traces if trace.rank == 0).calls.failed[-1].args
-    # Both "nodes" run on this host: a connect retry to 127.0.0.1 under load is this test's own, not the job's.
-    nodes = [NodeEvidence(rank, f"node{rank}", done.returncode,
-                          lines=[f"[rank{rank}]:{line}" for line in done.stdout.splitlines()
-                                 if "failed to connect" not in line])
+    nodes = [NodeEvidence(rank, f"node{rank}", done.returncode, lines=node_log(rank, done))
              for rank, done in enumerate(ended)]
     found = diagnose(Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500,
                               command=["python", "job.py"], traces=traces))[0]
