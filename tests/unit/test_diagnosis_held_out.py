@@ -1,4 +1,4 @@
-"""Causes first met in the sixth to eighth held-out batches (bench/diagnosis/SIXTH_BATCH.md, SEVENTH_, EIGHTH_):
+"""Causes first met in the sixth to ninth held-out batches (bench/diagnosis/SIXTH_BATCH.md, SEVENTH_, EIGHTH_, NINTH_):
 their real records (2-node labs, the jobs' hooks), each with the cause and fix the lab must now give first, and the
 same records changed where a finding must not fire."""
 
@@ -75,6 +75,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("eighth_optimizer_before_surgery", "optimizer-before-model-change", ["model.fc is replaced"],
      ["add_param_group"]),
     ("eighth_zero_grad_outside_loop", "gradients-not-zeroed", ["never zero_grad()"], ["zero_grad() inside the loop"]),
+    ("ninth_bool_flag_argparse", "bool-option", ["type=bool", "bool('False') is True"], ["action='store_true'"]),
+    ("ninth_breakpoint_left_rank0", "debugger-in-job", ["debugger"], ["PYTHONBREAKPOINT=0"]),
+    ("ninth_ddp_device_ids_cpu", "ddp-device-ids-on-cpu", ["device_ids [0]"], ["without device_ids"]),
+    ("ninth_all_reduce_temporary", "collective-result-discarded", ["nothing keeps"], ["variable"]),
 ]
 
 
@@ -224,3 +228,11 @@ def test_the_code_lints_need_the_mistake_in_the_code():
     every = causes(with_source(sample("eighth_dropout_eval_missing"), "@torch.no_grad()",
                                "@torch.no_grad()\n# model.eval() is called by the caller"))
     assert every[0] == "eval-mode-missing"  # a comment is not a call
+
+
+
+def test_a_scheduler_or_generator_made_after_the_optimizer_is_not_a_replaced_layer():
+    """The ninth batch's scored run told these two 'optimizer built before the model is changed': the rule took any
+    `self.x = ...` after `Optimizer(self.model.parameters())`; a layer of that very model is what counts."""
+    for name in ("ninth_callback_monitor_missing", "ninth_resume_scheduler_not_restored"):
+        assert "optimizer-before-model-change" not in causes(sample(name)), name

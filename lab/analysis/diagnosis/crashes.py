@@ -50,7 +50,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             continue
         if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
-                or _json_int_keys(ctx, tb)) is not None:
+                or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -176,6 +176,20 @@ def _spawn_unguarded(ctx: Context, tb) -> Finding | None:
         "line again before it has started", quote(said), tb.node, rank,
         "put the script's top level under `if __name__ == \"__main__\":` (def main(): ...; if __name__ == "
         "\"__main__\": main()), so a child that imports the file only defines its functions")
+
+
+def _debugger_quit(ctx: Context, tb) -> Finding | None:
+    """bdb.BdbQuit: a breakpoint() / pdb.set_trace() left in the code, whose debugger read end of input."""
+    if tb.short_type != "BdbQuit":
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "debugger-in-job", f"rank {rank if rank is not None else '?'} stopped in a debugger{_at(tb)}: a breakpoint() "
+        "or pdb.set_trace() left in the code reads its commands from the terminal, which a job's processes do not "
+        "have, so it quit (BdbQuit) and the other ranks lost this one", _raised(tb, rank)[:400], tb.node, rank,
+        "remove the breakpoint() / pdb.set_trace() (or run with PYTHONBREAKPOINT=0, which turns breakpoint() off); "
+        "to debug one rank of a job, use a remote debugger or stacks (`lab explain` keeps every rank's stack of a "
+        "hung run)")
 
 
 JSON_CALLS = re.compile(r"\bjson\.(?:loads?|dumps?)\(")
@@ -937,6 +951,12 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 
 
 PATTERNS = [
+    PatternRule("ddp-device-ids-on-cpu", re.compile(
+        r"device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU "
+        r"modules, but got device_ids \[(?P<ids>[^\]]*)\]"), lambda match, line, ctx: (
+        f"DistributedDataParallel was given device_ids [{match['ids']}] for a model on the CPU: device_ids names GPUs",
+        "on CPU (gloo) build DDP without device_ids and output_device: DistributedDataParallel(model); pass "
+        "device_ids=[local_rank] only when the model is on that GPU")),
     PatternRule("method-not-called", re.compile(r"'method' object is not (?:iterable|subscriptable)"),
                 lambda match, line, ctx: (
                     "a method was passed where its result was meant (`model.parameters` without the call)",

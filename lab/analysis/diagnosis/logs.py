@@ -20,7 +20,7 @@ TRACEBACK_START = "Traceback (most recent call last):"
 TRACEBACK_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
-EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|NotMet|Warning))"
+EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|NotMet|Warning|BdbQuit))"
                             r"(?::\s?(?P<message>.*))?$")
 
 

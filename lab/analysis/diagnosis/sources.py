@@ -65,7 +65,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _option_left_a_string(ctx, files, evidence), _no_eval_mode(files, evidence),
                                     _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
                                     _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
-                                    _sampler_seed_per_rank(files, evidence))
+                                    _sampler_seed_per_rank(files, evidence), _bool_option(files, evidence))
             if finding is not None]
 
 
@@ -702,15 +702,16 @@ def _optimizer_before_change(files: list[SourceFile], evidence: str) -> Finding 
     """An optimizer built from model.parameters(), then a layer of that model replaced: the new one never trains."""
     for source in files:
         for scope in [source.tree, *(node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef))]:
-            built = [(node.lineno, _root_name(part.func.value)) for node in ast.walk(scope)
+            built = [(node.lineno, ast.unparse(part.func.value)) for node in ast.walk(scope)
                      if isinstance(node, ast.Call) and _called(node) in OPTIMIZERS for part in node.args[:1]
                      if isinstance(part, ast.Call) and _called(part) == "parameters"
                      and isinstance(part.func, ast.Attribute)]
-            for line, model in built:
+            for line, model in built:  # a layer of that very model (model.fc, self.model.head), made anew
                 replaced = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign)
                                  and node.lineno > line and len(node.targets) == 1
                                  and isinstance(node.targets[0], ast.Attribute)
-                                 and _root_name(node.targets[0]) == model and isinstance(node.value, ast.Call)), None)
+                                 and ast.unparse(node.targets[0].value) == model and isinstance(node.value, ast.Call)
+                                 and _called(node.value)[:1].isupper()), None)
                 rebuilt = any(isinstance(node, ast.Call) and _called(node) in OPTIMIZERS and node.lineno > line
                               for node in ast.walk(scope))
                 if replaced is not None and not rebuilt:
@@ -803,4 +804,21 @@ def _sampler_seed_per_rank(files: list[SourceFile], evidence: str) -> Finding | 
                     "the shares overlap and some samples are never seen", evidence, None, None,
                     "give DistributedSampler the same seed on every rank (seed=base, not base + rank): it splits one "
                     "permutation among the ranks; seed other randomness (augmentation) per rank separately")
+    return None
+
+
+def _bool_option(files: list[SourceFile], evidence: str) -> Finding | None:
+    """`add_argument('--x', type=bool)`: bool('False') is True, so any value given turns it on."""
+    for source in files:
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Call) and _called(node) == "add_argument" and any(
+                    item.arg == "type" and isinstance(item.value, ast.Name) and item.value.id == "bool"
+                    for item in node.keywords):
+                option = ast.unparse(node.args[-1]) if node.args else "the option"
+                return Finding(
+                    "bool-option", f"{option} is declared with type=bool ({source.name}:{node.lineno}): argparse "
+                    "calls bool() on the text, and bool('False') is True, so any value given on the command line "
+                    "turns it on", evidence, None, None,
+                    f"make it a flag: add_argument({option}, action='store_true') (and --no-... with "
+                    "action='store_false', or argparse.BooleanOptionalAction), not type=bool")
     return None
