@@ -47,10 +47,10 @@ comes (in C, even from inside a long call) into a file opened at start, removed 
 import atexit
 import collections
 import functools
+import hashlib
 import importlib.machinery
 import importlib.util
 import json
-import hashlib
 import os
 import re
 import signal

@@ -13,6 +13,7 @@ from lab.analysis.diagnosis.context import (SYMPTOM, Context, PatternRule, expla
                                              report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
+from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
 
@@ -679,9 +680,6 @@ def _not_initialized(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
 
 # A default argument that asks torch.distributed: `world_size=dist.get_world_size()` in a def line.
 DIST_DEFAULT = re.compile(r"\w+\s*=\s*(?:torch\.)?(?:dist|distributed)\.get_\w+\(\)")
-
-
-FAULTHANDLER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
 
 def _watchdog(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:

@@ -17,6 +17,7 @@ import re
 from lab.analysis.calls import CallLog, DistCall
 from lab.analysis.diagnosis.context import Context, raised_by_own_check
 from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.signals import exited_alike
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
 
 
@@ -25,7 +26,8 @@ def replica_findings(ctx: Context) -> list[Finding]:
     raised = [tb for tb in ctx.tracebacks if raised_by_own_check(ctx, tb)]
     logs = {trace.rank: (trace.node, trace.calls) for trace in ctx.evidence.traces
             if trace.rank is not None and trace.calls is not None}
-    exited = _every_rank_exited(ctx) if not ctx.tracebacks else None  # a check that ends with sys.exit(1)
+    status = exited_alike(ctx) if not ctx.tracebacks else None  # a check that ends with sys.exit(1)
+    exited = f"every rank exited with status {status} and no Python error (its own check)" if status else None
     if not (raised or exited) or not logs:
         return []
     evidence = "; ".join(sorted({f"rank {tb.rank}: {tb.short_type}: {tb.message}"[:200] for tb in raised}))[:600] \
@@ -115,16 +117,6 @@ def _never_synchronised(logs: dict[int, tuple[int | None, CallLog]], evidence: s
         "run the last micro-batch of each accumulation outside no_sync(): only the first ACCUM-1 forward/backward "
         "passes go in `with model.no_sync():`, the last one (before optimizer.step()) runs plainly, and its backward "
         "all-reduces the accumulated gradients")
-
-
-def _every_rank_exited(ctx: Context) -> str | None:
-    """'every rank exited with status N' where each rank ended itself alike, with no Python error (a check's
-    sys.exit), as torchrun reports it; None otherwise."""
-    codes = [(rank, code) for reported in ctx.reports.values() for rank, code in reported]
-    statuses = {code for _, code in codes}
-    if len(codes) >= max(2, ctx.evidence.expected_world_size) and len(statuses) == 1 and 0 < min(statuses) <= 128:
-        return f"every rank exited with status {statuses.pop()} and no Python error (its own check)"
-    return None
 
 
 def _means_ddp(ctx: Context) -> bool:

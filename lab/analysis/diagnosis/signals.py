@@ -205,8 +205,7 @@ def exit_findings(ctx: Context) -> list[Finding]:
             continue  # an exception or an error a rule reads ended it: those rules say which
         said = last_own_line([line.text for line in own])
         who = f"rank {rank}" if rank is not None else f"the process on node{node}"
-        alike = {code_ for _, _, code_ in _own_exits(ctx)}
-        if len(_own_exits(ctx)) >= max(2, ctx.evidence.expected_world_size) and alike == {code}:
+        if exited_alike(ctx) == code:
             found.append(Finding(
                 "rank-exited", f"every rank ended itself alike, with exit status {code} and no Python error"
                 + (f", after printing: {said}" if said else "") + ": the job's own check failed on all of them",
@@ -248,6 +247,14 @@ def _timeout_wrapper(ctx: Context) -> Finding | None:
         + ", ".join(f"node{node} {code}" for node, code in sorted(set(ended))), nodes[0], None,
         f"give `timeout` more than the job needs (or drop it and use the lab's own --timeout, which keeps every "
         "rank's stack when it stops a run); for a job that must stop in time, save a checkpoint before the limit")
+
+
+def exited_alike(ctx: Context) -> int | None:
+    """The status every rank ended itself with, where all of them did so alike (a check that sys.exit()s on every
+    rank); None otherwise."""
+    exits = _own_exits(ctx)
+    statuses = {code for _, _, code in exits}
+    return statuses.pop() if len(exits) >= max(2, ctx.evidence.expected_world_size) and len(statuses) == 1 else None
 
 
 def _own_exits(ctx: Context) -> list[tuple[int, int | None, int]]:

@@ -30,6 +30,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from lab.analysis.calls import DistCall
 from lab.analysis.diagnosis.context import Context, quoted_source, raised_by_own_check
@@ -88,6 +89,20 @@ class SourceFile:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 return node
         return self.tree
+
+    @cached_property
+    def names(self) -> set[str]:
+        """The names and attribute names the code uses (not its strings, docstrings or comments)."""
+        return _names(self.tree)
+
+    @cached_property
+    def ranks(self) -> set[str]:
+        """The names that hold a rank (read once per file by every rule that asks)."""
+        return _derived(self, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+
+    @cached_property
+    def worlds(self) -> set[str]:
+        return _derived(self, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
 
 
 def _parsed(ctx: Context) -> list[SourceFile]:
@@ -302,8 +317,7 @@ SPLITS = {"chunk", "split", "array_split", "tensor_split"}
 
 def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
-        ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
-        worlds = _derived(source, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
+        ranks, worlds = source.ranks, source.worlds
         shares = {name for name, value in _assignments(source) if value is not None and _a_share(value, worlds)}
         chunked = {name for name, value in _assignments(source) if isinstance(value, ast.Call)
                    and _called(value) in SPLITS and _mentions(value, worlds | shares)}
@@ -488,10 +502,10 @@ def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | Non
 def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A count the script's check found larger than the dataset by less than the world size, and a multiple of it."""
     world = ctx.evidence.expected_world_size
-    if world < 2 or not any("DistributedSampler" in _names(source.tree) for source in files):
+    if world < 2 or not any("DistributedSampler" in source.names for source in files):
         return None
-    for tb in _own_checks(ctx):
-        numbers = [int(float(found)) for found in FLOAT.findall(tb.message) if float(found).is_integer()]
+    for tb, found in _check_numbers(ctx):
+        numbers = [int(number) for number in found if number.is_integer()]
         for counted in numbers:
             for total in numbers:
                 if 0 < counted - total < world and counted % world == 0:
@@ -514,8 +528,7 @@ def _names(tree: ast.AST) -> set[str]:
 def _ratio_in_message(ctx: Context, ratio: int) -> tuple[object, float, float] | None:
     """(the traceback, big, small) for two numbers of the script's own check's message whose ratio is `ratio`
     (within 1%)."""
-    for tb in _own_checks(ctx):
-        numbers = [float(found) for found in FLOAT.findall(tb.message)]
+    for tb, numbers in _check_numbers(ctx):
         for big in numbers:
             for small in numbers:
                 if small > 0 and abs(big / small - ratio) <= 0.01 * ratio:
@@ -527,8 +540,10 @@ COUNTED = re.compile(r"count|total|num|seen|correct|samples|tokens|hits|^n_|_n$|
 FLOAT = re.compile(r"(?<![\w./-])\d+(?:\.\d+)?(?![\w/-]|\.\w)")  # a number, not a piece of a path, id or name
 
 
-def _own_checks(ctx: Context) -> list:
-    return [tb for tb in ctx.tracebacks if raised_by_own_check(ctx, tb)]
+def _check_numbers(ctx: Context) -> list[tuple[object, list[float]]]:
+    """(traceback, the numbers of its message) for each check of the script's own that raised."""
+    return [(tb, [float(found) for found in FLOAT.findall(tb.message)]) for tb in ctx.tracebacks
+            if raised_by_own_check(ctx, tb)]
 
 
 def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
@@ -563,7 +578,7 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
         loaders = [node for node in calls if _called(node) == "DataLoader"]
         unsharded = [node for node in loaders if not any(item.arg in ("sampler", "batch_sampler")
                                                           for item in node.keywords)]
-        if not unsharded or len(unsharded) < len(loaders) or "init_process_group" not in _names(source.tree) \
+        if not unsharded or len(unsharded) < len(loaders) or "init_process_group" not in source.names \
                 or _share_taken(source):
             continue
         if _ratio_in_message(ctx, world) is None:
@@ -581,7 +596,7 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
 
 def _share_taken(source: SourceFile) -> bool:
     """The code takes a rank's share itself (a slice or index with the rank in it)."""
-    ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+    ranks = source.ranks
     return any(isinstance(node, ast.Subscript) and _holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS)
                for node in ast.walk(source.tree))
 
@@ -595,7 +610,7 @@ def _epoch_not_set(files: list[SourceFile], evidence: str) -> Finding | None:
                         for item in node.keywords)]
         epochs = [node for node in ast.walk(source.tree) if isinstance(node, ast.For)
                   and "epoch" in ast.unparse(node.target).lower()]
-        if samplers and epochs and "set_epoch" not in _names(source.tree):
+        if samplers and epochs and "set_epoch" not in source.names:
             return Finding(
                 "sampler-epoch-not-set", f"the DistributedSampler at {source.name}:{samplers[0].lineno} is never told "
                 f"the epoch (no set_epoch() in the loop at line {epochs[0].lineno}): it shuffles with the same seed "
@@ -634,7 +649,7 @@ def _none_off_one_rank(ctx: Context, files: list[SourceFile], evidence: str) -> 
         return None
     lines = " ".join(quoted_source(ctx, tb, frame) for tb in failed for frame in tb.frames)
     for source in files:
-        ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        ranks = source.ranks
         for name, value in _assignments(source):
             if (isinstance(value, ast.IfExp) and _holds(value.test, ranks, RANK_VARIABLES, RANK_CALLS) and any(
                     isinstance(side, ast.Constant) and side.value is None for side in (value.body, value.orelse))
@@ -682,7 +697,7 @@ def _option_left_a_string(ctx: Context, files: list[SourceFile], evidence: str) 
 def _no_eval_mode(files: list[SourceFile], evidence: str) -> Finding | None:
     """A model with Dropout or BatchNorm, an evaluation under no_grad, and no .eval() anywhere in the code."""
     for source in files:
-        names = _names(source.tree)
+        names = source.names
         layers = sorted(name for name in names if name.startswith(("Dropout", "BatchNorm", "dropout")))
         evaluated = [node for node in ast.walk(source.tree) if isinstance(node, (ast.With, ast.FunctionDef))
                      and any(part in ("no_grad", "inference_mode") for item in (
@@ -771,7 +786,7 @@ LOW_PRECISION = {"bfloat16", "float16", "half", "bf16", "fp16"}
 def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding | None:
     """Counts all-reduced in a tensor built with a dtype of the model's, in a job that runs in bfloat16/float16."""
     for source in files:
-        names = _names(source.tree)
+        names = source.names
         if not names & LOW_PRECISION:
             continue
         reduced = {_root_name(node.args[0]): node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
@@ -793,7 +808,7 @@ def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding 
 
 def _sampler_seed_per_rank(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
-        ranks = _derived(source, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        ranks = source.ranks
         for node in ast.walk(source.tree):
             if isinstance(node, ast.Call) and _called(node) == "DistributedSampler" and any(
                     item.arg == "seed" and _holds(item.value, ranks, RANK_VARIABLES, RANK_CALLS)

@@ -29,7 +29,7 @@ def thread_findings(ctx: Context) -> list[Finding]:
         if main.frames[-1].function == "_shutdown" and main.frames[-1].file.endswith("threading.py"):
             return [_exit_waits(ctx, process)]
         if (twice := _lock_taken_twice(main, sources)) is not None:
-            return [_self_deadlock(ctx, process, *twice)]
+            return [_self_deadlock(process, main, *twice)]
         if any(frame.function in CHILD_WAITS and frame.file.endswith("subprocess.py") for frame in main.frames):
             return [_child_wait(ctx, process, main, sources)]
     return []
@@ -118,17 +118,13 @@ def _locks_held(tree: ast.Module, line: int) -> set[str]:
             and node.body[0].lineno <= line <= (node.end_lineno or 0) for item in node.items}
 
 
-def _self_deadlock(ctx: Context, process: ProcessStack, outer: Frame, inner: Frame, lock: str) -> Finding:
+def _self_deadlock(process: ProcessStack, main: ThreadStack, outer: Frame, inner: Frame, lock: str) -> Finding:
     return Finding(
         "lock-taken-twice", f"{_who(process)} waits forever for {lock}, which its own thread already holds: "
         f"{outer.function} ({outer.location}) took it and then called {inner.function} ({inner.location}), which "
         "takes it again; a threading.Lock does not let its holder in twice", f"{_who(process)}: MainThread "
-        + " <- ".join(f"{frame.function} ({frame.location})" for frame in reversed(_main_frames(process))),
+        + " <- ".join(f"{frame.function} ({frame.location})" for frame in reversed(main.frames)),
         process.node, process.rank,
         f"take the lock once: call {inner.function.rsplit('.', 1)[-1]} after leaving the `with {lock}:` block (or "
         f"split it into a version that expects the lock held), or make it a threading.RLock(), which its holder may "
         "take again")
-
-
-def _main_frames(process: ProcessStack) -> list[Frame]:
-    return next((thread.frames for thread in process.threads if thread.name == MAIN_THREAD), [])
