@@ -47,6 +47,7 @@ class RunOutcome:
     nproc_per_node: int
     backend: str = "gloo"
     steps: dict[str, StepOutcome] = field(default_factory=dict)
+    link: str | None = None  # the lab's link shaping (`lab up --link`); None: unshaped or unknown
 
     @property
     def world_size(self) -> int:

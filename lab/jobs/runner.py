@@ -39,7 +39,7 @@ class RunOptions:
 def run_exercise(exercise: Exercise, target: Target, options: RunOptions, reporter: Reporter) -> RunRecord:
     nproc = options.nproc_per_node or exercise.nproc_per_node
     record = RunRecord.new(exercise.name, target.label)
-    outcome = RunOutcome(nnodes=target.nnodes, nproc_per_node=nproc, backend=options.backend)
+    outcome = RunOutcome(nnodes=target.nnodes, nproc_per_node=nproc, backend=options.backend, link=target.link)
     host_run_dir = target.transport.host_shared_dir / "runs" / record.run_id
     findings: list[dict] = []
     with recording(record):

@@ -3,9 +3,9 @@
 from lab.jobs.checks import RunOutcome, StepOutcome
 
 
-def outcome(results: dict[int, dict], nnodes: int, nproc: int) -> RunOutcome:
+def outcome(results: dict[int, dict], nnodes: int, nproc: int, link: str | None = None) -> RunOutcome:
     step = StepOutcome("main", results=results, exit_codes={node: 0 for node in range(nnodes)})
-    return RunOutcome(nnodes=nnodes, nproc_per_node=nproc, steps={"main": step})
+    return RunOutcome(nnodes=nnodes, nproc_per_node=nproc, steps={"main": step}, link=link)
 
 
 def failed(checker, run: RunOutcome) -> list[str]:
