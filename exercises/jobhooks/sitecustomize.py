@@ -110,6 +110,9 @@ ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
 KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16,
         "reads": 32}
+# sys.flags that change what the same code does: -O/-OO strip asserts and docstrings, -X utf8, -s/-I hide the user's
+# site-packages, -X dev adds checks, -P leaves the script's folder off sys.path
+INTERPRETER_FLAGS = ("optimize", "utf8_mode", "no_user_site", "isolated", "dev_mode", "safe_path")
 DIGESTED_BYTES = 1 << 16  # a file read this small also gets a digest of its content (compared across nodes)
 # The argument a call writes its result into (on every rank, or on the root where ROOT_ONLY names the root's
 # argument): given a tensor or list nothing else holds, the call's result is thrown away as it returns.
@@ -184,10 +187,13 @@ _builtin_hash = hash
 def _process_seeds() -> dict:
     """What makes "the same" computation differ between processes: torch's seed (seeded per rank, or not at all) and
     Python's string hashing (random per process unless PYTHONHASHSEED is set): compared across ranks by the lab. And
-    the working directory it started in and has now, which relative paths depend on, and the warning options
-    (PYTHONWARNINGS, -W): `error` makes a warning a crash."""
+    the working directory it started in and has now, which relative paths depend on, the warning options
+    (PYTHONWARNINGS, -W: `error` makes a warning a crash), the interpreter's flags (-O strips asserts) and which
+    interpreter it is."""
     seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8],
-             "limits": _limits(), "stdout_encoding": getattr(sys.stdout, "encoding", None)}
+             "limits": _limits(), "stdout_encoding": getattr(sys.stdout, "encoding", None),
+             "flags": {name: int(getattr(sys.flags, name)) for name in INTERPRETER_FLAGS if hasattr(sys.flags, name)},
+             "python": f"{sys.version.split()[0]} {sys.executable}"}
     try:
         seeds["cwd"] = os.getcwd()
     except OSError:
@@ -780,10 +786,19 @@ def _recorded_file_op(op: str, position: int, original):
     return recorded
 
 
+def _opener(frame):
+    """The frame that asked for a file: past pathlib's own (Path.read_text -> Path.open -> io.open)."""
+    while frame is not None and frame.f_code.co_filename.endswith(f"{os.sep}pathlib.py"):
+        frame = frame.f_back
+    return frame
+
+
 def _record_file_reads() -> None:
-    """The files the user's code opens for reading (the first 32 paths): size, time and, for small ones, a digest of
-    the content, compared across nodes by the lab: a cache or config on each node's own disk that differs on one."""
+    """The files the user's code opens for reading (the first 32 paths; open() and pathlib's read_text/open): size,
+    time and, for small ones, a digest of the content, compared across nodes by the lab: a cache or config on each
+    node's own disk that differs on one, or that one node has and the others do not."""
     import builtins
+    import io
     import zlib
 
     original = builtins.open
@@ -793,12 +808,13 @@ def _record_file_reads() -> None:
         opened = original(file, *args, **kwargs)
         try:
             mode = args[0] if args else kwargs.get("mode", "r")
+            opener = _opener(sys._getframe(1))
             if (isinstance(file, (str, os.PathLike)) and "r" in mode and "+" not in mode and len(seen) < KEPT["reads"]
-                    and _is_user_file(sys._getframe(1).f_code.co_filename)):
+                    and opener is not None and _is_user_file(opener.f_code.co_filename)):
                 path = os.path.abspath(os.fspath(file))
                 if path not in seen:
                     seen.add(path)
-                    record = {"op": "read", "path": path[:300], "caller": _caller(sys._getframe(1)), "at": time.time(),
+                    record = {"op": "read", "path": path[:300], "caller": _caller(opener), "at": time.time(),
                               **_file_facts(path)}
                     if record.get("size") is not None and record["size"] <= DIGESTED_BYTES:
                         with original(path, "rb") as content:
@@ -809,7 +825,7 @@ def _record_file_reads() -> None:
             pass
         return opened
 
-    builtins.open = open
+    builtins.open = io.open = open
 
 
 def _record_string_hashes() -> None:

@@ -159,6 +159,8 @@ class CallLog:
     reads: tuple[FileOp, ...] = ()  # the first files its code opened for reading
     limits: dict[str, int] = field(default_factory=dict)  # soft limits 'fsize', 'nofile', 'as', 'nproc'; -1: none
     stdout_encoding: str | None = None  # how its output is encoded (PYTHONIOENCODING, the locale)
+    flags: dict[str, int] = field(default_factory=dict)  # interpreter flags: 'optimize' (-O), 'utf8_mode', ...
+    python: str | None = None  # '3.11.2 /opt/lab-venv/bin/python': the interpreter's version and path
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -207,6 +209,7 @@ def read_calls(data: dict | None) -> CallLog | None:
                    reads=tuple(_file_op(item) for item in data.get("reads") or [] if isinstance(item, dict)
                                and item.get("path")),
                    limits=_counts(data.get("limits")), stdout_encoding=data.get("stdout_encoding"),
+                   flags=_counts(data.get("flags")), python=data.get("python"),
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))

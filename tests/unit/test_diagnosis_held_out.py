@@ -79,6 +79,14 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("ninth_breakpoint_left_rank0", "debugger-in-job", ["debugger"], ["PYTHONBREAKPOINT=0"]),
     ("ninth_ddp_device_ids_cpu", "ddp-device-ids-on-cpu", ["device_ids [0]"], ["without device_ids"]),
     ("ninth_all_reduce_temporary", "collective-result-discarded", ["nothing keeps"], ["variable"]),
+    ("ninth_python_optimize_node1", "settings-differ-between-nodes", ["optimize flag", "node1 -O", "assert"],
+     ["unset PYTHONOPTIMIZE"]),
+    ("ninth_vmem_limit_node1", "settings-differ-between-nodes", ["address space limit", "node1 2.9 GiB"],
+     ["ulimit -v"]),
+    ("ninth_user_config_node1", "file-on-one-node-read", ["/root/.config/trainer/defaults.json", "node1 only"],
+     ["remove /root/.config/trainer/defaults.json from node1"]),
+    ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
+     ["same file"]),
 ]
 
 
@@ -236,3 +244,33 @@ def test_a_scheduler_or_generator_made_after_the_optimizer_is_not_a_replaced_lay
     `self.x = ...` after `Optimizer(self.model.parameters())`; a layer of that very model is what counts."""
     for name in ("ninth_callback_monitor_missing", "ninth_resume_scheduler_not_restored"):
         assert "optimizer-before-model-change" not in causes(sample(name)), name
+
+
+def on_node(evidence, node: int, **changes):
+    """The record with the CallLogs of one node's ranks changed as `changes` says."""
+    return replace(evidence, traces=[replace(trace, calls=replace(trace.calls, **changes))
+                                     if trace.calls and trace.node == node else trace for trace in evidence.traces])
+
+
+def test_settings_that_differ_only_where_they_cannot_explain_the_failure_are_not_named():
+    """-O counts wherever it is (it changes what runs); a limit only on a node whose ranks failed; the same settings on
+    every node say nothing."""
+    optimized = sample("ninth_python_optimize_node1")
+    assert "settings-differ-between-nodes" not in causes(on_node(optimized, 1, flags={"optimize": 0}))
+    limited = sample("ninth_vmem_limit_node1")
+    unlimited = {"fsize": -1, "nofile": 20000, "as": -1, "nproc": 96365}
+    assert "settings-differ-between-nodes" not in causes(on_node(limited, 1, limits=unlimited))
+    swapped = on_node(on_node(limited, 1, limits=unlimited), 0, limits={**unlimited, "as": 3072000000})
+    assert "settings-differ-between-nodes" not in causes(swapped)  # node0's is lower, and node1's rank crashed
+
+
+def test_a_file_one_node_read_counts_only_off_rank_0_and_off_the_numbered_paths():
+    evidence = sample("ninth_user_config_node1")
+    [read] = [op for trace in evidence.traces if trace.node == 1 and trace.calls for op in trace.calls.reads
+              if op.path.endswith("defaults.json")]
+    both = on_node(evidence, 0, reads=(read,))
+    assert "file-on-one-node-read" not in causes(both)
+    numbered = on_node(evidence, 1, reads=(replace(read, path="/root/cache/shard-1.json"),))
+    assert "file-on-one-node-read" not in causes(numbered)
+    rank_zero_only = on_node(on_node(evidence, 1, reads=()), 0, reads=(read,))
+    assert "file-on-one-node-read" not in causes(rank_zero_only)  # rank 0 reading what it then shares is common

@@ -347,6 +347,7 @@ def test_what_makes_ranks_compute_differently_is_kept_results_thrown_away_no_syn
     """A result written into a tensor made for the call (not a named tensor, a view, a .grad, nor the root's own
     broadcast), DDP forwards inside and outside no_sync, the user's hash() of a string, torch's seed per rank, the
     variables read from the environment (not a copy of all of it), the files its code reads, and its own text."""
+    (tmp_path / "settings.json").write_text("{}")  # read through pathlib (Path.read_text -> io.open)
     ended = run_ranks(tmp_path, """torch.manual_seed(100 + rank)
 a, named, view = torch.ones(2), torch.ones(2), torch.ones(4)
 dist.all_reduce(torch.stack([a[0], a[1]]))
@@ -365,6 +366,7 @@ torch.optim.SGD(model.parameters(), lr=0.1 * (rank + 1)).step()
 home, unset = os.environ.get("HOME"), os.getenv("LAB_TEST_UNSET")
 copied = dict(os.environ)
 text = open(__file__).read()
+import pathlib; settings = pathlib.Path(__file__).with_name("settings.json").read_text()
 dist.destroy_process_group()
 """, timeout=30)
     assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
@@ -376,6 +378,11 @@ dist.destroy_process_group()
         assert "LAB_FLIGHT_DIR" not in log.env_read  # read by the hook itself, and copied by dict(os.environ)
         [read] = [op for op in log.reads if op.path == str(tmp_path / "job.py")]
         assert read.size == (tmp_path / "job.py").stat().st_size and read.digest and read.caller.startswith("job.py:")
+        [through_pathlib] = [op for op in log.reads if op.path == str(tmp_path / "settings.json")]
+        line = int(through_pathlib.caller.split(":")[1].split()[0])
+        assert "read_text()" in (tmp_path / "job.py").read_text().splitlines()[line - 1]  # the user's line, not pathlib's
+        assert through_pathlib.size == 2
+        assert log.flags["optimize"] == 0 and "utf8_mode" in log.flags and sys.executable in log.python
         thrown = [(call.op, call.caller, call.discarded) for call in log.discarded]
         expected = [("all_reduce", "job.py:7 in <module>", "tensor"), ("all_reduce", "job.py:11 in <module>", "tensor")]
         assert thrown == expected + ([("broadcast", "job.py:12 in <module>", "tensor")] if rank == 1 else []), thrown

@@ -14,8 +14,8 @@ known, saying what each rank was doing).
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, nodes, replicas, resources, signals,
-                                    launches, sources, threads, waits)
+from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, nodes, replicas, resources, settings,
+                                    signals, launches, sources, threads, waits)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -28,7 +28,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "stale-file-on-node", "file-size-limit",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "stale-file-on-node", "file-size-limit", "settings-differ-between-nodes", "file-on-one-node-read",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
@@ -207,6 +207,11 @@ CAUSES = {
                        "counted the repeats.",
     "stale-file-on-node": "A file a rank loaded was written before the run and by nobody during it, and it is cut "
                           "short: a copy left on that node's own disk (a cache from an earlier run).",
+    "settings-differ-between-nodes": "One node's processes ran under other settings than the others': Python's -O "
+                                     "(asserts skipped), a resource limit (ulimit -v, -n, -f, -u), UTF-8 mode or the "
+                                     "user's site-packages: the same code then runs or fails otherwise there.",
+    "file-on-one-node-read": "The job read a file from one node's own disk that the other nodes did not read (it is "
+                             "not there): a config or cache left on that node changes what its ranks do.",
     "file-size-limit": "A write failed on a node whose processes may not write files past a size (ulimit -f).",
     "sum-not-mean": "An all_reduce left at SUM where a mean was meant: the check saw world-size times the value.",
     "data-not-sharded": "A DataLoader with no sampler in a job of several ranks: every rank goes through the whole "
@@ -321,7 +326,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
              + divergence.duplicate_rank_findings(ctx)
              + divergence.late_rank_findings(ctx)
              + divergence.world_size_findings(ctx)
-             + divergence.collective_findings(ctx) + nodes.node_findings(ctx))
+             + divergence.collective_findings(ctx) + nodes.node_findings(ctx) + settings.settings_findings(ctx))
     found += (replicas.replica_findings(ctx) + crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))

@@ -13,6 +13,7 @@ from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
+from lab.analysis.diagnosis.settings import nodes_that_raised, nodes_that_stood_out
 from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
@@ -374,7 +375,7 @@ def read_env_findings(ctx: Context) -> list[Finding]:
 def read_file_findings(ctx: Context) -> list[Finding]:
     """A file on each node's own disk that the job's code read (the hooks note size, time and a digest of small
     files) with other content on some node, and a rank of that node failed: the node's copy is the cause."""
-    failing = {tb.node for tb in ctx.tracebacks}
+    failing = nodes_that_raised(ctx)
     probes = ctx.evidence.probes
     copies: dict[str, dict[int, tuple]] = {}
     for trace in ctx.evidence.traces:
@@ -410,6 +411,34 @@ def read_file_findings(ctx: Context) -> list[Finding]:
             f"give every node the same file: delete {_nodes(odd)}'s copy so it is made again, or keep it on the "
             "shared folder (or ship it with the job) instead of each node's own disk; a cache should carry what it "
             "was made from (a version, a checksum) and be rebuilt when that differs")]
+    return _read_on_some_nodes(ctx, copies)
+
+
+def _read_on_some_nodes(ctx: Context, copies: dict[str, dict[int, tuple]]) -> list[Finding]:
+    """A file on a node's own disk that only the failing nodes' code read, and not rank 0's node (rank 0 alone reading
+    what it then shares is common): it is not on the others, and a config or cache left there steered those ranks."""
+    dumped = {trace.node for trace in ctx.evidence.traces if trace.calls is not None and trace.node is not None}
+    first = {trace.node for trace in ctx.evidence.traces if trace.rank == 0}
+    ranks = {}
+    for trace in ctx.evidence.traces:
+        ranks.setdefault(trace.node, set()).add(trace.rank)
+    stood_out = nodes_that_stood_out(ctx)
+    for path, by_node in copies.items():
+        readers = set(by_node)
+        numbered = any(re.search(rf"(?<!\d){number}(?!\d)", path) for node in readers
+                       for number in {node, *(rank for rank in ranks.get(node, ()) if rank is not None)})
+        if numbered or readers & first or not dumped - readers or not readers & stood_out:
+            continue
+        size, _, before, caller = by_node[min(readers)]
+        others = _nodes(sorted(dumped - readers))
+        return [Finding(
+            "file-on-one-node-read", f"{path}, which the job read at {caller}, was read on {_nodes(readers)} only "
+            f"({size} bytes{', from before the run' if before else ''}): it is on that node's own disk and not on "
+            f"{others}, so {_nodes(readers)}'s ranks ran with something the others did not have, and they failed",
+            f"{path}: read on {_nodes(readers)}, on no other node", min(readers), None,
+            f"remove {path} from {_nodes(readers)} (left from before), or give every node the same file (the shared "
+            "folder, the workspace, or shipped with the job); a job's settings should come from its own files or "
+            "command line, or be read by rank 0 and broadcast (broadcast_object_list), never from one node's disk")]
     return []
 
 
