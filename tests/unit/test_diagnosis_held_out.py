@@ -85,6 +85,12 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["ulimit -v"]),
     ("ninth_user_config_node1", "file-on-one-node-read", ["/root/.config/trainer/defaults.json", "node1 only"],
      ["remove /root/.config/trainer/defaults.json from node1"]),
+    ("ninth_killpg_cleanup", "killed-by-the-job", ["rank 0 on node0 was ended by SIGTERM while its own code sent a "
+                                                   "signal", "killpg_cleanup.py:23 in stop_prefetchers"],
+     ["never killpg its own group"]),
+    ("ninth_hostfile_node_rank_order", "node-rank-zero-not-master", ["node1 was given --node-rank 0",
+                                                                     "--master-addr names node0"],
+     ["give --node-rank 0 to the node --master-addr names (node0)"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -274,3 +280,26 @@ def test_a_file_one_node_read_counts_only_off_rank_0_and_off_the_numbered_paths(
     assert "file-on-one-node-read" not in causes(numbered)
     rank_zero_only = on_node(on_node(evidence, 1, reads=()), 0, reads=(read,))
     assert "file-on-one-node-read" not in causes(rank_zero_only)  # rank 0 reading what it then shares is common
+
+
+def test_a_rank_ended_by_sigterm_elsewhere_than_a_line_that_signals_did_not_kill_itself():
+    """The stack a rank wrote at SIGTERM says where it was: only a line of its own that sends signals makes it the
+    sender (torchrun's SIGTERM after a peer failed finds it anywhere else)."""
+    elsewhere = with_source(sample("ninth_killpg_cleanup"), "    os.killpg(os.getpgid(0), signal.SIGTERM)",
+                            "    time.sleep(0.1)")
+    assert "killed-by-the-job" not in causes(elsewhere)
+
+
+def test_node_rank_0_on_the_master_address_or_a_c10d_rendezvous_is_not_a_misplaced_rank_0():
+    evidence = sample("ninth_hostfile_node_rank_order")
+
+    def launched(change):
+        return replace(evidence, processes=[replace(process, cmdline=change(process)) if process.role == "agent"
+                                            else process for process in evidence.processes])
+
+    in_order = launched(lambda process: [("0" if process.node == 0 else "1") if word in ("0", "1") and
+                                         process.cmdline[index - 1] == "--node-rank" else word
+                                         for index, word in enumerate(process.cmdline)])
+    assert "node-rank-zero-not-master" not in causes(in_order)
+    c10d = launched(lambda process: process.cmdline[:-1] + ["--rdzv-backend", "c10d", process.cmdline[-1]])
+    assert "node-rank-zero-not-master" not in causes(c10d)  # c10d ignores --node-rank: the endpoint hosts the store

@@ -35,7 +35,7 @@ PRIORITY = [
     "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "duplicate-rank", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
+    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
     "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
@@ -97,6 +97,9 @@ CAUSES = {
     "bad-arguments": "The script's own argument parser rejected its command line.",
     "process-group-not-initialized": "A `torch.distributed` call ran before `init_process_group` (or after "
                                      "`destroy_process_group`).",
+    "node-rank-zero-not-master": "torchrun's static rendezvous: the node given --node-rank 0 hosts the store, and "
+                                 "every node dials --master-addr; a node rank 0 on another node than that address "
+                                 "(a host file in another order) leaves nobody listening there.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",
@@ -319,7 +322,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # of two findings of one cause the first is kept: the Flight Recorder's sequence numbers, then the ranks' calls
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
-             + signals.signal_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
+             + signals.signal_findings(ctx) + signals.self_signalled_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
              + launches.launch_findings(ctx) + threads.thread_findings(ctx) + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx)
              + pattern_findings(ctx)
              + divergence.inherited_rank_findings(ctx)

@@ -3,6 +3,7 @@
 
 - torchrun options that differ between the nodes' agents (a --rdzv-id made per node with $RANDOM, another --nnodes
   or endpoint): each agent waits in a rendezvous the others never join;
+- node rank 0 given to another node than the one --master-addr names: nobody listens where the agents dial;
 - a rank number held by a process on each of two nodes, in worlds of the same size: each node ran a job of its own
   (`--standalone` on every node, a rendezvous endpoint of localhost).
 """
@@ -55,6 +56,8 @@ def _options_differ(ctx: Context) -> list[Finding]:
             min(agents), None,
             "give each node its own --node-rank, 0 to NNODES-1 (`lab exec` fills {node_rank} per node: torchrun "
             "--node-rank {node_rank} ...; a launch script copied to every node must read it, not hard-code it)")]
+    if (elsewhere := _rank_zero_elsewhere(ctx, agents)) is not None:
+        return [elsewhere]
     names = sorted(set().union(*agents.values()) - {name.replace("_", "-") for name in NODE_OWN_OPTIONS})
     for name in names:
         values = {node: options.get(name, "(not given)") for node, options in sorted(agents.items())}
@@ -70,6 +73,32 @@ def _options_differ(ctx: Context) -> list[Finding]:
                 f"`lab exec --env RDZV_ID=job1 -- torchrun ... {name} $RDZV_ID ...`, or `lab torchrun`, which "
                 "launches every node alike")]
     return []
+
+
+def _rank_zero_elsewhere(ctx: Context, agents: dict[int, dict[str, str]]) -> Finding | None:
+    """Static rendezvous (torchrun's default with --master-addr): node rank 0's agent hosts the store on its own host
+    and every agent dials --master-addr; a node rank 0 on another node than the one --master-addr names leaves
+    nobody listening where they dial."""
+    if any(options.get("--rdzv-backend", "static") != "static" or "--rdzv-endpoint" in options
+           for options in agents.values()):
+        return None
+    zero = [node for node, options in agents.items() if options.get("--node-rank") == "0"]
+    addresses = {options.get("--master-addr") for options in agents.values()}
+    hostnames = {node.hostname: node.index for node in ctx.evidence.nodes}
+    if len(zero) != 1 or len(addresses) != 1 or (address := next(iter(addresses))) not in hostnames \
+            or hostnames[address] == zero[0]:
+        return None
+    named, ranked = hostnames[address], zero[0]
+    return Finding(
+        "node-rank-zero-not-master", f"node{ranked} was given --node-rank 0 but --master-addr names {address} "
+        f"(node{named}, --node-rank {agents[named].get('--node-rank', '?')}): node rank 0 hosts the rendezvous store "
+        f"on its own host, and every agent dials {address}, where nobody listens, until the timeout",
+        "agents: " + "; ".join(f"node{node}: --node-rank {options.get('--node-rank')} --master-addr "
+                               f"{options.get('--master-addr')}" for node, options in sorted(agents.items())),
+        ranked, None,
+        f"give --node-rank 0 to the node --master-addr names ({address}), or point --master-addr at node rank 0's "
+        "host; a node rank taken from a host file's order must match the master's place in it (list the master "
+        "first), or let `lab exec` fill {node_rank} and {master_addr} together")
 
 
 def _separate_worlds(ctx: Context) -> list[Finding]:

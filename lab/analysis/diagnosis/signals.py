@@ -14,7 +14,7 @@ import signal
 from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, last_own_line
-from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, Frame
+from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, MAIN_THREAD, Frame
 
 FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
          signal.SIGFPE: "a floating-point exception", signal.SIGILL: "an illegal instruction"}
@@ -86,6 +86,41 @@ def sent_signal_findings(ctx: Context) -> list[Finding]:
                                 + "; the other ranks' errors follow from it",
             quote(line), node, rank, fix))
     return found
+
+
+# A line of the job's own code that sends signals: os.kill/killpg, a Popen's terminate/kill/send_signal, a shell's
+# kill, pkill or killall, signal.raise_signal.
+SENDS_SIGNAL = re.compile(r"\b(?:killpg|kill)\s*\(|\.(?:terminate|send_signal)\s*\(|\b(?:pkill|killall)\b"
+                          r"|\braise_signal\s*\(|[\"'\s]kill\s+-")
+
+
+def self_signalled_findings(ctx: Context) -> list[Finding]:
+    """A rank ended by SIGTERM while its own code was sending a signal (the stack it wrote as the signal came): it
+    signalled a group or a pattern it belongs to itself, and the others' errors follow."""
+    sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
+    ended = {(node, rank) for node, rank, _, _ in _endings(ctx, {signal.SIGTERM: ""})}
+    for process in ctx.evidence.processes:
+        if not process.at_sigterm or not any(node == process.node and rank in (process.rank, None)
+                                             for node, rank in ended):
+            continue
+        main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
+        own = next((frame for frame in reversed(main.frames) if not LIBRARY.search(frame.file)), None) if main else None
+        text = sources.get(own.file, "").splitlines() if own else []
+        line = text[own.line - 1].strip() if own and 0 < own.line <= len(text) else ""
+        if not line or not SENDS_SIGNAL.search(line):
+            continue
+        who = f"rank {process.rank}" if process.rank is not None else f"a process on node{process.node}"
+        at = f"{own.file.rsplit('/', 1)[-1]}:{own.line} in {own.function}"
+        return [Finding(
+            "killed-by-the-job", f"{who} on node{process.node} was ended by SIGTERM while its own code sent a signal, "
+            f"at {at} (`{line[:100]}`): the signal reached the sender itself (its own process group, kill(0, ...), or "
+            "a pattern that matches its own command line), and the other ranks' errors follow",
+            f"stack at SIGTERM of {who}: {at}: {line[:160]}", process.node, process.rank,
+            "signal only the processes this one started, by their own pids (p.terminate() or p.kill() for each Popen, "
+            "then p.wait()); never killpg its own group, kill(0, ...) or pkill/killall a pattern the job's command "
+            "matches: the rank is in that group too. To stop a tree of helpers at once, start them with "
+            "start_new_session=True and os.killpg(p.pid, signal.SIGTERM) their own group")]
+    return []
 
 
 def signal_findings(ctx: Context) -> list[Finding]:
