@@ -91,6 +91,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("ninth_hostfile_node_rank_order", "node-rank-zero-not-master", ["node1 was given --node-rank 0",
                                                                      "--master-addr names node0"],
      ["give --node-rank 0 to the node --master-addr names (node0)"]),
+    ("ninth_set_order_metrics", "collectives-in-unordered-loop", ["all_reduce at set_order_metrics.py:33",
+                                                                  "loop over set(names)"], ["sorted(set(names))"]),
+    ("ninth_comm_hook_main_only", "communication-set-up-on-some-ranks", ["register_comm_hook", "`rank == 0`"],
+     ["on every rank"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -303,3 +307,15 @@ def test_node_rank_0_on_the_master_address_or_a_c10d_rendezvous_is_not_a_misplac
     assert "node-rank-zero-not-master" not in causes(in_order)
     c10d = launched(lambda process: process.cmdline[:-1] + ["--rdzv-backend", "c10d", process.cmdline[-1]])
     assert "node-rank-zero-not-master" not in causes(c10d)  # c10d ignores --node-rank: the endpoint hosts the store
+
+
+def test_a_sorted_loop_and_a_hook_on_every_rank_are_not_why_the_collectives_disagree():
+    ordered = with_source(sample("ninth_set_order_metrics"), "for name in set(names):",
+                          "for name in sorted(set(names)):")
+    assert "collectives-in-unordered-loop" not in causes(ordered)
+    everywhere = with_source(sample("ninth_comm_hook_main_only"),
+                             "        model.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)\n", "")
+    everywhere = with_source(everywhere, "    opt = torch.optim.SGD(",
+                             "    model.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)\n"
+                             "    opt = torch.optim.SGD(")
+    assert "communication-set-up-on-some-ranks" not in causes(everywhere)

@@ -14,8 +14,8 @@ known, saying what each rank was doing).
 
 from __future__ import annotations
 
-from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, nodes, replicas, resources, settings,
-                                    signals, launches, sources, threads, waits)
+from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, launches, nodes, order, replicas,
+                                    resources, settings, signals, sources, threads, waits)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -36,7 +36,7 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "communication-set-up-on-some-ranks", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
@@ -100,6 +100,11 @@ CAUSES = {
     "node-rank-zero-not-master": "torchrun's static rendezvous: the node given --node-rank 0 hosts the store, and "
                                  "every node dials --master-addr; a node rank 0 on another node than that address "
                                  "(a host file in another order) leaves nobody listening there.",
+    "collectives-in-unordered-loop": "A collective runs in a loop over a set (ordered by string hashes salted per "
+                                     "process) or a directory listing (each filesystem's order): each rank runs the "
+                                     "loop's collectives in its own order, and they pair other tensors.",
+    "communication-set-up-on-some-ranks": "What sets up how ranks communicate (a DDP comm hook, DDP, a process group) "
+                                          "runs under a test of the rank: the ranks then send different things.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",
@@ -334,7 +339,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
               + divergence.uneven_findings(ctx)
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
-    found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found)
+    found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found) + order.order_findings(ctx, found)
     return _rank(found, ctx)
 
 

@@ -1,0 +1,136 @@
+"""Why the ranks' collectives disagree, read from the code around them: where the ranks passed different tensors to
+one collective, or ran different ones, the cause is often not in the call but in what decides which calls run:
+
+- the call sits in a loop over something without a shared order (a set, whose order follows string hashes salted
+  per process; os.listdir or glob, whose order is each filesystem's): each rank runs the loop's collectives in its
+  own order;
+- what sets up the communication (a DDP comm hook, DDP itself, a process group) runs under a test of the rank: the
+  ranks then send different things.
+
+Each fires only where the rest of the diagnosis found the ranks at odds in a collective, or nothing more specific.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, _called, _failure,
+                                            _holds, _parsed, _where)
+
+# The findings that say the ranks disagreed in a collective without saying why.
+AT_ODDS = {"shape-mismatch", "collective-mismatch", "collective-output-size", "reduce-op-dtype", "root-mismatch",
+           "p2p-mismatch", "ddp-parameter-mismatch", "group-mismatch"}
+UNORDERED_CALLS = {"set": "a set", "frozenset": "a set", "listdir": "os.listdir()", "scandir": "os.scandir()",
+                   "glob": "a glob", "iglob": "a glob", "iterdir": "Path.iterdir()", "rglob": "a glob"}
+# What sets up how a rank communicates: run on some ranks only, the ranks send different things.
+SETS_UP_COMMUNICATION = {"register_comm_hook", "_register_comm_hook", "DistributedDataParallel", "DDP",
+                         "FullyShardedDataParallel", "FSDP", "new_group", "new_subgroups", "_set_static_graph",
+                         "register_ddp_comm_hook"}
+
+
+def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    if not any(finding.cause in AT_ODDS | UNEXPLAINED for finding in found) or \
+            any(finding.cause not in AT_ODDS | UNEXPLAINED for finding in found):
+        return []
+    files = _parsed(ctx)
+    if not files:
+        return []
+    evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or _failure(ctx)
+    return [finding for finding in (_unordered_loop(ctx, files, evidence),
+                                    _set_up_on_some_ranks(files, found, evidence)) if finding is not None]
+
+
+def _collective_lines(ctx: Context) -> list[tuple[str, int, str, int | None, int | None]]:
+    """(file name, line, operation, node, rank) of each collective a rank was stuck in or that raised."""
+    lines = []
+    for trace in ctx.evidence.traces:
+        for call in (*trace.calls.failed, *trace.calls.pending) if trace.calls else ():
+            if (where := _where(call.caller)) is not None:
+                lines.append((*where, call.op, trace.node, trace.rank))
+    for tb in ctx.tracebacks:
+        op = tb.collective()
+        frame = tb.user_frame()
+        if op and frame:
+            lines.append((frame.file.rsplit("/", 1)[-1], frame.line, op, tb.node, tb.rank))
+    return lines
+
+
+def _unordered_loop(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    for name, line, op, node, rank in _collective_lines(ctx):
+        for source in files:
+            if source.name != name:
+                continue
+            for loop in _loops_around(source, line):
+                if (unordered := _unordered(source, loop.iter)) is None:
+                    continue
+                what, text = unordered
+                why = ("a set's order follows its items' hashes, and strings hash with a salt of each process's own "
+                       "(unless PYTHONHASHSEED is set)" if what == "a set" else
+                       f"{what} lists entries in the filesystem's own order, which differs between nodes and runs")
+                return Finding(
+                    "collectives-in-unordered-loop", f"the {op} at {name}:{line} runs in a loop over {text} "
+                    f"(line {loop.lineno}): {why}, so each rank runs the loop's collectives in its own order and pairs "
+                    "them with other tensors than its peers", evidence, node, rank,
+                    f"loop in an order every rank shares: `for ... in sorted({text})`; to drop repeats and keep the "
+                    "order given, use dict.fromkeys(items) instead of set(items)")
+    return None
+
+
+def _loops_around(source: SourceFile, line: int) -> list[ast.For | ast.comprehension]:
+    """The for loops and comprehensions whose body holds `line`, innermost first."""
+    loops = []
+    for node in ast.walk(source.tree):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and node.lineno < line <= (node.end_lineno or node.lineno):
+            loops.append((node.lineno, node))
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
+                node.lineno <= line <= (node.end_lineno or node.lineno):
+            loops.extend((node.lineno, generator) for generator in node.generators)
+    return [loop for _, loop in sorted(loops, key=lambda item: -item[0])]
+
+
+def _unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | None:
+    """(what kind, its text) when `expression` iterates without an order the ranks share; a sorted() one is ordered."""
+    if isinstance(expression, (ast.Set, ast.SetComp)):
+        return "a set", ast.unparse(expression)[:60]
+    if isinstance(expression, ast.Call) and (called := _called(expression)) in UNORDERED_CALLS:
+        return UNORDERED_CALLS[called], ast.unparse(expression)[:60]
+    if isinstance(expression, ast.Name):  # a name the same function (or the module) set to one
+        scope = source.function_of(expression)
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == expression.id
+                                                    for target in node.targets) and node.lineno < expression.lineno:
+                if (found := _unordered(source, node.value)) is not None:
+                    return found[0], f"{expression.id} = {found[1]}"
+    return None
+
+
+def _set_up_on_some_ranks(files: list[SourceFile], found: list[Finding], evidence: str) -> Finding | None:
+    if not any(finding.cause in AT_ODDS for finding in found):
+        return None
+    for source in files:
+        ranks = source.ranks
+        for node in ast.walk(source.tree):
+            if not isinstance(node, ast.If) or not _holds(node.test, ranks, RANK_VARIABLES, RANK_CALLS):
+                continue
+            for call in (part for statement in node.body for part in ast.walk(statement)):
+                if isinstance(call, ast.Call) and _called(call) in SETS_UP_COMMUNICATION and \
+                        not _also_elsewhere(source, node, _called(call)):
+                    text = ast.unparse(call)
+                    return Finding(
+                        "communication-set-up-on-some-ranks", f"`{text[:90]}` ({source.name}:{call.lineno}) runs only "
+                        f"where `{ast.unparse(node.test)}` holds (line {node.lineno}): the ranks then communicate "
+                        "differently (what they send, in which groups), so their collectives do not match",
+                        evidence, None, None,
+                        f"set up communication alike on every rank: call {_called(call)}(...) on every rank, outside "
+                        f"`if {ast.unparse(node.test)}:`; keep only logging, saving and printing under a test of the "
+                        "rank")
+    return None
+
+
+def _also_elsewhere(source: SourceFile, branch: ast.If, name: str) -> bool:
+    """The same set-up also runs outside this branch (its else, or after it): every rank has it."""
+    calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) == name]
+    inside = {id(node) for statement in branch.body for node in ast.walk(statement)}
+    return any(id(call) not in inside for call in calls)
