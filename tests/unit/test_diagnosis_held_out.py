@@ -95,6 +95,15 @@ TOLD = [  # sample, cause, words of the title, words of the fix
                                                                   "loop over set(names)"], ["sorted(set(names))"]),
     ("ninth_comm_hook_main_only", "communication-set-up-on-some-ranks", ["register_comm_hook", "`rank == 0`"],
      ["on every rank"]),
+    ("ninth_inplace_act_after_tanh", "changed-in-place-for-backward", ["output of Tanh", "changed in place"],
+     ["`self.post = nn.ReLU(inplace=inplace)` (inplace_act_after_tanh.py:19)"]),
+    ("ninth_onecycle_steps_floor", "scheduler-stepped-past-total", ["stepped 46 times", "45 steps"],
+     ["steps_per_epoch=len(train_loader)"]),
+    ("ninth_ema_before_ddp", "copied-before-ddp", ["`ModelEma(net, decay=0.995)` (ema_before_ddp.py:40)",
+                                                   "before DDP(net) (line 41)"], ["after wrapping"]),
+    ("ninth_tied_weights_after_ddp", "parameter-replaced-after-ddp", ["`model.module.tie_weights()`",
+                                                                      "`self.head.weight = self.embed.weight`"],
+     ["before wrapping"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -319,3 +328,13 @@ def test_a_sorted_loop_and_a_hook_on_every_rank_are_not_why_the_collectives_disa
                              "    model.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)\n"
                              "    opt = torch.optim.SGD(")
     assert "communication-set-up-on-some-ranks" not in causes(everywhere)
+
+
+def test_a_copy_after_ddp_or_under_one_seed_and_weights_tied_before_ddp_are_not_these_causes():
+    after = with_source(sample("ninth_ema_before_ddp"), "    ema = ModelEma(net, decay=0.995)\n    model = DDP(net)",
+                        "    model = DDP(net)\n    ema = ModelEma(net, decay=0.995)")
+    assert "copied-before-ddp" not in causes(after)
+    assert "copied-before-ddp" not in causes(with_calls(sample("ninth_ema_before_ddp"), torch_seed=0))
+    tied_first = with_source(sample("ninth_tied_weights_after_ddp"), "    model = DDP(TinyLM())\n",
+                             "    model = TinyLM()\n    model.tie_weights()\n    model = DDP(model)\n")
+    assert "parameter-replaced-after-ddp" not in causes(with_source(tied_first, "    model.module.tie_weights()\n", ""))

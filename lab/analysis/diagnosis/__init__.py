@@ -15,7 +15,7 @@ known, saying what each rank was doing).
 from __future__ import annotations
 
 from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, launches, nodes, order, replicas,
-                                    resources, settings, signals, sources, threads, waits)
+                                    resources, settings, signals, sources, threads, waits, wrapping)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -36,11 +36,11 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "communication-set-up-on-some-ranks", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "backward-twice", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -105,6 +105,16 @@ CAUSES = {
                                      "loop's collectives in its own order, and they pair other tensors.",
     "communication-set-up-on-some-ranks": "What sets up how ranks communicate (a DDP comm hook, DDP, a process group) "
                                           "runs under a test of the rank: the ranks then send different things.",
+    "changed-in-place-for-backward": "Autograd kept a tensor for the backward pass (a layer's output) and "
+                                     "something changed it in place afterwards (an inplace=True layer, x += y, a "
+                                     "method ending in _): backward refuses the changed values.",
+    "scheduler-stepped-past-total": "A OneCycleLR-style scheduler was stepped more times than the total it was "
+                                    "built for (epochs x steps_per_epoch computed by hand, smaller than the loop).",
+    "parameter-replaced-after-ddp": "A parameter of the model was replaced after DDP wrapped it (weights tied, a new "
+                                    "nn.Parameter assigned): DDP reduces the Parameter it registered, which forward no "
+                                    "longer uses.",
+    "copied-before-ddp": "A copy of the model (an EMA, deepcopy, AveragedModel) was taken before DDP's broadcast of "
+                         "rank 0's weights, in a job whose ranks seed torch differently: the copies differ per rank.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",
@@ -340,6 +350,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
     found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found) + order.order_findings(ctx, found)
+    found += wrapping.wrapping_findings(ctx, found)
     return _rank(found, ctx)
 
 

@@ -948,7 +948,44 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
             f"you trust, torch.load(path, weights_only=False) or torch.serialization.add_safe_globals([{what or 'Type'}])")
 
 
+# An in-place layer or option (inplace=True, inplace=cfg_value, "relu_inplace": True), or a method ending in `_`.
+IN_PLACE_LINE = re.compile(r"inplace\w*['\"]?\s*[=:]\s*(?!False)\w+"
+                           r"|\.(?!zero_grad|requires_grad_|manual_seed|clip_grad|_)\w*[a-z0-9]_\(")
+
+
+def _changed_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """Autograd kept a tensor for backward and something changed it in place: the code's in-place operations (an
+    `inplace=True` layer, a method ending in `_`) are where to look."""
+    places = []
+    for trace in ctx.evidence.traces:
+        for path, text in trace.sources.items():
+            for number, source in enumerate(text.splitlines(), 1):
+                code = source.split("#", 1)[0]
+                if IN_PLACE_LINE.search(code) and "init." not in code and len(places) < 3 and \
+                        (place := f"`{code.strip()[:70]}` ({path.rsplit('/', 1)[-1]}:{number})") not in places:
+                    places.append(place)
+    seen = f"; in-place operations in the code: {', '.join(places)}" if places else ""
+    return (f"backward needs the output of {match['op']} ({match['shape']}), which was then changed in place (it is "
+            f"at version {match['version']}): autograd would compute gradients from the changed values",
+            f"make the operation that changes {match['op']}'s output out-of-place (inplace=False on the layer after "
+            f"it, x = x + y instead of x += y, clamp instead of clamp_){seen}; "
+            "torch.autograd.set_detect_anomaly(True) names the line")
+
+
 PATTERNS = [
+    PatternRule("changed-in-place-for-backward", re.compile(
+        r"one of the variables needed for gradient computation has been modified by an inplace operation: "
+        r"\[(?P<shape>.+?)\], which is output \d+ of (?P<op>\w+?)(?:Backward\d*)?, is at version (?P<version>\d+)"),
+        _changed_in_place),
+    PatternRule("scheduler-stepped-past-total", re.compile(
+        r"Tried to step (?P<stepped>\d+) times\. The specified number of total steps is (?P<total>\d+)"),
+        lambda match, line, ctx: (
+            f"OneCycleLR was stepped {match['stepped']} times, past the {match['total']} steps it was built for: its "
+            "total (epochs x steps_per_epoch, or total_steps) is smaller than the steps the training loop takes",
+            "build it from the loop itself: OneCycleLR(optimizer, max_lr, epochs=EPOCHS, steps_per_epoch=len("
+            "train_loader)), with the loader each rank iterates (after its DistributedSampler, whose length rounds "
+            "up, not dataset // world // batch), and step it once per optimizer step (fewer with gradient "
+            "accumulation)")),
     PatternRule("ddp-device-ids-on-cpu", re.compile(
         r"device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU "
         r"modules, but got device_ids \[(?P<ids>[^\]]*)\]"), lambda match, line, ctx: (

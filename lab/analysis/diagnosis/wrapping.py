@@ -1,0 +1,120 @@
+"""What the code does to a model around DDP's wrapping of it, read with Python's parser from the job's own files:
+
+- a parameter replaced after DDP(model) (weights tied, or a new nn.Parameter assigned, by the script or a method
+  it calls): DDP keeps reducing the Parameter it registered, which forward no longer uses;
+- a copy of the model (an EMA, deepcopy, AveragedModel) taken before DDP(model), in a job that seeds torch per
+  rank: DDP's broadcast of rank 0's weights at construction makes the model alike, not the copy taken before.
+
+Each fires only where the rest of the diagnosis found what these cause (a parameter without a gradient, a check
+that the ranks differ) and nothing more specific.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, _called, _failure, _parsed
+
+PARAMETER_ATTRIBUTES = {"weight", "bias"}
+COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
+          "EMAModel"}
+OWN_CHECK_FAILED = {"rank-exited", "rank-crashed", "nonzero-exit"}  # how a job's own check that the ranks differ ends
+
+
+def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    causes = {finding.cause for finding in found}
+    files = _parsed(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
+    if not files:
+        return []
+    evidence = next((finding.evidence for finding in found if finding.cause.startswith("ddp-")), None) or \
+        _failure(ctx)
+    replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
+                                                                       "ddp-parameter-mismatch"} else None
+    copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
+    return [finding for finding in (replaced, copied) if finding is not None]
+
+
+def _wrappers(source: SourceFile) -> set[str]:
+    """The names DistributedDataParallel goes by in this file (`as DDP`)."""
+    names = {"DistributedDataParallel"}
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.ImportFrom):
+            names |= {alias.asname for alias in node.names if alias.name == "DistributedDataParallel" and alias.asname}
+    return names
+
+
+def _wrappings(source: SourceFile) -> list[ast.Call]:
+    wrappers = _wrappers(source)
+    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) in wrappers]
+
+
+def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
+    """`x.weight = ...` or `x.p = nn.Parameter(...)` inside `statement`."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and (target.attr in PARAMETER_ATTRIBUTES or isinstance(
+                    node.value, ast.Call) and _called(node.value) == "Parameter") for target in node.targets):
+            return node
+    return None
+
+
+def _methods(source: SourceFile) -> dict[str, ast.FunctionDef]:
+    return {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
+
+
+def _replaced_after_wrapping(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        methods = _methods(source)
+        for wrapping in _wrappings(source):
+            scope = source.function_of(wrapping)
+            for statement in getattr(scope, "body", []):
+                if statement.lineno <= wrapping.lineno:
+                    continue
+                assigned = _replaces_parameter(statement)
+                via = None
+                if assigned is None:  # a method of the file's own that the statement calls
+                    for call in (node for node in ast.walk(statement) if isinstance(node, ast.Call)):
+                        method = methods.get(_called(call) or "")
+                        if method is not None and (assigned := _replaces_parameter(method)) is not None:
+                            via = call
+                            break
+                if assigned is None:
+                    continue
+                shown = ast.unparse(assigned)[:80]
+                what = (f"`{ast.unparse(via)[:60]}` ({source.name}:{via.lineno}) runs `{shown}` (line "
+                        f"{assigned.lineno})" if via else f"`{shown}` ({source.name}:{assigned.lineno})")
+                return Finding(
+                    "parameter-replaced-after-ddp", f"{what} after DDP wrapped the model (line {wrapping.lineno}): "
+                    "the model now uses another Parameter than the one DDP registered and reduces, so that one never "
+                    "gets a gradient", evidence, None, None,
+                    "change the model's parameters before wrapping it: build, tie the weights (load a checkpoint), "
+                    "then DDP(model); after wrapping, change values in place under torch.no_grad() (p.copy_(...)) "
+                    "rather than assigning a new Parameter")
+    return None
+
+
+def _copied_before_wrapping(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    seeds = {trace.calls.torch_seed for trace in ctx.evidence.traces if trace.calls and trace.calls.torch_seed
+             is not None}
+    if len(seeds) < 2:
+        return None  # every rank seeded alike: a copy before the broadcast is the same everywhere
+    for source in files:
+        for wrapping in _wrappings(source):
+            wrapped = wrapping.args[0] if wrapping.args else None
+            if not isinstance(wrapped, ast.Name):
+                continue
+            scope = source.function_of(wrapping)
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Call) and _called(node) in COPIES and node.lineno < wrapping.lineno and any(
+                        isinstance(arg, ast.Name) and arg.id == wrapped.id for arg in node.args):
+                    return Finding(
+                        "copied-before-ddp", f"`{ast.unparse(node)[:70]}` ({source.name}:{node.lineno}) copies "
+                        f"{wrapped.id} before DDP({wrapped.id}) (line {wrapping.lineno}) broadcasts rank 0's weights, "
+                        f"and the ranks seed torch differently (seeds {', '.join(map(str, sorted(seeds)))}): each "
+                        "rank's copy starts from its own random weights and stays apart", evidence, None, None,
+                        f"take the copy after wrapping (DDP(...) makes every rank's {wrapped.id} rank 0's), e.g. "
+                        f"model = DDP({wrapped.id}); ema = {_called(node)}({wrapped.id}, ...); or seed torch alike on "
+                        "every rank before building the model")
+    return None
