@@ -338,3 +338,15 @@ def test_a_copy_after_ddp_or_under_one_seed_and_weights_tied_before_ddp_are_not_
     tied_first = with_source(sample("ninth_tied_weights_after_ddp"), "    model = DDP(TinyLM())\n",
                              "    model = TinyLM()\n    model.tie_weights()\n    model = DDP(model)\n")
     assert "parameter-replaced-after-ddp" not in causes(with_source(tied_first, "    model.module.tie_weights()\n", ""))
+
+
+def test_collectives_from_two_threads_are_named_and_one_thread_is_not():
+    evidence = sample("collectives_from_a_thread")
+    top = diagnose(evidence)[0]
+    assert top.cause == "collectives-from-threads" and "reporter (collectives_from_a_thread.py:20 in report)" in top.title
+    assert "process group of its own" in top.fix
+    one_thread = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, recent=tuple(
+        replace(call, thread="MainThread") for call in trace.calls.recent), failed=tuple(
+        replace(call, thread="MainThread") for call in trace.calls.failed))) if trace.calls else trace
+        for trace in evidence.traces])
+    assert "collectives-from-threads" not in causes(one_thread)

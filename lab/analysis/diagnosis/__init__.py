@@ -36,7 +36,7 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
@@ -115,6 +115,8 @@ CAUSES = {
                                     "longer uses.",
     "copied-before-ddp": "A copy of the model (an EMA, deepcopy, AveragedModel) was taken before DDP's broadcast of "
                          "rank 0's weights, in a job whose ranks seed torch differently: the copies differ per rank.",
+    "collectives-from-threads": "A rank made collectives on one process group from two threads (a metrics or "
+                                "checkpoint thread beside the training loop): which comes first differs per rank.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",

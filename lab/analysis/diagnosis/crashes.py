@@ -25,7 +25,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if tb.short_type == "BrokenPipeError" and not tb.collective():  # its own output, not a peer's socket
             found.append(_output_pipe_closed(ctx, tb))
             continue
-        if tb.thread is not None and tb.thread != "MainThread":
+        if tb.thread is not None and tb.thread != "MainThread" and not SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
             found.append(_thread_died(ctx, tb))
             continue
         if ADDRESS_IN_USE.search(tb.message) and job_own_port(tb):

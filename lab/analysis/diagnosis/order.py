@@ -4,6 +4,7 @@ one collective, or ran different ones, the cause is often not in the call but in
 - the call sits in a loop over something without a shared order (a set, whose order follows string hashes salted
   per process; os.listdir or glob, whose order is each filesystem's): each rank runs the loop's collectives in its
   own order;
+- collectives on one group made from two threads of a rank: which comes first differs per rank;
 - what sets up the communication (a DDP comm hook, DDP itself, a process group) runs under a test of the rank: the
   ranks then send different things.
 
@@ -35,10 +36,8 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
             any(finding.cause not in AT_ODDS | UNEXPLAINED for finding in found):
         return []
     files = _parsed(ctx)
-    if not files:
-        return []
     evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or _failure(ctx)
-    return [finding for finding in (_unordered_loop(ctx, files, evidence),
+    return [finding for finding in (_unordered_loop(ctx, files, evidence), _from_two_threads(ctx, evidence),
                                     _set_up_on_some_ranks(files, found, evidence)) if finding is not None]
 
 
@@ -58,6 +57,8 @@ def _collective_lines(ctx: Context) -> list[tuple[str, int, str, int | None, int
 
 
 def _unordered_loop(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    if not files:
+        return None
     for name, line, op, node, rank in _collective_lines(ctx):
         for source in files:
             if source.name != name:
@@ -103,6 +104,30 @@ def _unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | Non
                                                     for target in node.targets) and node.lineno < expression.lineno:
                 if (found := _unordered(source, node.value)) is not None:
                     return found[0], f"{expression.id} = {found[1]}"
+    return None
+
+
+NOT_COLLECTIVES = {"init_process_group", "new_group", "new_subgroups", "destroy_process_group", "send", "recv",
+                   "isend", "irecv", "batch_isend_irecv"}
+
+
+def _from_two_threads(ctx: Context, evidence: str) -> Finding | None:
+    """A rank whose collectives on one group came from two threads: which runs first differs per rank."""
+    for trace in ctx.evidence.traces:
+        threads: dict[tuple, dict[str, str]] = {}
+        for call in trace.calls.made if trace.calls else ():
+            if call.op not in NOT_COLLECTIVES:
+                threads.setdefault(call.group or (), {}).setdefault(call.thread, call.caller or call.op)
+        for group, callers in threads.items():
+            if len(callers) > 1:
+                shown = ", ".join(f"{thread} ({caller})" for thread, caller in callers.items())
+                return Finding(
+                    "collectives-from-threads", f"rank {trace.rank} ran collectives on one process group from "
+                    f"{len(callers)} threads: {shown}: which thread's call comes first differs from rank to rank, so "
+                    "the ranks pair different collectives", evidence, trace.node, trace.rank,
+                    "run every collective of a group from one thread (hand the other thread's values to it through a "
+                    "queue), or give the other thread a process group of its own (dist.new_group(...), made on every "
+                    "rank in the same order) and run its collectives there")
     return None
 
 
