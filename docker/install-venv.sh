@@ -14,6 +14,11 @@ site=$(/opt/lab-venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("
 # nodes have no compiler, so neither C++ extensions nor torch.compile's CPU code can be built there).
 # torch/bin stays: torch_shm_manager.
 rm -rf "$site/torch/test" "$site/torch/include"
+# The lab's job hooks (exercises/jobhooks: sitecustomize and its plugins) reach a job through PYTHONPATH; a job whose
+# own command sets PYTHONPATH anew would lose them, so the venv also puts LAB_JOBHOOKS_DIR first on sys.path before
+# Python imports sitecustomize (site.py runs .pth lines that start with `import`).
+echo 'import os, sys; hooks = os.environ.get("LAB_JOBHOOKS_DIR"); hooks and hooks not in sys.path and sys.path.insert(0, hooks)' \
+    > "$site/lab_jobhooks.pth"
 # pip byte-compiles on one core; compileall -j0 uses them all. Like pip, it passes over the few files
 # written for a newer Python (torch's py312_intrinsics.py), hence `|| true`.
 /opt/lab-venv/bin/python -m compileall -q -j0 /opt/lab-venv/lib >/dev/null || true

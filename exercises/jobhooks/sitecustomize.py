@@ -113,6 +113,7 @@ KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "dis
 # sys.flags that change what the same code does: -O/-OO strip asserts and docstrings, -X utf8, -s/-I hide the user's
 # site-packages, -X dev adds checks, -P leaves the script's folder off sys.path
 INTERPRETER_FLAGS = ("optimize", "utf8_mode", "no_user_site", "isolated", "dev_mode", "safe_path")
+VERSIONS_KEPT = 64  # imported packages whose version a dump notes
 DIGESTED_BYTES = 1 << 16  # a file read this small also gets a digest of its content (compared across nodes)
 # The argument a call writes its result into (on every rank, or on the root where ROOT_ONLY names the root's
 # argument): given a tensor or list nothing else holds, the call's result is thrown away as it returns.
@@ -193,7 +194,7 @@ def _process_seeds() -> dict:
     seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8],
              "limits": _limits(), "stdout_encoding": getattr(sys.stdout, "encoding", None),
              "flags": {name: int(getattr(sys.flags, name)) for name in INTERPRETER_FLAGS if hasattr(sys.flags, name)},
-             "python": f"{sys.version.split()[0]} {sys.executable}"}
+             "python": f"{sys.version.split()[0]} {sys.executable}", "versions": _imported_versions()}
     try:
         seeds["cwd"] = os.getcwd()
     except OSError:
@@ -203,6 +204,18 @@ def _process_seeds() -> dict:
     except Exception:
         pass
     return seeds
+
+
+def _imported_versions() -> dict[str, str]:
+    """The version and folder of each package the process imported that says its version (the first 64 by name):
+    one node with another copy (pip --user, a PYTHONPATH to an old checkout) is told from them."""
+    found = {}
+    for name in sorted(name for name in list(sys.modules) if "." not in name and not name.startswith("_")):
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if isinstance(version, str) and len(found) < VERSIONS_KEPT:
+            where = os.path.dirname(getattr(sys.modules[name], "__file__", None) or "")
+            found[name] = f"{version[:40]} {where[:200]}".strip()
+    return found
 
 
 def _limits() -> dict[str, int]:
@@ -793,6 +806,16 @@ def _opener(frame):
     return frame
 
 
+_NOT_DATA = tuple({sys.prefix, sys.base_prefix, "/proc", "/sys", "/dev", "/etc", "/usr"})
+
+
+def _read_for_user(file) -> bool:
+    """A file a library opens on the user's behalf (np.load, pandas, PIL, a tokenizer's cache): not the interpreter's
+    or a package's own files (the user's frame further up is checked by the caller)."""
+    path = os.path.abspath(os.fspath(file))
+    return not path.startswith(_NOT_DATA) and f"{os.sep}site-packages{os.sep}" not in path
+
+
 def _record_file_reads() -> None:
     """The files the user's code opens for reading (the first 32 paths; open() and pathlib's read_text/open): size,
     time and, for small ones, a digest of the content, compared across nodes by the lab: a cache or config on each
@@ -810,9 +833,9 @@ def _record_file_reads() -> None:
             mode = args[0] if args else kwargs.get("mode", "r")
             opener = _opener(sys._getframe(1))
             if (isinstance(file, (str, os.PathLike)) and "r" in mode and "+" not in mode and len(seen) < KEPT["reads"]
-                    and opener is not None and _is_user_file(opener.f_code.co_filename)):
+                    and opener is not None and (_is_user_file(opener.f_code.co_filename) or _read_for_user(file))):
                 path = os.path.abspath(os.fspath(file))
-                if path not in seen:
+                if path not in seen and _caller(opener) is not None:
                     seen.add(path)
                     record = {"op": "read", "path": path[:300], "caller": _caller(opener), "at": time.time(),
                               **_file_facts(path)}

@@ -161,6 +161,7 @@ class CallLog:
     stdout_encoding: str | None = None  # how its output is encoded (PYTHONIOENCODING, the locale)
     flags: dict[str, int] = field(default_factory=dict)  # interpreter flags: 'optimize' (-O), 'utf8_mode', ...
     python: str | None = None  # '3.11.2 /opt/lab-venv/bin/python': the interpreter's version and path
+    versions: dict[str, str] = field(default_factory=dict)  # imported package -> 'version folder'
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -210,6 +211,7 @@ def read_calls(data: dict | None) -> CallLog | None:
                                and item.get("path")),
                    limits=_counts(data.get("limits")), stdout_encoding=data.get("stdout_encoding"),
                    flags=_counts(data.get("flags")), python=data.get("python"),
+                   versions={str(name): str(value) for name, value in (data.get("versions") or {}).items()},
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))

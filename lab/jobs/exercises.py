@@ -238,10 +238,14 @@ RANK_PREFIX_TEMPLATE = "[rank${rank}]:"
 def readable_output_env(exercises_dir: str, env: dict[str, str]) -> dict[str, str]:
     """`env` for a job whose output a person reads: no two processes' text on one line, every torchrun line tagged.
 
-    The sitecustomize folder goes first on PYTHONPATH, with `env`'s own PYTHONPATH (the step's, the user's) after it.
+    The sitecustomize folder goes first on PYTHONPATH, with `env`'s own PYTHONPATH (the step's, the user's) after it,
+    and in LAB_JOBHOOKS_DIR, which the node image's venv puts first on sys.path itself (docker/install-venv.sh): the
+    hooks stay with a job whose own command sets PYTHONPATH anew.
     """
-    pythonpath = ":".join(part for part in (f"{exercises_dir}/{JOB_HOOKS_DIR}", env.get("PYTHONPATH")) if part)
-    return {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE, **env, "PYTHONPATH": pythonpath}
+    hooks = f"{exercises_dir}/{JOB_HOOKS_DIR}"
+    pythonpath = ":".join(part for part in (hooks, env.get("PYTHONPATH")) if part)
+    return {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE, **env, "PYTHONPATH": pythonpath,
+            "LAB_JOBHOOKS_DIR": hooks}
 
 
 def step_command(exercise: Exercise, step: Step, ctx: LaunchContext) -> tuple[list[str], dict[str, str]]:

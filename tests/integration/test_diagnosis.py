@@ -147,6 +147,23 @@ def test_a_rendezvous_file_on_each_nodes_own_disk(lab_cluster, how, script, evid
 
 
 @pytest.mark.slow
+def test_a_package_copy_on_one_node_behind_the_jobs_own_pythonpath(lab_cluster):
+    """node1's command sets PYTHONPATH anew (to an older copy of a package): the hooks still run there (the node
+    image's venv puts them first itself) and note each package's version and folder."""
+    older = ('mkdir -p ~/pylib/tinytok && printf "__version__ = \\"0.9.1\\"\\nVOCAB = 1000\\n" > '
+             '~/pylib/tinytok/__init__.py && export PYTHONPATH=~/pylib')
+    result = lab_cluster.exec(["bash", "-c", f'if [ "$NODE_RANK" = 1 ]; then {older}; fi; '
+                               "exec python package_copy_on_one_node.py"], env=dict(pair.split("=", 1) for pair in
+                                                                                    FAST_FAIL),
+                              copy=FAILURES / "package_copy_on_one_node.py", timeout=ENDS_BY_ITSELF,
+                              fail_grace=FAILED_NODE_GRACE)
+    assert not result.passed, result.node_output
+    record = json.loads(json.dumps(result.record.to_dict()))
+    top = assert_diagnosed(record, "package-version-differs", 1, None, "node1 0.9.1 /root/pylib/tinytok", ENDS_BY_ITSELF)
+    assert "remove the other copy from node1" in top["fix"]
+
+
+@pytest.mark.slow
 def test_a_path_no_node_has(lab_cluster):
     record = run_failing(lab_cluster, "exec", "missing_data_path.py")
     top = assert_diagnosed(record, "file-missing-everywhere", 0, 0, "node1: missing", ENDS_BY_ITSELF)

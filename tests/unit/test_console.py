@@ -154,6 +154,7 @@ def test_a_job_keeps_the_users_pythonpath_and_sitecustomize(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["True", "False", "True", "True", "42"], result.stderr
     assert env["PYTHONPATH"].split(":") == [f"{exercises_root()}/jobhooks", str(tmp_path)]
+    assert env["LAB_JOBHOOKS_DIR"] == f"{exercises_root()}/jobhooks"  # the node image's venv puts it first itself
 
 
 def test_ctrl_c_while_a_finished_command_prints_its_result_is_ignored_then_armed_again():

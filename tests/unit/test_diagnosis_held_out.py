@@ -350,3 +350,19 @@ def test_collectives_from_two_threads_are_named_and_one_thread_is_not():
         replace(call, thread="MainThread") for call in trace.calls.failed))) if trace.calls else trace
         for trace in evidence.traces])
     assert "collectives-from-threads" not in causes(one_thread)
+
+
+def test_a_package_imported_from_another_copy_on_the_failing_node_is_named_and_alike_ones_are_not():
+    """The hooks survive a job's own PYTHONPATH (the venv's .pth puts them first) and note each package's version
+    and folder; node1 imported an older tinytok from ~/pylib."""
+    evidence = sample("package_copy_on_one_node")
+    top = diagnose(evidence)[0]
+    assert top.cause == "package-version-differs" and "tinytok" in top.title and "node1 0.9.1 /root/pylib/tinytok" in \
+        top.title and "remove the other copy from node1" in top.fix
+    node0 = next(trace.calls.versions for trace in evidence.traces if trace.node == 0 and trace.calls)
+    alike = on_node(evidence, 1, versions=dict(node0))
+    assert "package-version-differs" not in [finding.cause for finding in diagnose(alike) if "tinytok" in finding.title]
+    numbered = on_node(on_node(evidence, 0, versions={"tinytok": "1.2.0 /opt/venv-node0/tinytok"}), 1,
+                       versions={"tinytok": "1.2.0 /opt/venv-node1/tinytok"})
+    assert not [finding for finding in diagnose(numbered) if "tinytok" in finding.title and
+                finding.cause == "package-version-differs"]

@@ -88,9 +88,9 @@ CAUSES = {
                                "torch.multiprocessing) did not fit.",
     "package-missing-on-nodes": "A module imports on some nodes and not on others: the nodes' Python environments "
                                 "differ (`lab up --pip`, `lab doctor`).",
-    "package-version-differs": "A name is missing from a package on some nodes only (`cannot import name`, or a "
-                               "module attribute), which the other nodes got past: their versions differ "
-                               "(`lab doctor --package`).",
+    "package-version-differs": "A package differs between the nodes: a name is missing from it on some nodes only "
+                               "(`cannot import name`, or a module attribute), or the job imported it in another "
+                               "version or from another folder on the nodes that failed (`lab doctor --package`).",
     "import-error": "The script fails at start on every node: a module it imports is not installed, or "
                     "`python -m` cannot find the module.",
     "script-not-found": "The script's file is not on the node at the path the command names.",

@@ -1,8 +1,8 @@
 """The nodes' processes ran under different settings: interpreter flags (-O strips asserts, UTF-8 mode, the user's
-site-packages) and resource limits (ulimit -v, -n, -f, -u). Warning options and the output encoding have rules of
-their own that name the warning or the text (crashes.py). The jobs' hooks note each process's settings as it ends
-(the `calls` of its dump); where one node's differ from the others' and that node's ranks failed or ended apart,
-the difference is the cause, whatever the message it led to.
+site-packages), resource limits (ulimit -v, -n, -f, -u) and the packages they imported (version and folder).
+Warning options and the output encoding have rules of their own that name the warning or the text (crashes.py).
+The jobs' hooks note each process's settings as it ends (the `calls` of its dump); where one node's differ from the
+others' and that node's ranks failed or ended apart, the difference is the cause, whatever the message it led to.
 """
 
 from __future__ import annotations
@@ -135,4 +135,32 @@ def settings_findings(ctx: Context) -> list[Finding]:
             "settings-differ-between-nodes", f"{setting.name} differs between the nodes ({shown}): on {names} "
             f"{setting.effect}{failed}", f"{setting.name}, as each node's processes ended: {shown}", odd_nodes[0],
             None, setting.fix.format(nodes=names))]
+    return _versions_differ(ctx, stood_out)
+
+
+def _versions_differ(ctx: Context, stood_out: set[int]) -> list[Finding]:
+    """A package the job imported in another version, or from another folder, on the nodes that failed."""
+    per_package: dict[str, dict[int, set[str]]] = {}
+    for trace in ctx.evidence.traces:
+        if trace.calls is not None and trace.node is not None:
+            for name, value in trace.calls.versions.items():
+                per_package.setdefault(name, {}).setdefault(trace.node, set()).add(value)
+    for name, by_node in sorted(per_package.items()):
+        per_node = {node: next(iter(found)) for node, found in sorted(by_node.items()) if len(found) == 1}
+        if len(per_node) < 2 or len({value.replace(f"node{node}", "node{n}") for node, value in per_node.items()}) < 2:
+            continue  # the same everywhere, or a folder of each node's own (/opt/venv-node0, /opt/venv-node1)
+        counts = Counter(per_node.values())
+        odd = min(counts, key=lambda value: (counts[value], value))
+        odd_nodes = [node for node, value in per_node.items() if value == odd]
+        if not stood_out & set(odd_nodes):
+            continue
+        names = ", ".join(f"node{node}" for node in odd_nodes)
+        shown = "; ".join(f"node{node} {value}" for node, value in per_node.items())
+        return [Finding(
+            "package-version-differs", f"the job imported {name} in another version or from another folder on "
+            f"{names} ({shown}), and a rank there failed: the same code runs other library code there",
+            f"{name} as each node's processes imported it: {shown}", odd_nodes[0], None,
+            f"give every node the same {name}: install one version in the nodes' environment (`lab up --pip "
+            f"{name}==VERSION`, `lab doctor --package {name}` compares them), and remove the other copy from "
+            f"{names} (a pip --user install, a PYTHONPATH entry, a vendored folder)")]
     return []
