@@ -605,3 +605,14 @@ def test_python_dash_m_that_finds_nothing_anywhere_says_where_the_project_should
 def test_a_module_named_in_a_message_of_the_job_is_not_python_dash_m():
     found = diagnose(lab_run("warning: No module named yaml, using json", "", exit_codes={0: 1, 1: 0}))
     assert [finding.cause for finding in found] == ["rank-exited"]
+
+
+def test_the_advice_an_error_message_gives_is_kept_and_a_message_without_one_gets_none():
+    from lab.analysis.diagnosis.crashes import message_advice
+    assert message_advice("Default process group has not been initialized, please make sure to call "
+                          "init_process_group.") == "please make sure to call init_process_group."
+    assert message_advice("Expected to have finished reduction. This error indicates unused parameters. You can "
+                          "enable detection by passing `find_unused_parameters=True`.").startswith("You can enable")
+    assert message_advice("CUDA error: invalid device ordinal. For debugging consider passing "
+                          "CUDA_LAUNCH_BLOCKING=1.") == ""  # a tip for debugging is not a fix
+    assert message_advice("mat1 and mat2 shapes cannot be multiplied (32x10 and 12x48)") == ""

@@ -517,9 +517,32 @@ def _said(message: str, limit: int = 160) -> str:
     return first if len(first) <= limit else first[:limit] + "..."
 
 
+# A sentence of an error message that tells what to do (torch's and most libraries' errors end with one).
+ADVICE = re.compile(r"\b(?:hint|please|consider|try|you can|you may|you should|you need|make sure|did you mean|"
+                    r"to fix|to resolve|instead|set \w+ to|pass \w+=|use \w+)\b", re.IGNORECASE)
+
+
+def message_advice(message: str) -> str:
+    """The parts of `message` that advise (a sentence after the first, or a clause after the first one's comma; at
+    most two, 240 characters; tips for debugging left out): '' when none do."""
+    sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", message) if part.strip()]
+    if not sentences:
+        return ""
+    parts = re.split(r"[,;]\s+", sentences[0])[1:] + sentences[1:]
+    advice = [part for part in parts if ADVICE.search(part) and not re.search(r"debug", part, re.IGNORECASE)][:2]
+    return " ".join(advice)[:240]
+
+
 def _crash_fix(ctx: Context, tb, frame) -> str:
     """What to change: the line, and, where only some ranks raised it, that what differs on those ranks is the cause;
-    for a crash inside a torch.distributed call, what the ranks passed to it differently."""
+    for a crash inside a torch.distributed call, what the ranks passed to it differently; and what the message itself
+    advises, where it does."""
+    advice = message_advice(tb.message)
+    return f"as the message advises: {advice}; " + _what_to_change(ctx, tb, frame) if advice else \
+        _what_to_change(ctx, tb, frame)
+
+
+def _what_to_change(ctx: Context, tb, frame) -> str:
     line = f" at {frame.location}" if frame else ""
     if "NoneType" in tb.message and (filled := _filled_in_place(ctx, tb)):
         return (f"{filled.op} at {filled.caller} filled the list it was given, in place, and this rank then read None "
