@@ -366,3 +366,17 @@ def test_a_package_imported_from_another_copy_on_the_failing_node_is_named_and_a
                        versions={"tinytok": "1.2.0 /opt/venv-node1/tinytok"})
     assert not [finding for finding in diagnose(numbered) if "tinytok" in finding.title and
                 finding.cause == "package-version-differs"]
+
+
+def test_a_shorter_data_file_on_the_node_that_left_first_is_that_node_copy():
+    """node1's ~/data/train.txt is shorter: its rank left (exit 0) and rank 0 lost it moments later. Both nodes'
+    copies differ; the odd one is the node that ended apart, not the one that raised its peer's error."""
+    evidence = sample("data_file_differs_per_node")
+    top = diagnose(evidence)[0]
+    assert top.cause == "file-differs-between-nodes" and "node1's copy differs" in top.title and top.node == 1
+    [read] = [op for trace in evidence.traces if trace.node == 1 and trace.calls for op in trace.calls.reads
+              if op.path.endswith("train.txt")]
+    node0 = next(op for trace in evidence.traces if trace.node == 0 and trace.calls for op in trace.calls.reads
+                 if op.path.endswith("train.txt"))
+    alike = on_node(evidence, 1, reads=(replace(read, size=node0.size, digest=node0.digest),))
+    assert "file-differs-between-nodes" not in causes(alike)

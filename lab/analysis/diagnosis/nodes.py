@@ -13,7 +13,7 @@ from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
-from lab.analysis.diagnosis.settings import nodes_that_raised, nodes_that_stood_out
+from lab.analysis.diagnosis.settings import blame, nodes_that_stood_out
 from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
@@ -375,7 +375,7 @@ def read_env_findings(ctx: Context) -> list[Finding]:
 def read_file_findings(ctx: Context) -> list[Finding]:
     """A file on each node's own disk that the job's code read (the hooks note size, time and a digest of small
     files) with other content on some node, and a rank of that node failed: the node's copy is the cause."""
-    failing = nodes_that_raised(ctx)
+    failing, odds = nodes_that_stood_out(ctx), blame(ctx)
     probes = ctx.evidence.probes
     copies: dict[str, dict[int, tuple]] = {}
     for trace in ctx.evidence.traces:
@@ -394,7 +394,7 @@ def read_file_findings(ctx: Context) -> list[Finding]:
         counts = {kind: sum(1 for size, digest, _, _ in by_node.values() if (size, digest) == kind) for kind in kinds}
         odd_kind = min(kinds, key=lambda kind: (
             -min(value[2] for value in by_node.values() if value[:2] == kind), counts[kind],
-            -max((1 if node in failing else 0) for node, value in by_node.items() if value[:2] == kind)))
+            min(odds.get(node, 3) for node, value in by_node.items() if value[:2] == kind)))
         odd = sorted(node for node, value in by_node.items() if value[:2] == odd_kind)
         if not failing & set(odd):
             continue
@@ -406,7 +406,8 @@ def read_file_findings(ctx: Context) -> list[Finding]:
             "file-differs-between-nodes", f"{path}, which the job read (at {caller}), is a file on each node's own "
             f"disk, and {_nodes(odd)}'s copy differs from the others' ({size} bytes against {usual[0]}"
             + ("; written before the run, the others by it" if by_node[odd[0]][2] and not usual[2] else "")
-            + f"): a cache or config left there from before, and a rank of {_nodes(odd)} failed", f"{path}: {shown}",
+            + f"): a cache, config or data file left there from before, and the run went wrong on {_nodes(odd)}",
+            f"{path}: {shown}",
             odd[0], None,
             f"give every node the same file: delete {_nodes(odd)}'s copy so it is made again, or keep it on the "
             "shared folder (or ship it with the job) instead of each node's own disk; a cache should carry what it "

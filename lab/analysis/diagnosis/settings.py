@@ -23,6 +23,9 @@ LIMIT_NAMES = {  # soft limit -> what it limits, the shell's command, docker's o
 }
 
 
+ENDED_APART_SECONDS = 0.2  # a node that ended this long before the next one ended first (a peer's crash takes less)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting a process ran under: how to read it from a dump, show it, and make the nodes agree."""
@@ -82,6 +85,22 @@ def nodes_that_raised(ctx: Context) -> set[int]:
     raised = {tb.node for tb in ctx.tracebacks if tb.node is not None}
     own = {tb.node for tb in ctx.tracebacks if tb.node is not None and not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
     return own or raised
+
+
+def blame(ctx: Context) -> dict[int, int]:
+    """How likely each node is the odd one, lowest first: its ranks raised an error of their own (0), it ended first
+    while another still ran or ended later (1), its ranks raised a peer's error (2), nothing (3)."""
+    own = {tb.node for tb in ctx.tracebacks if not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
+    raised = {tb.node for tb in ctx.tracebacks}
+    ended = {node.index: node.exited_at for node in ctx.evidence.nodes if node.exited_at is not None}
+    first = min(ended, key=ended.get) if ended else None
+    if first is not None and len(ended) == len(ctx.evidence.nodes) and \
+            sorted(ended.values())[1] - ended[first] < ENDED_APART_SECONDS:
+        first = None  # every node ended within moments: none first
+    cleanly = {node.index for node in ctx.evidence.nodes if node.exit_code == 0}
+    apart = ({first} if first is not None else set()) | (cleanly if len(cleanly) < len(ctx.evidence.nodes) else set())
+    return {node.index: 0 if node.index in own else 1 if node.index in apart else 2 if node.index in raised else 3
+            for node in ctx.evidence.nodes}
 
 
 def nodes_that_stood_out(ctx: Context) -> set[int]:
