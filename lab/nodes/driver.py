@@ -350,6 +350,18 @@ class DockerDriver:
             return None
         return LabSpec.from_dict(json.loads(found[0]["Labels"][SPEC_LABEL]))
 
+    def node_image_ids(self, name: str) -> set[str]:
+        """The images (by id) the node containers of lab `name` were made from (one listing)."""
+        with engine_errors("list containers"):
+            return {found["ImageID"] for found in self.client.api.containers(all=True, filters=lab_filter(name))}
+
+    def image_id(self, tag: str) -> str | None:
+        with engine_errors("look at an image"):
+            try:
+                return self.client.api.inspect_image(tag)["Id"]
+            except docker.errors.ImageNotFound:
+                return None
+
     def node_python(self, name: str) -> str | None:
         """The interpreter the lab's nodes run when it is not the node image's venv (`--image host`)."""
         return next((c.labels[PYTHON_LABEL] for c in self.containers(name) if PYTHON_LABEL in c.labels), None)

@@ -115,6 +115,11 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
         progress(f"removing lab '{spec.name}' to recreate it")
         down(spec.name, driver=driver)
         current = None
+    elif current is not None and recreate and on_another_image(
+            driver.node_image_ids(spec.name), driver.image_id(ensure_image(spec, driver, rebuild, progress, base))):
+        progress(f"removing lab '{spec.name}' to recreate it on the current node image")
+        down(spec.name, driver=driver)
+        current = None
     states = driver.node_states(spec.name)
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
         apply_links(spec, driver)  # a node restarted or reconnected since has a new, unshaped veth
@@ -288,6 +293,13 @@ def resolve_requirements(spec: LabSpec, progress: Progress, base: NodeBase):
     from lab.nodes.packages import resolve
 
     return resolve(spec.requirements, base.target, base.torch, progress)
+
+
+def on_another_image(running: set[str], wanted: str | None) -> bool:
+    """Whether a lab's nodes run another image than the one `lab up` would give them now (the node image rebuilt,
+    or the lab upgraded since they were made): `--recreate` (with `--rebuild`: after building it again) makes them
+    again."""
+    return wanted is not None and bool(running) and running != {wanted}
 
 
 def ensure_image(spec: LabSpec, driver: DockerDriver, rebuild: bool, progress: Progress,

@@ -171,3 +171,11 @@ def test_host_runs_from_two_state_folders_never_share_a_port(tmp_path):
     finally:
         first.ports.release()
         second.ports.release()
+
+
+def test_a_lab_on_another_node_image_than_up_would_give_is_made_again_by_recreate():
+    from lab.nodes.lifecycle import on_another_image
+    assert on_another_image({"sha256:old"}, "sha256:new")  # rebuilt, or the lab upgraded since
+    assert not on_another_image({"sha256:new"}, "sha256:new")
+    assert on_another_image({"sha256:new", "sha256:old"}, "sha256:new")  # a node made again on its own earlier
+    assert not on_another_image(set(), "sha256:new") and not on_another_image({"sha256:old"}, None)
