@@ -113,7 +113,8 @@ KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "dis
 # sys.flags that change what the same code does: -O/-OO strip asserts and docstrings, -X utf8, -s/-I hide the user's
 # site-packages, -X dev adds checks, -P leaves the script's folder off sys.path
 INTERPRETER_FLAGS = ("optimize", "utf8_mode", "no_user_site", "isolated", "dev_mode", "safe_path")
-VERSIONS_KEPT = 64  # imported packages whose version a dump notes
+VERSIONS_KEPT = 64  # imported packages (not the standard library's) whose version a dump notes
+READS_PER_FOLDER = 4  # files read from one folder that a dump notes (of KEPT["reads"] in all)
 DIGESTED_BYTES = 1 << 16  # a file read this small also gets a digest of its content (compared across nodes)
 # The argument a call writes its result into (on every rank, or on the root where ROOT_ONLY names the root's
 # argument): given a tensor or list nothing else holds, the call's result is thrown away as it returns.
@@ -210,7 +211,9 @@ def _imported_versions() -> dict[str, str]:
     """The version and folder of each package the process imported that says its version (the first 64 by name):
     one node with another copy (pip --user, a PYTHONPATH to an old checkout) is told from them."""
     found = {}
-    for name in sorted(name for name in list(sys.modules) if "." not in name and not name.startswith("_")):
+    standard = getattr(sys, "stdlib_module_names", frozenset())
+    for name in sorted(name for name in list(sys.modules) if "." not in name and not name.startswith("_")
+                       and name not in standard):
         version = getattr(sys.modules.get(name), "__version__", None)
         if isinstance(version, str) and len(found) < VERSIONS_KEPT:
             where = os.path.dirname(getattr(sys.modules[name], "__file__", None) or "")
@@ -826,6 +829,7 @@ def _record_file_reads() -> None:
 
     original = builtins.open
     seen: set[str] = set()
+    per_folder: dict[str, int] = {}  # a dataset of many files takes a few places, not all of them
 
     def open(file, *args, **kwargs):  # noqa: A001 - stands in for the builtin
         opened = original(file, *args, **kwargs)
@@ -835,8 +839,10 @@ def _record_file_reads() -> None:
             if (isinstance(file, (str, os.PathLike)) and "r" in mode and "+" not in mode and len(seen) < KEPT["reads"]
                     and opener is not None and (_is_user_file(opener.f_code.co_filename) or _read_for_user(file))):
                 path = os.path.abspath(os.fspath(file))
-                if path not in seen and _caller(opener) is not None:
+                folder = os.path.dirname(path)
+                if path not in seen and per_folder.get(folder, 0) < READS_PER_FOLDER and _caller(opener) is not None:
                     seen.add(path)
+                    per_folder[folder] = per_folder.get(folder, 0) + 1
                     record = {"op": "read", "path": path[:300], "caller": _caller(opener), "at": time.time(),
                               **_file_facts(path)}
                     if record.get("size") is not None and record["size"] <= DIGESTED_BYTES:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -383,6 +384,8 @@ dist.destroy_process_group()
         assert "read_text()" in (tmp_path / "job.py").read_text().splitlines()[line - 1]  # the user's line, not pathlib's
         assert through_pathlib.size == 2
         assert log.flags["optimize"] == 0 and "utf8_mode" in log.flags and sys.executable in log.python
+        assert log.versions["torch"].split()[0] == metadata.version("torch")
+        assert "json" not in log.versions  # not the standard library's
         thrown = [(call.op, call.caller, call.discarded) for call in log.discarded]
         expected = [("all_reduce", "job.py:7 in <module>", "tensor"), ("all_reduce", "job.py:11 in <module>", "tensor")]
         assert thrown == expected + ([("broadcast", "job.py:12 in <module>", "tensor")] if rank == 1 else []), thrown
