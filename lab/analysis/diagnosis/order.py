@@ -17,8 +17,8 @@ import ast
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, _called, _failure,
-                                            _holds, _parsed, _where)
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
+                                            caller_place, failure_summary, holds, parsed_files)
 
 # The findings that say the ranks disagreed in a collective without saying why.
 AT_ODDS = {"shape-mismatch", "collective-mismatch", "collective-output-size", "reduce-op-dtype", "root-mismatch",
@@ -35,8 +35,8 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if not any(finding.cause in AT_ODDS | UNEXPLAINED for finding in found) or \
             any(finding.cause not in AT_ODDS | UNEXPLAINED for finding in found):
         return []
-    files = _parsed(ctx)
-    evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or _failure(ctx)
+    files = parsed_files(ctx)
+    evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or failure_summary(ctx)
     return [finding for finding in (_unordered_loop(ctx, files, evidence), _from_two_threads(ctx, evidence),
                                     _set_up_on_some_ranks(files, found, evidence)) if finding is not None]
 
@@ -46,7 +46,7 @@ def _collective_lines(ctx: Context) -> list[tuple[str, int, str, int | None, int
     lines = []
     for trace in ctx.evidence.traces:
         for call in (*trace.calls.failed, *trace.calls.pending) if trace.calls else ():
-            if (where := _where(call.caller)) is not None:
+            if (where := caller_place(call.caller)) is not None:
                 lines.append((*where, call.op, trace.node, trace.rank))
     for tb in ctx.tracebacks:
         op = tb.collective()
@@ -95,7 +95,7 @@ def _unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | Non
     """(what kind, its text) when `expression` iterates without an order the ranks share; a sorted() one is ordered."""
     if isinstance(expression, (ast.Set, ast.SetComp)):
         return "a set", ast.unparse(expression)[:60]
-    if isinstance(expression, ast.Call) and (called := _called(expression)) in UNORDERED_CALLS:
+    if isinstance(expression, ast.Call) and (called := call_name(expression)) in UNORDERED_CALLS:
         return UNORDERED_CALLS[called], ast.unparse(expression)[:60]
     if isinstance(expression, ast.Name):  # a name the same function (or the module) set to one
         scope = source.function_of(expression)
@@ -137,18 +137,18 @@ def _set_up_on_some_ranks(files: list[SourceFile], found: list[Finding], evidenc
     for source in files:
         ranks = source.ranks
         for node in ast.walk(source.tree):
-            if not isinstance(node, ast.If) or not _holds(node.test, ranks, RANK_VARIABLES, RANK_CALLS):
+            if not isinstance(node, ast.If) or not holds(node.test, ranks, RANK_VARIABLES, RANK_CALLS):
                 continue
             for call in (part for statement in node.body for part in ast.walk(statement)):
-                if isinstance(call, ast.Call) and _called(call) in SETS_UP_COMMUNICATION and \
-                        not _also_elsewhere(source, node, _called(call)):
+                if isinstance(call, ast.Call) and call_name(call) in SETS_UP_COMMUNICATION and \
+                        not _also_elsewhere(source, node, call_name(call)):
                     text = ast.unparse(call)
                     return Finding(
                         "communication-set-up-on-some-ranks", f"`{text[:90]}` ({source.name}:{call.lineno}) runs only "
                         f"where `{ast.unparse(node.test)}` holds (line {node.lineno}): the ranks then communicate "
                         "differently (what they send, in which groups), so their collectives do not match",
                         evidence, None, None,
-                        f"set up communication alike on every rank: call {_called(call)}(...) on every rank, outside "
+                        f"set up communication alike on every rank: call {call_name(call)}(...) on every rank, outside "
                         f"`if {ast.unparse(node.test)}:`; keep only logging, saving and printing under a test of the "
                         "rank")
     return None
@@ -156,6 +156,6 @@ def _set_up_on_some_ranks(files: list[SourceFile], found: list[Finding], evidenc
 
 def _also_elsewhere(source: SourceFile, branch: ast.If, name: str) -> bool:
     """The same set-up also runs outside this branch (its else, or after it): every rank has it."""
-    calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) == name]
+    calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) == name]
     inside = {id(node) for statement in branch.body for node in ast.walk(statement)}
     return any(id(call) not in inside for call in calls)

@@ -83,7 +83,8 @@ def nodes_that_raised(ctx: Context) -> set[int]:
     """Nodes whose ranks raised an error of their own (not a peer's failure echoed back); else every node that
     raised."""
     raised = {tb.node for tb in ctx.tracebacks if tb.node is not None}
-    own = {tb.node for tb in ctx.tracebacks if tb.node is not None and not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
+    own = {tb.node for tb in ctx.tracebacks
+           if tb.node is not None and not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
     return own or raised
 
 

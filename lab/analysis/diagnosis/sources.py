@@ -53,10 +53,10 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     """Findings from the job's own files, where `found` (the other rules' findings) holds no specific cause."""
     if any(finding.cause not in UNEXPLAINED for finding in found):
         return []
-    files = _parsed(ctx)
+    files = parsed_files(ctx)
     if not files:
         return []
-    evidence = _failure(ctx)
+    evidence = failure_summary(ctx)
     return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence),
                                     _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
                                     _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
@@ -105,7 +105,7 @@ class SourceFile:
         return _derived(self, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
 
 
-def _parsed(ctx: Context) -> list[SourceFile]:
+def parsed_files(ctx: Context) -> list[SourceFile]:
     texts = {}
     for trace in ctx.evidence.traces:
         for path, text in trace.sources.items():
@@ -121,7 +121,7 @@ def _parsed(ctx: Context) -> list[SourceFile]:
     return files
 
 
-def _failure(ctx: Context) -> str:
+def failure_summary(ctx: Context) -> str:
     if ctx.tracebacks:
         tb = ctx.tracebacks[0]
         return f"node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "") + \
@@ -134,7 +134,7 @@ def _read_before_wait(ctx: Context, files: list[SourceFile], evidence: str) -> F
     posted: dict[tuple[str, int], tuple[DistCall, int | None, int | None]] = {}
     for trace in ctx.evidence.traces:
         for call in trace.calls.posted if trace.calls else ():
-            where = _where(call.caller)
+            where = caller_place(call.caller)
             if where and call.op in RESULT_ARGUMENT:
                 posted.setdefault(where, (call, trace.node, trace.rank))
     for (name, line), (call, node, rank) in posted.items():
@@ -158,7 +158,7 @@ def _read_before_wait(ctx: Context, files: list[SourceFile], evidence: str) -> F
     return None
 
 
-def _where(caller: str | None) -> tuple[str, int] | None:
+def caller_place(caller: str | None) -> tuple[str, int] | None:
     """('train.py', 41) of 'train.py:41 in step'."""
     if not caller:
         return None
@@ -170,7 +170,7 @@ def _where(caller: str | None) -> tuple[str, int] | None:
 def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int | None, str] | None:
     """(the tensor, the line reading it, the wait's line or None, the work's name) for the call of `op` at `line`."""
     call = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and node.lineno <= line
-                 <= (node.end_lineno or node.lineno) and _called(node) == op), None)
+                 <= (node.end_lineno or node.lineno) and call_name(node) == op), None)
     if call is None:
         return None
     position, keyword = RESULT_ARGUMENT[op]
@@ -194,7 +194,7 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
     return (tensor, reads[0], waited_at, work) if reads else None
 
 
-def _called(call: ast.Call) -> str | None:
+def call_name(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
@@ -320,9 +320,9 @@ def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | Non
         ranks, worlds = source.ranks, source.worlds
         shares = {name for name, value in _assignments(source) if value is not None and _a_share(value, worlds)}
         chunked = {name for name, value in _assignments(source) if isinstance(value, ast.Call)
-                   and _called(value) in SPLITS and _mentions(value, worlds | shares)}
+                   and call_name(value) in SPLITS and _mentions(value, worlds | shares)}
         for node in ast.walk(source.tree):
-            if not isinstance(node, ast.Subscript) or _holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS):
+            if not isinstance(node, ast.Subscript) or holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS):
                 continue
             taken = isinstance(node.slice, ast.Slice) and not _multiplied(node.slice, worlds) and (
                 _divides(node.slice, worlds) or _mentions(node.slice, shares)
@@ -365,9 +365,9 @@ def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tu
     functions = [node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)]
     calls = tuple(calls)
     while True:
-        more = {name for name, value in assignments if name not in found and _holds(value, found, variables, calls)}
+        more = {name for name, value in assignments if name not in found and holds(value, found, variables, calls)}
         returning = {function.name for function in functions if function.name not in calls and any(
-            isinstance(node, ast.Return) and node.value is not None and _holds(node.value, found, variables, calls)
+            isinstance(node, ast.Return) and node.value is not None and holds(node.value, found, variables, calls)
             for node in ast.walk(function))}  # a function whose result holds it: its calls do too
         if not more and not returning:
             return found
@@ -375,11 +375,11 @@ def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tu
         calls += tuple(returning)
 
 
-def _holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
+def holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
     for part in ast.walk(node):
         if isinstance(part, ast.Name) and part.id in names or isinstance(part, ast.Attribute) and part.attr in names:
             return True
-        if isinstance(part, ast.Call) and _called(part) in calls or _env_read(part) in variables:
+        if isinstance(part, ast.Call) and call_name(part) in calls or _env_read(part) in variables:
             return True
     return False
 
@@ -445,7 +445,7 @@ def _layers(value: ast.AST) -> bool:
         items = value.values
     else:
         return False
-    return bool(items) and all(isinstance(item, ast.Call) and _called(item) and _called(item)[0].isupper()
+    return bool(items) and all(isinstance(item, ast.Call) and call_name(item) and call_name(item)[0].isupper()
                                for item in items)
 
 
@@ -457,10 +457,10 @@ def _exit_status_returned(ctx: Context, files: list[SourceFile], evidence: str) 
     for source in files:
         functions = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
         for node in ast.walk(source.tree):
-            if not (isinstance(node, ast.Call) and _called(node) in ("exit", "SystemExit") and len(node.args) == 1
-                    and isinstance(node.args[0], ast.Call) and _called(node.args[0]) in functions):
+            if not (isinstance(node, ast.Call) and call_name(node) in ("exit", "SystemExit") and len(node.args) == 1
+                    and isinstance(node.args[0], ast.Call) and call_name(node.args[0]) in functions):
                 continue
-            called = functions[_called(node.args[0])]
+            called = functions[call_name(node.args[0])]
             values = [item for item in ast.walk(called) if isinstance(item, ast.Return) and item.value is not None
                       and not (isinstance(item.value, ast.Constant) and item.value.value in (None, 0))]
             if values:
@@ -478,7 +478,7 @@ def _exit_status_returned(ctx: Context, files: list[SourceFile], evidence: str) 
 
 def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
-        loaders = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) == "DataLoader"
+        loaders = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) == "DataLoader"
                    and any(item.arg == "num_workers" and not (isinstance(item.value, ast.Constant)
                                                               and item.value.value in (0, None))
                            for item in node.keywords)]
@@ -552,7 +552,7 @@ def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
     if world < 2:
         return None
     summed = [(source, node) for source in files for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-              and _called(node) == "all_reduce" and not any(item.arg == "op" for item in node.keywords)
+              and call_name(node) == "all_reduce" and not any(item.arg == "op" for item in node.keywords)
               and len(node.args) == 1 and not COUNTED.search(_root_name(node.args[0]) or "")]
     found = _ratio_in_message(ctx, world) if summed else None
     if found is None:
@@ -575,7 +575,7 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
         return None
     for source in files:
         calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)]
-        loaders = [node for node in calls if _called(node) == "DataLoader"]
+        loaders = [node for node in calls if call_name(node) == "DataLoader"]
         unsharded = [node for node in loaders if not any(item.arg in ("sampler", "batch_sampler")
                                                           for item in node.keywords)]
         if not unsharded or len(unsharded) < len(loaders) or "init_process_group" not in source.names \
@@ -583,7 +583,7 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
             continue
         if _ratio_in_message(ctx, world) is None:
             return None
-        made = next((node for node in calls if _called(node) == "DistributedSampler"), None)
+        made = next((node for node in calls if call_name(node) == "DistributedSampler"), None)
         unused = (f"a DistributedSampler is made at line {made.lineno} but never given to it (no sampler=), so "
                   if made else "it has no sampler and nothing splits the data by rank, so ")
         return Finding(
@@ -597,7 +597,7 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
 def _share_taken(source: SourceFile) -> bool:
     """The code takes a rank's share itself (a slice or index with the rank in it)."""
     ranks = source.ranks
-    return any(isinstance(node, ast.Subscript) and _holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS)
+    return any(isinstance(node, ast.Subscript) and holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS)
                for node in ast.walk(source.tree))
 
 
@@ -605,7 +605,7 @@ def _epoch_not_set(files: list[SourceFile], evidence: str) -> Finding | None:
     """A DistributedSampler that shuffles, never told its epoch, in a loop over epochs."""
     for source in files:
         samplers = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                    and _called(node) == "DistributedSampler" and not any(
+                    and call_name(node) == "DistributedSampler" and not any(
                         item.arg == "shuffle" and isinstance(item.value, ast.Constant) and item.value.value is False
                         for item in node.keywords)]
         epochs = [node for node in ast.walk(source.tree) if isinstance(node, ast.For)
@@ -626,7 +626,7 @@ def _local_denominator(files: list[SourceFile], evidence: str) -> Finding | None
         accumulated = {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
                        and isinstance(node.target, ast.Name)}
         reduced = {_root_name(node.args[0]) for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                   and _called(node) in ("all_reduce", "reduce") and node.args}
+                   and call_name(node) in ("all_reduce", "reduce") and node.args}
         for node in ast.walk(source.tree):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
                 continue
@@ -651,7 +651,7 @@ def _none_off_one_rank(ctx: Context, files: list[SourceFile], evidence: str) -> 
     for source in files:
         ranks = source.ranks
         for name, value in _assignments(source):
-            if (isinstance(value, ast.IfExp) and _holds(value.test, ranks, RANK_VARIABLES, RANK_CALLS) and any(
+            if (isinstance(value, ast.IfExp) and holds(value.test, ranks, RANK_VARIABLES, RANK_CALLS) and any(
                     isinstance(side, ast.Constant) and side.value is None for side in (value.body, value.orelse))
                     and re.search(rf"\b{re.escape(name)}\b", lines)):
                 raised = sorted({tb.rank for tb in failed if tb.rank is not None})
@@ -678,7 +678,7 @@ def _option_left_a_string(ctx: Context, files: list[SourceFile], evidence: str) 
         return None
     for source in files:
         untyped = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                   and _called(node) == "add_argument" and node.args and isinstance(node.args[-1], ast.Constant)
+                   and call_name(node) == "add_argument" and node.args and isinstance(node.args[-1], ast.Constant)
                    and str(node.args[-1].value).startswith("--") and not any(
                        item.arg in ("type", "action") for item in node.keywords)]
         lines = {quoted_source(ctx, failed, frame) for frame in failed.frames}
@@ -718,16 +718,16 @@ def _optimizer_before_change(files: list[SourceFile], evidence: str) -> Finding 
     for source in files:
         for scope in [source.tree, *(node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef))]:
             built = [(node.lineno, ast.unparse(part.func.value)) for node in ast.walk(scope)
-                     if isinstance(node, ast.Call) and _called(node) in OPTIMIZERS for part in node.args[:1]
-                     if isinstance(part, ast.Call) and _called(part) == "parameters"
+                     if isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS for part in node.args[:1]
+                     if isinstance(part, ast.Call) and call_name(part) == "parameters"
                      and isinstance(part.func, ast.Attribute)]
             for line, model in built:  # a layer of that very model (model.fc, self.model.head), made anew
                 replaced = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign)
                                  and node.lineno > line and len(node.targets) == 1
                                  and isinstance(node.targets[0], ast.Attribute)
                                  and ast.unparse(node.targets[0].value) == model and isinstance(node.value, ast.Call)
-                                 and _called(node.value)[:1].isupper()), None)
-                rebuilt = any(isinstance(node, ast.Call) and _called(node) in OPTIMIZERS and node.lineno > line
+                                 and call_name(node.value)[:1].isupper()), None)
+                rebuilt = any(isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS and node.lineno > line
                               for node in ast.walk(scope))
                 if replaced is not None and not rebuilt:
                     target = ast.unparse(replaced.targets[0])
@@ -751,10 +751,10 @@ def _zero_grad_once(files: list[SourceFile], evidence: str) -> Finding | None:
         for loop in ast.walk(source.tree):
             if not isinstance(loop, (ast.For, ast.While)):
                 continue
-            inside = {_called(node) for node in ast.walk(loop) if isinstance(node, ast.Call)}
+            inside = {call_name(node) for node in ast.walk(loop) if isinstance(node, ast.Call)}
             if {"backward", "step"} <= inside and not inside & {"zero_grad", "zero_"} and not any(
                     isinstance(node, (ast.For, ast.While)) and node is not loop and "backward" in {
-                        _called(call) for call in ast.walk(node) if isinstance(call, ast.Call)}
+                        call_name(call) for call in ast.walk(node) if isinstance(call, ast.Call)}
                     for node in ast.walk(loop)):
                 return Finding(
                     "gradients-not-zeroed", f"the loop at {source.name}:{loop.lineno} calls backward() and step() each "
@@ -767,7 +767,7 @@ def _zero_grad_once(files: list[SourceFile], evidence: str) -> Finding | None:
 def _loaded_not_strict(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
         for node in ast.walk(source.tree):
-            if isinstance(node, ast.Call) and _called(node) == "load_state_dict" and any(
+            if isinstance(node, ast.Call) and call_name(node) == "load_state_dict" and any(
                     item.arg == "strict" and isinstance(item.value, ast.Constant) and item.value.value is False
                     for item in node.keywords):
                 return Finding(
@@ -790,9 +790,9 @@ def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding 
         if not names & LOW_PRECISION:
             continue
         reduced = {_root_name(node.args[0]): node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                   and _called(node) == "all_reduce" and node.args}
+                   and call_name(node) == "all_reduce" and node.args}
         for name, value in _assignments(source):
-            if name in reduced and isinstance(value, ast.Call) and _called(value) == "tensor" and any(
+            if name in reduced and isinstance(value, ast.Call) and call_name(value) == "tensor" and any(
                     item.arg == "dtype" and not (_names(item.value) & {"int64", "int32", "float64", "long", "double",
                                                                         "float32", "float", "int"})
                     for item in value.keywords):
@@ -810,8 +810,8 @@ def _sampler_seed_per_rank(files: list[SourceFile], evidence: str) -> Finding | 
     for source in files:
         ranks = source.ranks
         for node in ast.walk(source.tree):
-            if isinstance(node, ast.Call) and _called(node) == "DistributedSampler" and any(
-                    item.arg == "seed" and _holds(item.value, ranks, RANK_VARIABLES, RANK_CALLS)
+            if isinstance(node, ast.Call) and call_name(node) == "DistributedSampler" and any(
+                    item.arg == "seed" and holds(item.value, ranks, RANK_VARIABLES, RANK_CALLS)
                     for item in node.keywords):
                 return Finding(
                     "sampler-seed-per-rank", f"the DistributedSampler at {source.name}:{node.lineno} is given a seed "
@@ -826,7 +826,7 @@ def _bool_option(files: list[SourceFile], evidence: str) -> Finding | None:
     """`add_argument('--x', type=bool)`: bool('False') is True, so any value given turns it on."""
     for source in files:
         for node in ast.walk(source.tree):
-            if isinstance(node, ast.Call) and _called(node) == "add_argument" and any(
+            if isinstance(node, ast.Call) and call_name(node) == "add_argument" and any(
                     item.arg == "type" and isinstance(item.value, ast.Name) and item.value.id == "bool"
                     for item in node.keywords):
                 option = ast.unparse(node.args[-1]) if node.args else "the option"

@@ -15,7 +15,7 @@ import ast
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, _called, _failure, _parsed
+from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, call_name, failure_summary, parsed_files
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -25,11 +25,11 @@ OWN_CHECK_FAILED = {"rank-exited", "rank-crashed", "nonzero-exit"}  # how a job'
 
 def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     causes = {finding.cause for finding in found}
-    files = _parsed(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
+    files = parsed_files(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
     if not files:
         return []
     evidence = next((finding.evidence for finding in found if finding.cause.startswith("ddp-")), None) or \
-        _failure(ctx)
+        failure_summary(ctx)
     replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
                                                                        "ddp-parameter-mismatch"} else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
@@ -47,7 +47,7 @@ def _wrappers(source: SourceFile) -> set[str]:
 
 def _wrappings(source: SourceFile) -> list[ast.Call]:
     wrappers = _wrappers(source)
-    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and _called(node) in wrappers]
+    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in wrappers]
 
 
 def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
@@ -55,7 +55,7 @@ def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
     for node in ast.walk(statement):
         if isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Attribute) and (target.attr in PARAMETER_ATTRIBUTES or isinstance(
-                    node.value, ast.Call) and _called(node.value) == "Parameter") for target in node.targets):
+                    node.value, ast.Call) and call_name(node.value) == "Parameter") for target in node.targets):
             return node
     return None
 
@@ -76,7 +76,7 @@ def _replaced_after_wrapping(files: list[SourceFile], evidence: str) -> Finding 
                 via = None
                 if assigned is None:  # a method of the file's own that the statement calls
                     for call in (node for node in ast.walk(statement) if isinstance(node, ast.Call)):
-                        method = methods.get(_called(call) or "")
+                        method = methods.get(call_name(call) or "")
                         if method is not None and (assigned := _replaces_parameter(method)) is not None:
                             via = call
                             break
@@ -107,7 +107,7 @@ def _copied_before_wrapping(ctx: Context, files: list[SourceFile], evidence: str
                 continue
             scope = source.function_of(wrapping)
             for node in ast.walk(scope):
-                if isinstance(node, ast.Call) and _called(node) in COPIES and node.lineno < wrapping.lineno and any(
+                if isinstance(node, ast.Call) and call_name(node) in COPIES and node.lineno < wrapping.lineno and any(
                         isinstance(arg, ast.Name) and arg.id == wrapped.id for arg in node.args):
                     return Finding(
                         "copied-before-ddp", f"`{ast.unparse(node)[:70]}` ({source.name}:{node.lineno}) copies "
@@ -115,6 +115,6 @@ def _copied_before_wrapping(ctx: Context, files: list[SourceFile], evidence: str
                         f"and the ranks seed torch differently (seeds {', '.join(map(str, sorted(seeds)))}): each "
                         "rank's copy starts from its own random weights and stays apart", evidence, None, None,
                         f"take the copy after wrapping (DDP(...) makes every rank's {wrapped.id} rank 0's), e.g. "
-                        f"model = DDP({wrapped.id}); ema = {_called(node)}({wrapped.id}, ...); or seed torch alike on "
-                        "every rank before building the model")
+                        f"model = DDP({wrapped.id}); ema = {call_name(node)}({wrapped.id}, ...); or seed torch alike "
+                        "on every rank before building the model")
     return None
