@@ -109,7 +109,7 @@ AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more o
 ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
 KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16,
-        "reads": 32}
+        "reads": 32, "writes": 16}
 # sys.flags that change what the same code does: -O/-OO strip asserts and docstrings, -X utf8, -s/-I hide the user's
 # site-packages, -X dev adds checks, -P leaves the script's folder off sys.path
 INTERPRETER_FLAGS = ("optimize", "utf8_mode", "no_user_site", "isolated", "dev_mode", "safe_path")
@@ -195,7 +195,8 @@ def _process_seeds() -> dict:
     seeds = {"hash_probe": _builtin_hash("lab"), "started_in": STARTED_IN, "warnoptions": sys.warnoptions[:8],
              "limits": _limits(), "stdout_encoding": getattr(sys.stdout, "encoding", None),
              "flags": {name: int(getattr(sys.flags, name)) for name in INTERPRETER_FLAGS if hasattr(sys.flags, name)},
-             "python": f"{sys.version.split()[0]} {sys.executable}", "versions": _imported_versions()}
+             "python": f"{sys.version.split()[0]} {sys.executable}", "versions": _imported_versions(),
+             "locale": {name: os.environ.get(name) for name in ("LC_ALL", "LC_CTYPE", "LANG") if os.environ.get(name)}}
     try:
         seeds["cwd"] = os.getcwd()
     except OSError:
@@ -820,36 +821,52 @@ def _read_for_user(file) -> bool:
 
 
 def _record_file_reads() -> None:
-    """The files the user's code opens for reading (the first 32 paths; open() and pathlib's read_text/open): size,
-    time and, for small ones, a digest of the content, compared across nodes by the lab: a cache or config on each
-    node's own disk that differs on one, or that one node has and the others do not."""
+    """The files the user's code opens (open() and pathlib's read_text/open): for reading, the first 32 paths with
+    size, time and, for small ones, a digest of the content, compared across nodes by the lab (a cache or config on
+    each node's own disk that differs on one, or that one node has and the others do not); for writing, the first 16
+    paths and how (truncated, appended): the same file written by several ranks."""
     import builtins
     import io
     import zlib
 
     original = builtins.open
     seen: set[str] = set()
+    written: set[str] = set()
     per_folder: dict[str, int] = {}  # a dataset of many files takes a few places, not all of them
+
+    def note_read(path: str, opener) -> None:
+        folder = os.path.dirname(path)
+        if path in seen or len(seen) >= KEPT["reads"] or per_folder.get(folder, 0) >= READS_PER_FOLDER:
+            return
+        seen.add(path)
+        per_folder[folder] = per_folder.get(folder, 0) + 1
+        record = {"op": "read", "path": path[:300], "caller": _caller(opener), "at": time.time(), **_file_facts(path)}
+        if record.get("size") is not None and record["size"] <= DIGESTED_BYTES:
+            with original(path, "rb") as content:
+                record["digest"] = f"{zlib.crc32(content.read()):08x}"
+        with CALLS.lock:
+            CALLS.kept["reads"].append(record)
+
+    def note_write(path: str, mode: str, opener) -> None:
+        if path in written or len(written) >= KEPT["writes"]:
+            return
+        written.add(path)
+        with CALLS.lock:
+            CALLS.kept["writes"].append({"op": "append" if "a" in mode else "write", "path": path[:300],
+                                         "caller": _caller(opener), "at": time.time()})
 
     def open(file, *args, **kwargs):  # noqa: A001 - stands in for the builtin
         opened = original(file, *args, **kwargs)
         try:
             mode = args[0] if args else kwargs.get("mode", "r")
             opener = _opener(sys._getframe(1))
-            if (isinstance(file, (str, os.PathLike)) and "r" in mode and "+" not in mode and len(seen) < KEPT["reads"]
-                    and opener is not None and (_is_user_file(opener.f_code.co_filename) or _read_for_user(file))):
+            if isinstance(file, (str, os.PathLike)) and isinstance(mode, str) and opener is not None and (
+                    _is_user_file(opener.f_code.co_filename) or _read_for_user(file)) and _caller(opener) is not None:
                 path = os.path.abspath(os.fspath(file))
-                folder = os.path.dirname(path)
-                if path not in seen and per_folder.get(folder, 0) < READS_PER_FOLDER and _caller(opener) is not None:
-                    seen.add(path)
-                    per_folder[folder] = per_folder.get(folder, 0) + 1
-                    record = {"op": "read", "path": path[:300], "caller": _caller(opener), "at": time.time(),
-                              **_file_facts(path)}
-                    if record.get("size") is not None and record["size"] <= DIGESTED_BYTES:
-                        with original(path, "rb") as content:
-                            record["digest"] = f"{zlib.crc32(content.read()):08x}"
-                    with CALLS.lock:
-                        CALLS.kept["reads"].append(record)
+                if "r" in mode and "+" not in mode:
+                    note_read(path, opener)
+                elif any(letter in mode for letter in "wax"):
+                    note_write(path, mode, opener)
         except Exception:
             pass
         return opened

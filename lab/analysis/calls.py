@@ -122,7 +122,7 @@ class StoreOp:
 class FileOp:
     """A torch.save or torch.load of a named file by the user's code."""
 
-    op: str  # 'save', 'load' (torch.save, torch.load) or 'read' (open() for reading by the user's code)
+    op: str  # 'save', 'load' (torch.save, torch.load), 'read', 'write' or 'append' (open() by the user's code)
     path: str  # absolute, as the process saw it
     caller: str | None = None
     at: float | None = field(default=None, compare=False)
@@ -157,11 +157,13 @@ class CallLog:
     warnoptions: tuple[str, ...] = ()  # sys.warnoptions (PYTHONWARNINGS, -W): 'error' makes a warning an exception
     files: tuple[FileOp, ...] = ()  # its last torch.save / torch.load of named files, oldest first
     reads: tuple[FileOp, ...] = ()  # the first files its code opened for reading
+    writes: tuple[FileOp, ...] = ()  # the first files its code opened for writing ('write': truncated, or 'append')
     limits: dict[str, int] = field(default_factory=dict)  # soft limits 'fsize', 'nofile', 'as', 'nproc'; -1: none
     stdout_encoding: str | None = None  # how its output is encoded (PYTHONIOENCODING, the locale)
     flags: dict[str, int] = field(default_factory=dict)  # interpreter flags: 'optimize' (-O), 'utf8_mode', ...
     python: str | None = None  # '3.11.2 /opt/lab-venv/bin/python': the interpreter's version and path
     versions: dict[str, str] = field(default_factory=dict)  # imported package -> 'version folder'
+    locale: dict[str, str] = field(default_factory=dict)  # LC_ALL, LC_CTYPE, LANG as it started with them (set only)
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -209,9 +211,12 @@ def read_calls(data: dict | None) -> CallLog | None:
                                and item.get("op") and item.get("path")),
                    reads=tuple(_file_op(item) for item in data.get("reads") or [] if isinstance(item, dict)
                                and item.get("path")),
+                   writes=tuple(_file_op(item) for item in data.get("writes") or [] if isinstance(item, dict)
+                                and item.get("path")),
                    limits=_counts(data.get("limits")), stdout_encoding=data.get("stdout_encoding"),
                    flags=_counts(data.get("flags")), python=data.get("python"),
                    versions={str(name): str(value) for name, value in (data.get("versions") or {}).items()},
+                   locale={str(name): str(value) for name, value in (data.get("locale") or {}).items()},
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))

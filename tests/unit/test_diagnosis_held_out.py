@@ -104,6 +104,7 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("ninth_tied_weights_after_ddp", "parameter-replaced-after-ddp", ["`model.module.tie_weights()`",
                                                                       "`self.head.weight = self.embed.weight`"],
      ["before wrapping"]),
+    ("tenth_locale_node1", "locale-missing", ["asked node1 for a locale it does not have"], ["LC_ALL=C.UTF-8"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -380,3 +381,29 @@ def test_a_shorter_data_file_on_the_node_that_left_first_is_that_node_copy():
                  if op.path.endswith("train.txt"))
     alike = on_node(evidence, 1, reads=(replace(read, size=node0.size, digest=node0.digest),))
     assert "file-differs-between-nodes" not in causes(alike)
+
+
+def test_one_file_written_by_every_rank_on_the_shared_folder_is_named_and_a_file_each_is_not():
+    evidence = sample("log_file_written_by_every_rank")
+    top = diagnose(evidence)[0]
+    assert top.cause == "file-written-by-every-rank" and "metrics.jsonl is opened for writing by ranks 0, 1" in top.title
+    assert "metrics-{rank}.jsonl" in top.fix
+
+    def writes(change):
+        return replace(evidence, traces=[replace(trace, calls=replace(trace.calls, writes=tuple(
+            change(trace, op) for op in trace.calls.writes))) if trace.calls else trace for trace in evidence.traces])
+
+    own = writes(lambda trace, op: replace(op, path=op.path.replace("metrics.jsonl", f"metrics-{trace.rank}.jsonl")))
+    assert "file-written-by-every-rank" not in causes(own)
+    local = writes(lambda trace, op: replace(op, path="/tmp/metrics.jsonl"))  # each node's own disk
+    assert "file-written-by-every-rank" not in causes(local)
+
+
+def test_a_locale_that_differs_is_named_before_the_utf8_mode_it_turns_on():
+    """An LC_ALL node1 lacks makes Python fall back to C and turn on UTF-8 mode: the locale is the cause."""
+    evidence = on_node(sample("tenth_locale_node1"), 1, locale={"LC_ALL": "de_DE.UTF-8"})
+    found = [finding for finding in diagnose(evidence) if finding.cause == "settings-differ-between-nodes"]
+    assert found and "the locale" in found[0].title and "node1 LC_ALL=de_DE.UTF-8" in found[0].title
+    alike = on_node(on_node(sample("tenth_locale_node1"), 1, flags={"optimize": 0, "utf8_mode": 0}), 0,
+                    flags={"optimize": 0, "utf8_mode": 0})
+    assert "settings-differ-between-nodes" not in causes(alike)

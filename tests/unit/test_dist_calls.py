@@ -368,6 +368,7 @@ home, unset = os.environ.get("HOME"), os.getenv("LAB_TEST_UNSET")
 copied = dict(os.environ)
 text = open(__file__).read()
 import pathlib; settings = pathlib.Path(__file__).with_name("settings.json").read_text()
+pathlib.Path(__file__).with_name(f"written-{rank}.txt").write_text("x")
 dist.destroy_process_group()
 """, timeout=30)
     assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
@@ -383,6 +384,7 @@ dist.destroy_process_group()
         line = int(through_pathlib.caller.split(":")[1].split()[0])
         assert "read_text()" in (tmp_path / "job.py").read_text().splitlines()[line - 1]  # the user's line, not pathlib's
         assert through_pathlib.size == 2
+        assert [(op.op, op.path) for op in log.writes] == [("write", str(tmp_path / f"written-{rank}.txt"))]
         assert log.flags["optimize"] == 0 and "utf8_mode" in log.flags and sys.executable in log.python
         assert log.versions["torch"].split()[0] == metadata.version("torch")
         assert "json" not in log.versions  # not the standard library's

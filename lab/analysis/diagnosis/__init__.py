@@ -15,7 +15,7 @@ known, saying what each rank was doing).
 from __future__ import annotations
 
 from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, launches, nodes, order, replicas,
-                                    resources, settings, signals, sources, threads, waits, wrapping)
+                                    resources, settings, shared_files, signals, sources, threads, waits, wrapping)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -28,7 +28,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "stale-file-on-node", "file-size-limit", "settings-differ-between-nodes", "file-on-one-node-read",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
@@ -36,7 +36,7 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "file-written-by-every-rank", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
@@ -117,6 +117,11 @@ CAUSES = {
                          "rank 0's weights, in a job whose ranks seed torch differently: the copies differ per rank.",
     "collectives-from-threads": "A rank made collectives on one process group from two threads (a metrics or "
                                 "checkpoint thread beside the training loop): which comes first differs per rank.",
+    "locale-missing": "locale.setlocale() asked for a locale the node does not have (LC_ALL or LANG forwarded from "
+                      "a laptop by ssh, or named in the code).",
+    "file-written-by-every-rank": "Several ranks open one file for writing where they share it (the shared folder, "
+                                  "or one node's disk): each open empties what the others wrote, and a reader finds "
+                                  "it cut short, mixed or empty.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",
@@ -352,7 +357,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
               + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
     found += endings.ending_findings(ctx)
     found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found) + order.order_findings(ctx, found)
-    found += wrapping.wrapping_findings(ctx, found)
+    found += wrapping.wrapping_findings(ctx, found) + shared_files.shared_write_findings(ctx, found)
     return _rank(found, ctx)
 
 

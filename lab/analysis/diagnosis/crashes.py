@@ -995,7 +995,19 @@ def _changed_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
             "torch.autograd.set_detect_anomaly(True) names the line")
 
 
+def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
+                    for name, value in trace.calls.locale.items()})
+    said = f" ({', '.join(named)} there)" if named else ""
+    return (f"locale.setlocale() asked node{line.node} for a locale it does not have{said}: the name comes from the "
+            "environment (LC_ALL, LC_CTYPE, LANG: often forwarded by ssh from a laptop) or from the code",
+            f"use a locale every node has (LC_ALL=C.UTF-8), or unset LC_ALL/LANG on node{line.node} (stop ssh "
+            "forwarding LC_*: SendEnv/AcceptEnv), or install it on every node (locale-gen); and make the code fall "
+            "back when setlocale raises locale.Error")
+
+
 PATTERNS = [
+    PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
     PatternRule("changed-in-place-for-backward", re.compile(
         r"one of the variables needed for gradient computation has been modified by an inplace operation: "
         r"\[(?P<shape>.+?)\], which is output \d+ of (?P<op>\w+?)(?:Backward\d*)?, is at version (?P<version>\d+)"),

@@ -68,6 +68,14 @@ SETTINGS = (
             "that -O cannot change what runs",
             changes_code=True),
     *(_limit(key) for key in LIMIT_NAMES),
+    Setting("the locale (LC_ALL, LC_CTYPE, LANG)",
+            lambda calls: " ".join(f"{name}={value}" for name, value in sorted(calls.locale.items())) or None,
+            lambda value: str(value) if value else "unset",
+            "text, numbers and dates are read and written another way, and a locale the node does not have makes "
+            "locale.setlocale() raise (Python then also turns on its UTF-8 mode)",
+            "give every node the same locale: unset LC_ALL/LANG on {nodes} (an ssh client forwards the laptop's LC_*: "
+            "SendEnv/AcceptEnv), or set one every node has (LC_ALL=C.UTF-8), or install that locale on every node "
+            "(locale-gen); code that calls setlocale should fall back when it raises locale.Error"),
     Setting("Python's UTF-8 mode (-X utf8, PYTHONUTF8)", lambda calls: calls.flags.get("utf8_mode"),
             lambda value: "on" if value else "off", "open() reads and writes text in another default encoding",
             "run every node's Python alike: set PYTHONUTF8 the same on {nodes} as on the others, and pass "
