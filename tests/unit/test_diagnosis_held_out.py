@@ -105,6 +105,28 @@ TOLD = [  # sample, cause, words of the title, words of the fix
                                                                       "`self.head.weight = self.embed.weight`"],
      ["before wrapping"]),
     ("tenth_locale_node1", "locale-missing", ["asked node1 for a locale it does not have"], ["LC_ALL=C.UTF-8"]),
+    ("tenth_shared_vocab_ready", "store-value-compared-with-str", ["returns bytes (b'ready')"], ["== b'ready'"]),
+    ("tenth_plateau_schedule", "reduce-read-off-root", ["`dist.reduce(stats, dst=0)`", "on rank 1"],
+     ["dist.all_reduce(stats)"]),
+    ("tenth_uneven_join_logging", "collective-inside-join", ["`dist.all_reduce(running)`", "with Join(...)"],
+     ["out of the Join block"]),
+    ("tenth_aux_loss_warmup", "static-graph-changed", ["static_graph=True"], ["without static_graph"]),
+    ("tenth_shard_scores", "recv-from-any-source", ["3 messages with recv() and no src"], ["src=peer"]),
+    ("tenth_async_eval_worker", "daemon-with-children", ["daemon process"], ["daemon=False"]),
+    ("tenth_trainable_filter_consumed", "iterator-used-twice", ["`trainable = filter(", "is an iterator"],
+     ["trainable = list("]),
+    ("tenth_best_weights_reference", "state-dict-kept-without-copy", ["`best_state = net.state_dict()`"],
+     ["copy.deepcopy(net.state_dict())"]),
+    ("tenth_manual_bce_nan", "log-of-probability", ["`torch.log(p)`", "nan"], ["F.logsigmoid"]),
+    ("tenth_random_split_unseeded", "split-differs-per-rank", ["`random_split(rows, [1000, 200])`"],
+     ["generator=torch.Generator().manual_seed(42)"]),
+    ("tenth_persistent_workers_epoch", "persistent-workers-keep-a-copy", ["persistent_workers=True",
+                                                                          "`data.set_epoch(epoch)`"],
+     ["persistent_workers=False"]),
+    ("tenth_val_drop_last_empty", "drop-last-left-no-batch", ["drop_last=True (val_drop_last_empty.py:14)"],
+     ["drop_last=False"]),
+    ("tenth_stale_lock_node1", "waits-on-a-file", ["rank 1 on node1", "`while LOCK.exists():`"],
+     ["remove the stale file on node1"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -407,3 +429,27 @@ def test_a_locale_that_differs_is_named_before_the_utf8_mode_it_turns_on():
     alike = on_node(on_node(sample("tenth_locale_node1"), 1, flags={"optimize": 0, "utf8_mode": 0}), 0,
                     flags={"optimize": 0, "utf8_mode": 0})
     assert "settings-differ-between-nodes" not in causes(alike)
+
+
+def test_the_tenth_batch_pitfalls_need_the_mistake_in_the_code():
+    """Each reads the job's code: with the line fixed, it is not the cause any more."""
+    fixed = {
+        "tenth_shared_vocab_ready": ('!= "ready"', '!= b"ready"'),
+        "tenth_trainable_filter_consumed": ("trainable = filter(lambda p: p.requires_grad, model.parameters())",
+                                            "trainable = [p for p in model.parameters() if p.requires_grad]"),
+        "tenth_best_weights_reference": ("best_state = val, epoch, net.state_dict()",
+                                         "best_state = val, epoch, copy.deepcopy(net.state_dict())"),
+        "tenth_manual_bce_nan": ("-(target * torch.log(p) + (1 - target) * torch.log(1 - p)).mean()",
+                                 "F.binary_cross_entropy_with_logits(logits, target)"),
+        "tenth_random_split_unseeded": ("random_split(rows, [1000, 200])", "random_split(rows, [1000, 200], generator=g)"),
+        "tenth_persistent_workers_epoch": ("persistent_workers=True", "persistent_workers=False"),
+        "tenth_uneven_join_logging": ("            dist.all_reduce(running)\n", ""),
+        "tenth_stale_lock_node1": ("while LOCK.exists():", "for _ in range(1000):"),
+        "tenth_plateau_schedule": ("dist.reduce(stats, dst=0)", "dist.all_reduce(stats)"),
+    }
+    for name, (old, new) in fixed.items():
+        cause = diagnose(sample(name))[0].cause
+        assert cause not in causes(with_source(sample(name), old, new)), name
+    assert "split-differs-per-rank" not in causes(with_calls(sample("tenth_random_split_unseeded"), torch_seed=7))
+    one_source = with_calls(sample("tenth_shard_scores"), recent=())
+    assert "recv-from-any-source" not in causes(one_source)

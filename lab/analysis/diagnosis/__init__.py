@@ -15,7 +15,8 @@ known, saying what each rank was doing).
 from __future__ import annotations
 
 from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, launches, nodes, order, replicas,
-                                    resources, settings, shared_files, signals, sources, threads, waits, wrapping)
+                                    pitfalls, resources, settings, shared_files, signals, sources, threads, waits,
+                                    wrapping)
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -35,12 +36,12 @@ PRIORITY = [
     "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "late-rank",
-    "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "file-written-by-every-rank", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
-    "ddp-parameter-mismatch", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
+    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
+    "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "parameter-replaced-after-ddp", "copied-before-ddp", "file-written-by-every-rank", "iterator-used-twice", "state-dict-kept-without-copy", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -122,6 +123,32 @@ CAUSES = {
     "file-written-by-every-rank": "Several ranks open one file for writing where they share it (the shared folder, "
                                   "or one node's disk): each open empties what the others wrote, and a reader finds "
                                   "it cut short, mixed or empty.",
+    "store-value-compared-with-str": "A c10d store's get() returns bytes; compared with a str it never matches, so a "
+                                     "wait for a value never ends.",
+    "iterator-used-twice": "An iterator (filter, map, a generator, model.parameters()) was used twice: the second use "
+                           "got nothing (an optimizer given an empty parameter list).",
+    "state-dict-kept-without-copy": "`best = model.state_dict()` keeps references to the live tensors: loading it "
+                                    "back restores the last weights, not the ones kept.",
+    "log-of-probability": "The log of a probability (log(sigmoid(x)), log(1 - p)) underflows to -inf in float32 and "
+                          "turns the loss into nan, where a log-space form is exact.",
+    "split-differs-per-rank": "random_split without a generator, in a job whose ranks seed torch differently: each "
+                              "rank splits the data its own way.",
+    "persistent-workers-keep-a-copy": "A dataset changed per epoch behind a DataLoader with persistent_workers=True: "
+                                      "the workers keep the copy they got at the first epoch.",
+    "drop-last-left-no-batch": "drop_last=True where a rank's share of the data is smaller than a batch: no batch at "
+                               "all, and a division by the count fails.",
+    "recv-from-any-source": "Several recv() without src: messages arrive in the order the senders finish, so buffers "
+                            "filled by position hold other ranks' data.",
+    "reduce-read-off-root": "reduce() leaves the result on the root only; the other ranks used the tensor as if it "
+                            "held the total.",
+    "static-graph-changed": "DDP was built with static_graph=True and the parameters the forward uses changed "
+                            "between iterations (a branch or warm-up that uses a module in some steps only).",
+    "daemon-with-children": "A daemon process (multiprocessing.Process(daemon=True)) tried to start processes of its "
+                            "own (a DataLoader with workers, a Pool) and died; whoever waited for it waits on.",
+    "collective-inside-join": "A collective of the code's own inside `with Join([...])`: Join shadows only DDP's "
+                              "collectives for ranks that ran out of data, so this one meets other calls.",
+    "waits-on-a-file": "A rank was still in a loop that waits on a file (`while lock.exists():`) when the run "
+                       "ended: a lock or marker that never changes on that node.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",
@@ -358,6 +385,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     found += endings.ending_findings(ctx)
     found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found) + order.order_findings(ctx, found)
     found += wrapping.wrapping_findings(ctx, found) + shared_files.shared_write_findings(ctx, found)
+    found += pitfalls.pitfall_findings(ctx, found)
     return _rank(found, ctx)
 
 

@@ -1007,6 +1007,21 @@ def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
 
 
 PATTERNS = [
+    PatternRule("static-graph-changed", re.compile(r"not compatible with static_graph set to True"),
+                lambda match, line, ctx: (
+                    "DDP was built with static_graph=True, and the set of parameters the forward uses changed between "
+                    "iterations (a branch, a warm-up or an auxiliary loss that uses a module in some steps only)",
+                    "build DDP without static_graph (DistributedDataParallel(model, find_unused_parameters=True) if "
+                    "some steps leave parameters unused), or use the same modules in every step (multiply the unused "
+                    "branch's output by 0 rather than skipping it)")),
+    PatternRule("daemon-with-children", re.compile(r"daemonic processes are not allowed to have children"),
+                lambda match, line, ctx: (
+                    f"a daemon process on node{line.node} (multiprocessing.Process(daemon=True), or a DataLoader "
+                    "worker) tried to start processes of its own (a DataLoader with num_workers > 0, a Pool), and "
+                    "died; whoever waits for its results waits on",
+                    "start that process with daemon=False (and join() it when done), or give the work it does "
+                    "num_workers=0 (no children); for a background evaluation, a thread or a process started by "
+                    "the rank itself")),
     PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
     PatternRule("changed-in-place-for-backward", re.compile(
         r"one of the variables needed for gradient computation has been modified by an inplace operation: "

@@ -5,6 +5,7 @@ one collective, or ran different ones, the cause is often not in the call but in
   per process; os.listdir or glob, whose order is each filesystem's): each rank runs the loop's collectives in its
   own order;
 - collectives on one group made from two threads of a rank: which comes first differs per rank;
+- a collective of the code's own inside `with Join(...)`, which shadows DDP's collectives only;
 - what sets up the communication (a DDP comm hook, DDP itself, a process group) runs under a test of the rank: the
   ranks then send different things.
 
@@ -38,6 +39,7 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     files = parsed_files(ctx)
     evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or failure_summary(ctx)
     return [finding for finding in (_unordered_loop(ctx, files, evidence), _from_two_threads(ctx, evidence),
+                                    _own_collective_in_join(files, evidence),
                                     _set_up_on_some_ranks(files, found, evidence)) if finding is not None]
 
 
@@ -128,6 +130,34 @@ def _from_two_threads(ctx: Context, evidence: str) -> Finding | None:
                     "run every collective of a group from one thread (hand the other thread's values to it through a "
                     "queue), or give the other thread a process group of its own (dist.new_group(...), made on every "
                     "rank in the same order) and run its collectives there")
+    return None
+
+
+COLLECTIVES = {"all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce", "barrier", "gather",
+               "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+               "all_gather_object", "broadcast_object_list"}
+
+
+def _own_collective_in_join(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A collective of the code's own inside `with Join([...])`: Join shadows only the joinables' (DDP's)
+    collectives for ranks that ran out of data; the others wait in this one alone."""
+    for source in files:
+        for block in ast.walk(source.tree):
+            if not isinstance(block, ast.With) or not any(
+                    isinstance(item.context_expr, ast.Call) and call_name(item.context_expr) == "Join"
+                    for item in block.items):
+                continue
+            own = next((node for statement in block.body for node in ast.walk(statement) if isinstance(node, ast.Call)
+                        and call_name(node) in COLLECTIVES), None)
+            if own is not None:
+                return Finding(
+                    "collective-inside-join", f"`{ast.unparse(own)[:70]}` ({source.name}:{own.lineno}) runs inside "
+                    f"`with Join(...)` (line {block.lineno}): Join shadows only DDP's own collectives for the ranks "
+                    "that ran out of data, so those ranks never run this one and it meets DDP's gradients instead",
+                    evidence, None, None,
+                    "move collectives of your own out of the Join block (after it, when every rank is done), or make "
+                    "them Joinable (a Joinable with a join_hook that runs the same collective); for a running metric, "
+                    "keep it local during the loop and all_reduce it once after")
     return None
 
 

@@ -1,0 +1,286 @@
+"""Python and torch pitfalls in the job's own code (kept by the jobs' hooks, read with Python's parser), each named
+only where the run ended the way it leads to and nothing more specific was found:
+
+- a store's get() (bytes) compared with a str: a wait for a value that never comes;
+- an iterator (filter, map, model.parameters()) used twice: the second use gets nothing (an empty optimizer);
+- `best = model.state_dict()` kept without a copy and loaded back: the "best" weights are the last ones;
+- the log of a probability (`log(sigmoid(x))`, `log(1 - p)`): -inf, then nan, where a log-space form is exact;
+- random_split without a generator in a job whose ranks seed torch differently: each rank splits its own way;
+- a dataset changed per epoch (`data.set_epoch(...)`) behind a DataLoader with persistent workers, which keep their
+  first copy;
+- drop_last=True where a rank's share is smaller than a batch: no batch at all, and a division by the count;
+- recv() without src, several times: messages arrive in any order;
+- reduce() whose result the non-root ranks use: only the root holds the sum;
+- a rank still in a `while <path>.exists():` loop when the run ended: a lock or marker file that never changes.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.stacks import MAIN_THREAD
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
+                                            caller_place, failure_summary, holds, parsed_files)
+
+# Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
+ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
+ITERATORS = {"filter", "map", "zip", "iter", "reversed", "parameters", "named_parameters", "buffers", "children",
+             "modules", "named_modules"}
+CONSUMERS = {"sum", "list", "tuple", "set", "sorted", "any", "all", "max", "min", "len", "enumerate"}
+PROBABILITIES = {"sigmoid", "softmax"}
+
+
+def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    if not {finding.cause for finding in found} <= ENDINGS:
+        return []
+    files = parsed_files(ctx)
+    evidence = failure_summary(ctx)
+    said = " ".join(f"{tb.short_type}: {tb.message}" for tb in ctx.tracebacks) + " " + " ".join(
+        line.text for line in ctx.lines[-40:])
+    checks = [_recv_any_source(ctx, evidence), _reduce_read_off_root(ctx, files, evidence),
+              _polls_a_file(ctx, files, evidence)]
+    for source in files:
+        checks += [_store_bytes_compared(source, evidence), _iterator_used_twice(source, evidence),
+                   _state_dict_kept(source, evidence), _log_of_probability(source, evidence, said),
+                   _split_per_rank(ctx, source, evidence), _persistent_copy(source, evidence),
+                   _drop_last_empty(ctx, source, evidence)]
+    return [finding for finding in checks if finding is not None]
+
+
+def _calls(source: SourceFile, names: set[str]):
+    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in names]
+
+
+def _store_bytes_compared(source: SourceFile, evidence: str) -> Finding | None:
+    for node in ast.walk(source.tree):
+        if not isinstance(node, ast.Compare) or len(node.comparators) != 1:
+            continue
+        sides = (node.left, node.comparators[0])
+        got = next((side for side in sides if isinstance(side, ast.Call) and call_name(side) == "get" and isinstance(
+            side.func, ast.Attribute) and "store" in ast.unparse(side.func.value).lower()), None)
+        text = next((side for side in sides if isinstance(side, ast.Constant) and isinstance(side.value, str)), None)
+        if got is not None and text is not None:
+            return Finding(
+                "store-value-compared-with-str", f"`{ast.unparse(node)[:80]}` ({source.name}:{node.lineno}): a store's "
+                f"get() returns bytes (b{text.value!r}), which never equals the str {text.value!r}, so the code "
+                "waits for a value that is already there", evidence, None, None,
+                f"compare bytes with bytes: {ast.unparse(got)} == b{text.value!r} (or .decode() the value first); "
+                "store.wait([key]) waits for a key without polling")
+    return None
+
+
+def _iterator_used_twice(source: SourceFile, evidence: str) -> Finding | None:
+    for node in ast.walk(source.tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and (isinstance(node.value, ast.GeneratorExp) or isinstance(node.value, ast.Call)
+                     and call_name(node.value) in ITERATORS)):
+            continue
+        name = node.targets[0].id
+        uses = sorted((use for use in ast.walk(source.function_of(node)) if isinstance(use, ast.Name)
+                       and use.id == name and isinstance(use.ctx, ast.Load) and use.lineno > node.lineno
+                       and _iterates(source, use)), key=lambda use: (use.lineno, use.col_offset))
+        if len(uses) >= 2:
+            first, second = uses[0], uses[1]
+            return Finding(
+                "iterator-used-twice", f"`{ast.unparse(node)[:80]}` ({source.name}:{node.lineno}) is an iterator: its "
+                f"first use (line {first.lineno}) went through it, so the next one (line {second.lineno}, "
+                f"`{ast.unparse(source.parent(second))[:60]}`) gets nothing", evidence, None, None,
+                f"make it a list once: {name} = list({ast.unparse(node.value)[:60]}) (or a list comprehension), so "
+                "that every use sees every item")
+    return None
+
+
+def _iterates(source: SourceFile, name: ast.Name) -> bool:
+    """`name` is gone through where it stands: a loop's or comprehension's iterable, or given to a call."""
+    parent = source.parent(name)
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is name:
+        return True
+    return isinstance(parent, ast.Call) and name in parent.args
+
+
+def _state_dict_kept(source: SourceFile, evidence: str) -> Finding | None:
+    loaded = {arg.id for call in _calls(source, {"load_state_dict"}) for arg in call.args[:1]
+              if isinstance(arg, ast.Name)}
+    for node in ast.walk(source.tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target, value in _pairs(node):
+            if isinstance(target, ast.Name) and target.id in loaded and isinstance(value, ast.Call) and \
+                    call_name(value) == "state_dict":
+                return Finding(
+                    "state-dict-kept-without-copy", f"`{target.id} = {ast.unparse(value)}` ({source.name}:"
+                    f"{node.lineno}) keeps references to the model's live tensors, not a copy: training goes on "
+                    f"changing them, so load_state_dict({target.id}) restores the last weights, not the ones kept",
+                    evidence, None, None,
+                    f"copy it: {target.id} = copy.deepcopy({ast.unparse(value)}) (or {{k: v.detach().clone() for k, "
+                    f"v in {ast.unparse(value)}.items()}})")
+    return None
+
+
+def _pairs(node: ast.Assign):
+    for target in node.targets:
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and \
+                len(target.elts) == len(node.value.elts):
+            yield from zip(target.elts, node.value.elts)
+        else:
+            yield target, node.value
+
+
+def _log_of_probability(source: SourceFile, evidence: str, said: str) -> Finding | None:
+    if "nan" not in said.lower() and "inf" not in said.lower():
+        return None
+    for call in _calls(source, {"log"}):
+        argument = call.args[0] if call.args else getattr(call.func, "value", None)
+        if argument is None:
+            continue
+        scope = source.function_of(call)
+        probabilities = {target.id for node in ast.walk(scope) if isinstance(node, ast.Assign) and isinstance(
+            node.value, ast.Call) and call_name(node.value) in PROBABILITIES for target in node.targets
+            if isinstance(target, ast.Name)}
+        if any(isinstance(part, ast.Call) and call_name(part) in PROBABILITIES or isinstance(part, ast.Name)
+               and part.id in probabilities for part in ast.walk(argument)):
+            return Finding(
+                "log-of-probability", f"`{ast.unparse(call)[:80]}` ({source.name}:{call.lineno}) takes the log of a "
+                "probability, which rounds to 0 (or 1) in float32 for large logits: log gives -inf, and the loss "
+                "becomes nan", evidence, None, None,
+                "compute it in log space from the logits: F.logsigmoid(x) for log(sigmoid(x)), F.logsigmoid(-x) for "
+                "log(1 - sigmoid(x)), F.log_softmax for log(softmax(x)), or the losses that take logits "
+                "(F.binary_cross_entropy_with_logits, F.cross_entropy)")
+    return None
+
+
+def _split_per_rank(ctx: Context, source: SourceFile, evidence: str) -> Finding | None:
+    seeds = sorted({trace.calls.torch_seed for trace in ctx.evidence.traces if trace.calls and trace.calls.torch_seed
+                    is not None})
+    if len(seeds) < 2:
+        return None
+    for call in _calls(source, {"random_split"}):
+        if not any(keyword.arg == "generator" for keyword in call.keywords) and len(call.args) < 3:
+            return Finding(
+                "split-differs-per-rank", f"`{ast.unparse(call)[:80]}` ({source.name}:{call.lineno}) draws from "
+                f"torch's global generator, which the ranks seed differently (seeds {', '.join(map(str, seeds[:4]))}): "
+                "each rank splits the data its own way, so one rank's held-out samples are another's training "
+                "samples", evidence, None, None,
+                "give the split a generator seeded alike on every rank: random_split(data, sizes, generator="
+                "torch.Generator().manual_seed(42)), or split once on rank 0 and broadcast the indices")
+    return None
+
+
+def _persistent_copy(source: SourceFile, evidence: str) -> Finding | None:
+    for loader in _calls(source, {"DataLoader"}):
+        persistent = any(keyword.arg == "persistent_workers" and isinstance(keyword.value, ast.Constant) and
+                         keyword.value.value is True for keyword in loader.keywords)
+        dataset = loader.args[0] if loader.args else None
+        if not persistent or not isinstance(dataset, ast.Name):
+            continue
+        for node in ast.walk(source.function_of(loader)):
+            changed = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(
+                node.func.value, ast.Name) and node.func.value.id == dataset.id and node.func.attr.startswith("set_"))
+            changed = changed or (isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and
+                target.value.id == dataset.id for target in node.targets))
+            if changed and node.lineno > loader.lineno:
+                return Finding(
+                    "persistent-workers-keep-a-copy", f"DataLoader({dataset.id}, ..., persistent_workers=True) "
+                    f"({source.name}:{loader.lineno}) keeps each worker's copy of {dataset.id} from the first epoch: "
+                    f"`{ast.unparse(node)[:60]}` (line {node.lineno}) changes the main process's copy only",
+                    evidence, None, None,
+                    f"pass what changes per epoch through the sampler (it runs in the main process), or make the "
+                    f"loader with persistent_workers=False (workers start again each epoch with the current "
+                    f"{dataset.id}), or keep the value in shared memory (a torch tensor, multiprocessing.Value)")
+    return None
+
+
+def _drop_last_empty(ctx: Context, source: SourceFile, evidence: str) -> Finding | None:
+    if not any(tb.short_type == "ZeroDivisionError" or "division by zero" in tb.message for tb in ctx.tracebacks):
+        return None
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.keyword) and node.arg == "drop_last" and isinstance(node.value, ast.Constant) and \
+                node.value.value is True:
+            return Finding(
+                "drop-last-left-no-batch", f"drop_last=True ({source.name}:{node.value.lineno}) drops a rank's last "
+                "partial batch: where a rank's share of the data (its size / the world size) is smaller than the "
+                "batch, it gets no batch at all, and the count it divides by is 0", evidence, None, None,
+                "use drop_last=False for evaluation (or a batch no larger than each rank's share), and divide only "
+                "after all_reduce of the sums and the counts (or guard it: max(count, 1))")
+    return None
+
+
+def _recv_any_source(ctx: Context, evidence: str) -> Finding | None:
+    for trace in ctx.evidence.traces:
+        anywhere = [call for call in (trace.calls.made if trace.calls else ()) if call.op in ("recv", "irecv")
+                    and call.src is None and not call.error]
+        if len(anywhere) >= 2:
+            return Finding(
+                "recv-from-any-source", f"rank {trace.rank} received {len(anywhere)} messages with {anywhere[0].op}() "
+                f"and no src (at {anywhere[0].caller}): they arrive in whatever order the senders finish, so what is "
+                "filled in by position holds another rank's data", evidence, trace.node, trace.rank,
+                "name the sender of each receive (for peer in ...: dist.recv(buf, src=peer)), or file what arrives "
+                "under the sender recv() returns (sender = dist.recv(buf); results[sender] = buf.clone())")
+    return None
+
+
+def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    off_root = [(trace, call) for trace in ctx.evidence.traces for call in (trace.calls.made if trace.calls else ())
+                if call.op == "reduce" and call.root is not None and trace.rank is not None and call.root != trace.rank]
+    for trace, call in off_root:
+        where = caller_place(call.caller)
+        for source in files:
+            if where is None or source.name != where[0]:
+                continue
+            reduced = next((node for node in _calls(source, {"reduce"}) if node.lineno == where[1] and node.args), None)
+            if reduced is None or not isinstance(reduced.args[0], ast.Name):
+                continue
+            name = reduced.args[0].id
+            scope = source.function_of(reduced)
+            used = next((use for use in ast.walk(scope) if isinstance(use, ast.Name) and use.id == name and
+                         isinstance(use.ctx, ast.Load) and use.lineno > reduced.lineno and not _under_rank_test(
+                             source, use)), None)
+            if used is not None:
+                return Finding(
+                    "reduce-read-off-root", f"`{ast.unparse(reduced)[:60]}` ({source.name}:{reduced.lineno}) leaves "
+                    f"the result on rank {call.root} only, and every rank then uses {name} (line {used.lineno}): on "
+                    f"rank {trace.rank} and the other non-root ranks it is not the total", evidence, trace.node,
+                    trace.rank,
+                    f"use dist.all_reduce({name}) where every rank needs the result; keep reduce for a value only "
+                    "the root uses (under `if rank == root:`)")
+    return None
+
+
+def _under_rank_test(source: SourceFile, node: ast.AST) -> bool:
+    while (node := source.parent(node)) is not None:
+        if isinstance(node, ast.If) and holds(node.test, source.ranks, RANK_VARIABLES, RANK_CALLS):
+            return True
+    return False
+
+
+FILE_TESTS = {"exists", "is_file", "isfile", "isdir", "is_dir", "glob", "iglob", "listdir", "lexists"}
+
+
+def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A rank whose stack, as the run ended, is in a loop whose condition tests a file: it waits on that file."""
+    for process in ctx.evidence.processes:
+        main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
+        for frame in reversed(main.frames if main else []):
+            name = frame.file.rsplit("/", 1)[-1]
+            source = next((source for source in files if source.name == name), None)
+            if source is None:
+                continue
+            loop = next((node for node in ast.walk(source.tree) if isinstance(node, ast.While) and node.lineno <=
+                         frame.line <= (node.end_lineno or node.lineno) and any(
+                             isinstance(part, ast.Call) and call_name(part) in FILE_TESTS
+                             for part in ast.walk(node.test))), None)
+            if loop is None:
+                break  # the innermost frame of the job's own code is not in such a loop
+            who = f"rank {process.rank}" if process.rank is not None else f"a process on node{process.node}"
+            return Finding(
+                "waits-on-a-file", f"{who} on node{process.node} was still in `while {ast.unparse(loop.test)[:60]}:` "
+                f"({name}:{loop.lineno}) when the run ended: the file it waits on never changed there (a lock or "
+                f"marker left on node{process.node}'s own disk by an earlier run, or written where this node cannot "
+                "see it)", evidence, process.node, process.rank,
+                f"remove the stale file on node{process.node}, and do not wait on files without an end: put the "
+                "owner's pid and time in a lock and take it over when that process is gone, remove it in a finally, "
+                "or let the job coordinate (rank 0 builds, then dist.barrier() or the store) instead of a file")
+    return None
