@@ -127,6 +127,7 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["drop_last=False"]),
     ("tenth_stale_lock_node1", "waits-on-a-file", ["rank 1 on node1", "`while LOCK.exists():`"],
      ["remove the stale file on node1"]),
+    ("tenth_node_local_average", "group-non-member", ["global rank 1", "not a member"], ["belongs to the one it uses"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]

@@ -438,8 +438,10 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
         for activity in activities.values():
             by_op.setdefault(activity.call.op, set()).add(_members(activity.call, world))
         for op, groups in sorted(by_op.items()):
-            if len(groups) > 1:
-                same = [activity for activity in activities.values() if activity.call.op == op]
+            same = [activity for activity in activities.values() if activity.call.op == op]
+            apart = sum(len(group) for group in groups) == len(set().union(*groups)) and all(
+                activity.rank in _members(activity.call, world) for activity in same)
+            if len(groups) > 1 and not apart:  # disjoint groups, each rank in its own: subgroups working side by side
                 odd = min(same, key=lambda activity: len(_members(activity.call, world)))
                 return [Finding(
                     "group-mismatch", f"the ranks run {op} on groups with different members "
