@@ -309,6 +309,8 @@ def _record_dist_calls(dist, c10d) -> None:
                 found.append({"shape": list(item.shape), "dtype": str(item.dtype)[6:]})  # 'torch.float32'
                 if item.device.type == "meta":  # no data: the call moves nothing into it
                     found[-1]["device"] = "meta"
+                elif not item.is_contiguous():  # a strided view: gloo reads and writes it as if it were not
+                    found[-1]["contiguous"] = False
                 if len(found) >= TENSORS_DESCRIBED:
                     return found
         return found

@@ -454,3 +454,14 @@ def test_the_tenth_batch_pitfalls_need_the_mistake_in_the_code():
     assert "split-differs-per-rank" not in causes(with_calls(sample("tenth_random_split_unseeded"), torch_seed=7))
     one_source = with_calls(sample("tenth_shard_scores"), recent=())
     assert "recv-from-any-source" not in causes(one_source)
+
+
+def test_a_collective_given_a_column_is_named_and_a_contiguous_one_is_not():
+    evidence = sample("collective_on_a_column")
+    top = diagnose(evidence)[0]
+    assert top.cause == "tensor-not-contiguous" and "collective_on_a_column.py:16" in top.title
+    assert "view.contiguous()" in top.fix
+    laid_out = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, recent=tuple(
+        replace(call, tensors=tuple(replace(tensor, contiguous=True) for tensor in call.tensors))
+        for call in trace.calls.recent))) if trace.calls else trace for trace in evidence.traces])
+    assert "tensor-not-contiguous" not in causes(laid_out)

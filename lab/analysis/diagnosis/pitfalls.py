@@ -9,6 +9,7 @@ only where the run ended the way it leads to and nothing more specific was found
 - a dataset changed per epoch (`data.set_epoch(...)`) behind a DataLoader with persistent workers, which keep their
   first copy;
 - drop_last=True where a rank's share is smaller than a batch: no batch at all, and a division by the count;
+- a collective given a strided view (a column): gloo reads and writes it as if it were contiguous;
 - recv() without src, several times: messages arrive in any order;
 - reduce() whose result the non-root ranks use: only the root holds the sum;
 - a rank still in a `while <path>.exists():` loop when the run ended: a lock or marker file that never changes.
@@ -39,8 +40,8 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     evidence = failure_summary(ctx)
     said = " ".join(f"{tb.short_type}: {tb.message}" for tb in ctx.tracebacks) + " " + " ".join(
         line.text for line in ctx.lines[-40:])
-    checks = [_recv_any_source(ctx, evidence), _reduce_read_off_root(ctx, files, evidence),
-              _polls_a_file(ctx, files, evidence)]
+    checks = [_strided_view(ctx, evidence), _recv_any_source(ctx, evidence),
+              _reduce_read_off_root(ctx, files, evidence), _polls_a_file(ctx, files, evidence)]
     for source in files:
         checks += [_store_bytes_compared(source, evidence), _iterator_used_twice(source, evidence),
                    _state_dict_kept(source, evidence), _log_of_probability(source, evidence, said),
@@ -205,6 +206,21 @@ def _drop_last_empty(ctx: Context, source: SourceFile, evidence: str) -> Finding
                 "batch, it gets no batch at all, and the count it divides by is 0", evidence, None, None,
                 "use drop_last=False for evaluation (or a batch no larger than each rank's share), and divide only "
                 "after all_reduce of the sums and the counts (or guard it: max(count, 1))")
+    return None
+
+
+def _strided_view(ctx: Context, evidence: str) -> Finding | None:
+    for trace in ctx.evidence.traces:
+        for call in trace.calls.made if trace.calls else ():
+            if call.tensors and not call.tensors[0].contiguous:
+                return Finding(
+                    "tensor-not-contiguous", f"{call.op} at {call.caller} was given a strided view "
+                    f"({call.tensors[0]}: a column or a transpose, not contiguous in memory): gloo reduces the "
+                    "elements that lie next to its first one in memory, so the view gets wrong values and its "
+                    "neighbours change", evidence, trace.node, trace.rank,
+                    f"give {call.op} a contiguous tensor and copy the result back: part = view.contiguous(); "
+                    f"dist.{call.op}(part); view.copy_(part) (or reduce the whole tensor, or keep the data laid out "
+                    "so that what is reduced is contiguous)")
     return None
 
 
