@@ -263,6 +263,13 @@ def test_a_file_on_each_node_whose_copy_differs_on_the_failing_node_is_named():
 
 
 
+def assert_not_the_cause_once_fixed(fixed: dict[str, tuple[str, str]]) -> None:
+    """For each sample, its top cause is gone once `old` in its code reads `new`."""
+    for name, (old, new) in fixed.items():
+        cause = diagnose(sample(name))[0].cause
+        assert cause not in causes(with_source(sample(name), old, new)), name
+
+
 def test_the_code_lints_need_the_mistake_in_the_code():
     """Each reads the job's code: with the line fixed, it says nothing (and what is left is a rank-exited)."""
     fixed = {
@@ -273,9 +280,7 @@ def test_the_code_lints_need_the_mistake_in_the_code():
             '    model.fc = nn.Linear(48, cfg["num_classes"])\n'
             '    optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=0.9)'),
     }
-    for name, (old, new) in fixed.items():
-        cause = diagnose(sample(name))[0].cause
-        assert cause not in causes(with_source(sample(name), old, new)), name
+    assert_not_the_cause_once_fixed(fixed)
     every = causes(with_source(sample("eighth_dropout_eval_missing"), "@torch.no_grad()",
                                "@torch.no_grad()\n# model.eval() is called by the caller"))
     assert every[0] == "eval-mode-missing"  # a comment is not a call
@@ -448,9 +453,7 @@ def test_the_tenth_batch_pitfalls_need_the_mistake_in_the_code():
         "tenth_stale_lock_node1": ("while LOCK.exists():", "for _ in range(1000):"),
         "tenth_plateau_schedule": ("dist.reduce(stats, dst=0)", "dist.all_reduce(stats)"),
     }
-    for name, (old, new) in fixed.items():
-        cause = diagnose(sample(name))[0].cause
-        assert cause not in causes(with_source(sample(name), old, new)), name
+    assert_not_the_cause_once_fixed(fixed)
     assert "split-differs-per-rank" not in causes(with_calls(sample("tenth_random_split_unseeded"), torch_seed=7))
     one_source = with_calls(sample("tenth_shard_scores"), recent=())
     assert "recv-from-any-source" not in causes(one_source)
