@@ -840,9 +840,12 @@ def _record_file_reads() -> None:
         folder = os.path.dirname(path)
         if path in seen or len(seen) >= KEPT["reads"] or per_folder.get(folder, 0) >= READS_PER_FOLDER:
             return
+        caller = _caller(opener)
+        if caller is None:
+            return
         seen.add(path)
         per_folder[folder] = per_folder.get(folder, 0) + 1
-        record = {"op": "read", "path": path[:300], "caller": _caller(opener), "at": time.time(), **_file_facts(path)}
+        record = {"op": "read", "path": path[:300], "caller": caller, "at": time.time(), **_file_facts(path)}
         if record.get("size") is not None and record["size"] <= DIGESTED_BYTES:
             with original(path, "rb") as content:
                 record["digest"] = f"{zlib.crc32(content.read()):08x}"
@@ -850,12 +853,12 @@ def _record_file_reads() -> None:
             CALLS.kept["reads"].append(record)
 
     def note_write(path: str, mode: str, opener) -> None:
-        if path in written or len(written) >= KEPT["writes"]:
+        if path in written or len(written) >= KEPT["writes"] or (caller := _caller(opener)) is None:
             return
         written.add(path)
         with CALLS.lock:
             CALLS.kept["writes"].append({"op": "append" if "a" in mode else "write", "path": path[:300],
-                                         "caller": _caller(opener), "at": time.time()})
+                                         "caller": caller, "at": time.time()})
 
     def open(file, *args, **kwargs):  # noqa: A001 - stands in for the builtin
         opened = original(file, *args, **kwargs)
@@ -863,7 +866,7 @@ def _record_file_reads() -> None:
             mode = args[0] if args else kwargs.get("mode", "r")
             opener = _opener(sys._getframe(1))
             if isinstance(file, (str, os.PathLike)) and isinstance(mode, str) and opener is not None and (
-                    _is_user_file(opener.f_code.co_filename) or _read_for_user(file)) and _caller(opener) is not None:
+                    _is_user_file(opener.f_code.co_filename) or _read_for_user(file)):
                 path = os.path.abspath(os.fspath(file))
                 if "r" in mode and "+" not in mode:
                     note_read(path, opener)

@@ -468,3 +468,16 @@ def test_a_collective_given_a_column_is_named_and_a_contiguous_one_is_not():
         replace(call, tensors=tuple(replace(tensor, contiguous=True) for tensor in call.tensors))
         for call in trace.calls.recent))) if trace.calls else trace for trace in evidence.traces])
     assert "tensor-not-contiguous" not in causes(laid_out)
+
+
+def test_every_sample_seen_from_one_node_or_with_nodes_that_never_ended_is_still_diagnosed():
+    """The rules that compare nodes must not assume two of them: a 1-node lab's OOM once crashed the diagnosis
+    (IndexError in the odd-node ranking), and a node still running when the lab stopped it has no end time."""
+    from tests.unit.test_diagnosis_replicas import SAMPLES
+    for folder in sorted(path for path in SAMPLES.iterdir() if path.is_dir()):
+        evidence = sample(folder.name)
+        alone = replace(evidence, nodes=evidence.nodes[:1], nnodes=1,
+                        traces=[trace for trace in evidence.traces if trace.node in (0, None)])
+        diagnose(alone)  # raises no error (a node that ended well leaves nothing to find)
+        unended = replace(evidence, nodes=[replace(node, exited_at=None) for node in evidence.nodes])
+        diagnose(unended)

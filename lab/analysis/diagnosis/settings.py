@@ -103,8 +103,8 @@ def blame(ctx: Context) -> dict[int, int]:
     raised = {tb.node for tb in ctx.tracebacks}
     ended = {node.index: node.exited_at for node in ctx.evidence.nodes if node.exited_at is not None}
     first = min(ended, key=ended.get) if ended else None
-    if first is not None and len(ended) == len(ctx.evidence.nodes) and \
-            sorted(ended.values())[1] - ended[first] < ENDED_APART_SECONDS:
+    if first is not None and len(ended) == len(ctx.evidence.nodes) and (
+            len(ended) < 2 or sorted(ended.values())[1] - ended[first] < ENDED_APART_SECONDS):
         first = None  # every node ended within moments: none first
     cleanly = {node.index for node in ctx.evidence.nodes if node.exit_code == 0}
     apart = ({first} if first is not None else set()) | (cleanly if len(cleanly) < len(ctx.evidence.nodes) else set())
