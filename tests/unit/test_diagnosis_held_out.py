@@ -128,6 +128,8 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("tenth_stale_lock_node1", "waits-on-a-file", ["rank 1 on node1", "`while LOCK.exists():`"],
      ["remove the stale file on node1"]),
     ("tenth_node_local_average", "group-non-member", ["global rank 1", "not a member"], ["belongs to the one it uses"]),
+    ("tenth_feature_cache", "cache-built-on-one-node", ["node0 had it from before the run", "rank 1 built it"],
+     ["build it once where every node sees it"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -481,3 +483,16 @@ def test_every_sample_seen_from_one_node_or_with_nodes_that_never_ended_is_still
         diagnose(alone)  # raises no error (a node that ended well leaves nothing to find)
         unended = replace(evidence, nodes=[replace(node, exited_at=None) for node in evidence.nodes])
         diagnose(unended)
+
+
+def test_a_cache_every_node_had_or_built_is_not_one_node_building_it():
+    evidence = sample("tenth_feature_cache")
+    [built] = [op for trace in evidence.traces if trace.node == 1 and trace.rank == 1 for op in trace.calls.files
+               if op.op == "save"]
+    early = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, files=tuple(
+        replace(op, at=trace.started_at + 0.5) if op.op == "save" else op for op in trace.calls.files)))
+        if trace.node == 1 and trace.calls else trace for trace in evidence.traces])
+    assert "cache-built-on-one-node" not in causes(early)  # written as it started: not what the others waited for
+    both = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, files=(*trace.calls.files, built)))
+                                     if trace.node == 0 and trace.rank == 0 else trace for trace in evidence.traces])
+    assert "cache-built-on-one-node" not in causes(both)

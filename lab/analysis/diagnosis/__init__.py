@@ -29,7 +29,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
+    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "cache-built-on-one-node", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
@@ -149,6 +149,8 @@ CAUSES = {
                               "collectives for ranks that ran out of data, so this one meets other calls.",
     "waits-on-a-file": "A rank was still in a loop that waits on a file (`while lock.exists():`) when the run "
                        "ended: a lock or marker that never changes on that node.",
+    "cache-built-on-one-node": "A file on each node's own disk (a cache) that some nodes had from before the run and "
+                               "one node built during it, while the others waited for it.",
     "duplicate-rank": "Every process reached the rendezvous, yet a rank inside the world never came: two processes "
                       "claim one rank (LOCAL_RANK used as RANK, one node rank given twice, spawned workers numbered "
                       "from 0 on every node).",

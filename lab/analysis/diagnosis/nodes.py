@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from lab.analysis.diagnosis.context import Context, quote
+from lab.analysis.diagnosis.context import SYMPTOM, Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
@@ -415,6 +415,42 @@ def read_file_findings(ctx: Context) -> list[Finding]:
     return _read_on_some_nodes(ctx, copies)
 
 
+BUILT_LATE_SECONDS = 2.0  # a save this long after the process started was work done before the job could go on
+
+
+def built_on_some_nodes_findings(ctx: Context) -> list[Finding]:
+    """A file on each node's own disk that one node's ranks had from before the run and another node's ranks built
+    (torch.save) while the run waited: that node spent the time building what the other had (a node-local cache)."""
+    probes = ctx.evidence.probes
+    had: dict[str, set[int]] = {}
+    built: dict[str, dict[int, tuple]] = {}
+    for trace in ctx.evidence.traces:
+        if trace.calls is None or trace.node is None or trace.rank is None or trace.started_at is None:
+            continue
+        for op in (*trace.calls.files, *trace.calls.reads):
+            if op.path.startswith(SHARED_MOUNT + "/") or (probes is not None and probes.on_shared_folder(op.path)):
+                continue
+            if op.op == "save" and op.at is not None and op.at - trace.started_at >= BUILT_LATE_SECONDS:
+                built.setdefault(op.path, {}).setdefault(trace.node, (trace.rank, op, op.at - trace.started_at))
+            elif op.op in ("load", "read") and op.mtime is not None and op.mtime < trace.started_at:
+                had.setdefault(op.path, set()).add(trace.node)
+    own_errors = {tb.node for tb in ctx.tracebacks if not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
+    for path, builders in built.items():
+        others = had.get(path, set()) - set(builders)
+        if not others or others & own_errors:
+            continue  # a node that had it raised an error of its own: its copy is the suspect (stale-file-on-node)
+        node, (rank, op, after) = min(builders.items())
+        return [Finding(
+            "cache-built-on-one-node", f"{path} is a file on each node's own disk: {_nodes(others)} had it from "
+            f"before the run, node{node} did not, and rank {rank} built it while the others waited ({op.caller}, "
+            f"{after:.0f} s after it started)", f"{path}: saved by rank {rank} on node{node} {after:.1f} s into the "
+            f"run; loaded from before the run on {_nodes(others)}", node, rank,
+            f"build it once where every node sees it (the shared folder, or the project folder of `lab up "
+            f"--workspace`), or on every node before the job starts (a setup step); and start the process group "
+            f"after slow start-up work only with a timeout that covers it")]
+    return []
+
+
 def _read_on_some_nodes(ctx: Context, copies: dict[str, dict[int, tuple]]) -> list[Finding]:
     """A file on a node's own disk that only the failing nodes' code read, and not rank 0's node (rank 0 alone reading
     what it then shares is common): it is not on the others, and a config or cache left there steered those ranks."""
@@ -477,7 +513,7 @@ def _source_reads(ctx: Context, tb: Traceback, name: str | None) -> str | None:
 def node_findings(ctx: Context) -> list[Finding]:
     """Every rule of this family, for diagnose()."""
     return (rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + read_env_findings(ctx)
-            + read_file_findings(ctx) + file_findings(ctx))
+            + read_file_findings(ctx) + built_on_some_nodes_findings(ctx) + file_findings(ctx))
 
 
 
