@@ -815,10 +815,9 @@ def _opener(frame):
 _NOT_DATA = tuple({sys.prefix, sys.base_prefix, "/proc", "/sys", "/dev", "/etc", "/usr"})
 
 
-def _read_for_user(file) -> bool:
-    """A file a library opens on the user's behalf (np.load, pandas, PIL, a tokenizer's cache): not the interpreter's
-    or a package's own files (the user's frame further up is checked by the caller)."""
-    path = os.path.abspath(os.fspath(file))
+def _read_for_user(path: str) -> bool:
+    """A file (an absolute path) a library opens on the user's behalf (np.load, pandas, PIL, a tokenizer's cache):
+    not the interpreter's or a package's own files (the user's frame further up is checked by the caller)."""
     return not path.startswith(_NOT_DATA) and f"{os.sep}site-packages{os.sep}" not in path
 
 
@@ -865,9 +864,9 @@ def _record_file_reads() -> None:
         try:
             mode = args[0] if args else kwargs.get("mode", "r")
             opener = _opener(sys._getframe(1))
-            if isinstance(file, (str, os.PathLike)) and isinstance(mode, str) and opener is not None and (
-                    _is_user_file(opener.f_code.co_filename) or _read_for_user(file)):
-                path = os.path.abspath(os.fspath(file))
+            path = os.path.abspath(os.fspath(file)) if isinstance(file, (str, os.PathLike)) else None
+            if path is not None and isinstance(mode, str) and opener is not None and (
+                    _is_user_file(opener.f_code.co_filename) or _read_for_user(path)):
                 if "r" in mode and "+" not in mode:
                     note_read(path, opener)
                 elif any(letter in mode for letter in "wax"):

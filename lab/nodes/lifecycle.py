@@ -115,11 +115,13 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
         progress(f"removing lab '{spec.name}' to recreate it")
         down(spec.name, driver=driver)
         current = None
-    elif current is not None and recreate and on_another_image(
-            driver.node_image_ids(spec.name), driver.image_id(ensure_image(spec, driver, rebuild, progress, base))):
-        progress(f"removing lab '{spec.name}' to recreate it on the current node image")
-        down(spec.name, driver=driver)
-        current = None
+    image = None  # built (or found) once: a --rebuild must not build it twice
+    if current is not None and recreate:
+        image = ensure_image(spec, driver, rebuild, progress, base)
+        if on_another_image(driver.node_image_ids(spec.name), driver.image_id(image)):
+            progress(f"removing lab '{spec.name}' to recreate it on the current node image")
+            down(spec.name, driver=driver)
+            current = None
     states = driver.node_states(spec.name)
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
         apply_links(spec, driver)  # a node restarted or reconnected since has a new, unshaped veth
@@ -136,7 +138,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
         phases[name] = round(now - mark, 2)
         mark = now
 
-    image = ensure_image(spec, driver, rebuild, progress, base)  # the tag the plan names: both hash the same inputs
+    image = image or ensure_image(spec, driver, rebuild, progress, base)  # the tag the plan names: same inputs
     phase("plan and image")
     try:
         # A new lab gets a new key; a leftover key from a crashed lab is worth nothing.

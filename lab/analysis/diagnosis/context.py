@@ -130,3 +130,8 @@ SYMPTOM = re.compile(
     r"|DistNetworkError|DistBackendError|client socket|Socket Timeout|NCCL communicator was aborted"
     r"|ProcessGroupNCCL.*(?:watchdog|Timeout)|Watchdog caught collective operation timeout"
     r"|failed to pass monitoredBarrier")
+
+
+def echoes_a_peer(tb: Traceback) -> bool:
+    """The traceback's exception is another rank's failure echoed back (a lost connection, a timeout)."""
+    return bool(SYMPTOM.search(f"{tb.exc_type}: {tb.message}"))

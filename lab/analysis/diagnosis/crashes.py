@@ -9,8 +9,8 @@ import sys
 
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import job_own_port
-from lab.analysis.diagnosis.context import (SYMPTOM, Context, PatternRule, explained_by_rule, quote, quoted_source,
-                                             report_root_rank)
+from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, quote,
+                                             quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
 from lab.analysis.stacks import FAULTHANDLER_FRAME
@@ -25,7 +25,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if tb.short_type == "BrokenPipeError" and not tb.collective():  # its own output, not a peer's socket
             found.append(_output_pipe_closed(ctx, tb))
             continue
-        if tb.thread is not None and tb.thread != "MainThread" and not SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
+        if tb.thread is not None and tb.thread != "MainThread" and not echoes_a_peer(tb):
             found.append(_thread_died(ctx, tb))
             continue
         if ADDRESS_IN_USE.search(tb.message) and job_own_port(tb):
@@ -47,7 +47,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if (limited := _write_limited(ctx, tb)) is not None:
             found.append(limited)
             continue
-        if explained_by_rule(ctx, tb.line.text) or SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
+        if explained_by_rule(ctx, tb.line.text) or echoes_a_peer(tb):
             continue
         if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)

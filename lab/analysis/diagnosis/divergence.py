@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from lab.analysis.diagnosis.addresses import connect_attempts
-from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, SYMPTOM, Context, PatternRule, env_values,
+from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, Context, PatternRule, echoes_a_peer, env_values,
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
@@ -302,7 +302,7 @@ def late_rank_findings(ctx: Context) -> list[Finding]:
     """A rank gave up waiting, at the rendezvous or in a collective, while another was alive but busy outside
     torch.distributed: late, not lost. Where it was comes from its stack (taken before the lab stopped it), or, when
     it got there after all, from when each rank entered the collective (the Flight Recorder)."""
-    if any(not SYMPTOM.search(f"{tb.exc_type}: {tb.message}") for tb in ctx.tracebacks):
+    if any(not echoes_a_peer(tb) for tb in ctx.tracebacks):
         return []  # a rank failed of its own (its error is the cause); the others were stopped wherever they were
     if waits.store_server_findings(ctx):
         return []  # not late: held for ever by a store server waiting for more clients than there are
@@ -512,7 +512,7 @@ def uneven_findings(ctx: Context) -> list[Finding]:
         return node not in finished_nodes and (rank is None or rank not in left)
 
     waiting = [tb for tb in ctx.tracebacks if still_there(tb.node, tb.rank)
-               and SYMPTOM.search(f"{tb.exc_type}: {tb.message}")]
+               and echoes_a_peer(tb)]
     stuck = None if waiting else next(
         (process for process in ctx.evidence.processes if still_there(process.node, process.rank)
          and process.role != "agent" and (where := process.waiting()) and where.in_distributed_call), None)
@@ -650,7 +650,7 @@ def collective_findings(ctx: Context) -> list[Finding]:
     if not where:
         for tb in ctx.tracebacks:  # ranks that waited and gave up (one that raised of its own crashed: not an order)
             if tb.rank is not None and tb.collective() and tb.rank not in where and \
-                    SYMPTOM.search(f"{tb.exc_type}: {tb.message}"):
+                    echoes_a_peer(tb):
                 where[tb.rank] = (tb.collective(), tb.user_frame(), quote(tb.line))
     in_collective = {rank: spot for rank, spot in where.items() if spot[0]}
     if not in_collective:

@@ -9,11 +9,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from lab.analysis.diagnosis.context import SYMPTOM, Context, quote
+from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
-from lab.analysis.diagnosis.settings import blame, nodes_that_stood_out
+from lab.analysis.diagnosis.settings import blame, nodes_that_stood_out, nodes_with_own_errors
 from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
@@ -434,7 +434,7 @@ def built_on_some_nodes_findings(ctx: Context) -> list[Finding]:
                 built.setdefault(op.path, {}).setdefault(trace.node, (trace.rank, op, op.at - trace.started_at))
             elif op.op in ("load", "read") and op.mtime is not None and op.mtime < trace.started_at:
                 had.setdefault(op.path, set()).add(trace.node)
-    own_errors = {tb.node for tb in ctx.tracebacks if not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
+    own_errors = nodes_with_own_errors(ctx)
     for path, builders in built.items():
         others = had.get(path, set()) - set(builders)
         if not others or others & own_errors:

@@ -33,8 +33,8 @@ SETS_UP_COMMUNICATION = {"register_comm_hook", "_register_comm_hook", "Distribut
 
 
 def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
-    if not any(finding.cause in AT_ODDS | UNEXPLAINED for finding in found) or \
-            any(finding.cause not in AT_ODDS | UNEXPLAINED for finding in found):
+    causes = {finding.cause for finding in found}
+    if not causes or not causes <= AT_ODDS | UNEXPLAINED:
         return []
     files = parsed_files(ctx)
     evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or failure_summary(ctx)

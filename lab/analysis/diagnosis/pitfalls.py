@@ -23,7 +23,7 @@ from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.stacks import MAIN_THREAD
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
-                                            caller_place, failure_summary, holds, parsed_files)
+                                            caller_place, calls_named, failure_summary, holds, parsed_files)
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
@@ -48,10 +48,6 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                    _split_per_rank(ctx, source, evidence), _persistent_copy(source, evidence),
                    _drop_last_empty(ctx, source, evidence)]
     return [finding for finding in checks if finding is not None]
-
-
-def _calls(source: SourceFile, names: set[str]):
-    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in names]
 
 
 def _store_bytes_compared(source: SourceFile, evidence: str) -> Finding | None:
@@ -102,7 +98,7 @@ def _iterates(source: SourceFile, name: ast.Name) -> bool:
 
 
 def _state_dict_kept(source: SourceFile, evidence: str) -> Finding | None:
-    loaded = {arg.id for call in _calls(source, {"load_state_dict"}) for arg in call.args[:1]
+    loaded = {arg.id for call in calls_named(source, {"load_state_dict"}) for arg in call.args[:1]
               if isinstance(arg, ast.Name)}
     for node in ast.walk(source.tree):
         if not isinstance(node, ast.Assign):
@@ -132,7 +128,7 @@ def _pairs(node: ast.Assign):
 def _log_of_probability(source: SourceFile, evidence: str, said: str) -> Finding | None:
     if "nan" not in said.lower() and "inf" not in said.lower():
         return None
-    for call in _calls(source, {"log"}):
+    for call in calls_named(source, {"log"}):
         argument = call.args[0] if call.args else getattr(call.func, "value", None)
         if argument is None:
             continue
@@ -157,7 +153,7 @@ def _split_per_rank(ctx: Context, source: SourceFile, evidence: str) -> Finding 
                     is not None})
     if len(seeds) < 2:
         return None
-    for call in _calls(source, {"random_split"}):
+    for call in calls_named(source, {"random_split"}):
         if not any(keyword.arg == "generator" for keyword in call.keywords) and len(call.args) < 3:
             return Finding(
                 "split-differs-per-rank", f"`{ast.unparse(call)[:80]}` ({source.name}:{call.lineno}) draws from "
@@ -170,7 +166,7 @@ def _split_per_rank(ctx: Context, source: SourceFile, evidence: str) -> Finding 
 
 
 def _persistent_copy(source: SourceFile, evidence: str) -> Finding | None:
-    for loader in _calls(source, {"DataLoader"}):
+    for loader in calls_named(source, {"DataLoader"}):
         persistent = any(keyword.arg == "persistent_workers" and isinstance(keyword.value, ast.Constant) and
                          keyword.value.value is True for keyword in loader.keywords)
         dataset = loader.args[0] if loader.args else None
@@ -246,7 +242,8 @@ def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) 
         for source in files:
             if where is None or source.name != where[0]:
                 continue
-            reduced = next((node for node in _calls(source, {"reduce"}) if node.lineno == where[1] and node.args), None)
+            reduced = next((node for node in calls_named(source, {"reduce"})
+                            if node.lineno == where[1] and node.args), None)
             if reduced is None or not isinstance(reduced.args[0], ast.Name):
                 continue
             name = reduced.args[0].id

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lab.analysis.calls import CallLog
-from lab.analysis.diagnosis.context import SYMPTOM, Context
+from lab.analysis.diagnosis.context import Context, echoes_a_peer
 from lab.analysis.diagnosis.findings import Finding
 
 LIMIT_NAMES = {  # soft limit -> what it limits, the shell's command, docker's option, what fails past it
@@ -87,19 +87,20 @@ SETTINGS = (
 )
 
 
+def nodes_with_own_errors(ctx: Context) -> set[int]:
+    """Nodes whose ranks raised an error of their own, not a peer's failure echoed back."""
+    return {tb.node for tb in ctx.tracebacks if tb.node is not None and not echoes_a_peer(tb)}
+
+
 def nodes_that_raised(ctx: Context) -> set[int]:
-    """Nodes whose ranks raised an error of their own (not a peer's failure echoed back); else every node that
-    raised."""
-    raised = {tb.node for tb in ctx.tracebacks if tb.node is not None}
-    own = {tb.node for tb in ctx.tracebacks
-           if tb.node is not None and not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
-    return own or raised
+    """Nodes whose ranks raised an error of their own; else every node that raised."""
+    return nodes_with_own_errors(ctx) or {tb.node for tb in ctx.tracebacks if tb.node is not None}
 
 
 def blame(ctx: Context) -> dict[int, int]:
     """How likely each node is the odd one, lowest first: its ranks raised an error of their own (0), it ended first
     while another still ran or ended later (1), its ranks raised a peer's error (2), nothing (3)."""
-    own = {tb.node for tb in ctx.tracebacks if not SYMPTOM.search(f"{tb.exc_type}: {tb.message}")}
+    own = nodes_with_own_errors(ctx)
     raised = {tb.node for tb in ctx.tracebacks}
     ended = {node.index: node.exited_at for node in ctx.evidence.nodes if node.exited_at is not None}
     first = min(ended, key=ended.get) if ended else None
@@ -125,12 +126,14 @@ def nodes_that_stood_out(ctx: Context) -> set[int]:
     return stood_out
 
 
-def _per_node(ctx: Context, setting: Setting) -> dict[int, object]:
-    """The setting's value on each node whose processes all agree (nodes with no dump, or mixed values, left out)."""
+def agreed_per_node(ctx: Context, read: Callable[[CallLog], object], skip_none: bool = False) -> dict[int, object]:
+    """`read` of each node's processes' calls, for the nodes whose processes all agree (nodes with no dump, or with
+    mixed values, left out); with `skip_none`, a process whose read is None does not count."""
     values: dict[int, set] = {}
     for trace in ctx.evidence.traces:
-        if trace.calls is not None and trace.node is not None:
-            values.setdefault(trace.node, set()).add(setting.read(trace.calls))
+        if trace.calls is not None and trace.node is not None and (
+                (value := read(trace.calls)) is not None or not skip_none):
+            values.setdefault(trace.node, set()).add(value)
     return {node: next(iter(found)) for node, found in sorted(values.items()) if len(found) == 1}
 
 
@@ -149,7 +152,7 @@ def settings_findings(ctx: Context) -> list[Finding]:
         return []
     stood_out = nodes_that_stood_out(ctx)
     for setting in SETTINGS:
-        per_node = _per_node(ctx, setting)
+        per_node = agreed_per_node(ctx, setting.read)
         if len(per_node) < 2 or len(set(per_node.values())) < 2:
             continue
         odd = _odd_value(setting, per_node)
@@ -168,13 +171,9 @@ def settings_findings(ctx: Context) -> list[Finding]:
 
 def _versions_differ(ctx: Context, stood_out: set[int]) -> list[Finding]:
     """A package the job imported in another version, or from another folder, on the nodes that failed."""
-    per_package: dict[str, dict[int, set[str]]] = {}
-    for trace in ctx.evidence.traces:
-        if trace.calls is not None and trace.node is not None:
-            for name, value in trace.calls.versions.items():
-                per_package.setdefault(name, {}).setdefault(trace.node, set()).add(value)
-    for name, by_node in sorted(per_package.items()):
-        per_node = {node: next(iter(found)) for node, found in sorted(by_node.items()) if len(found) == 1}
+    packages = sorted({name for trace in ctx.evidence.traces if trace.calls for name in trace.calls.versions})
+    for name in packages:
+        per_node = agreed_per_node(ctx, lambda calls: calls.versions.get(name), skip_none=True)  # who imported it
         if len(per_node) < 2 or len({value.replace(f"node{node}", "node{n}") for node, value in per_node.items()}) < 2:
             continue  # the same everywhere, or a folder of each node's own (/opt/venv-node0, /opt/venv-node1)
         counts = Counter(per_node.values())

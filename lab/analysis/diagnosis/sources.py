@@ -194,6 +194,11 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
     return (tensor, reads[0], waited_at, work) if reads else None
 
 
+def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
+    """The calls in `source` of a function or method with one of `names`."""
+    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in names]
+
+
 def call_name(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None

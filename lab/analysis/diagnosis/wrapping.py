@@ -15,7 +15,8 @@ import ast
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, call_name, failure_summary, parsed_files
+from lab.analysis.diagnosis.sources import (UNEXPLAINED, SourceFile, call_name, calls_named, failure_summary,
+                                            parsed_files)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -46,8 +47,7 @@ def _wrappers(source: SourceFile) -> set[str]:
 
 
 def _wrappings(source: SourceFile) -> list[ast.Call]:
-    wrappers = _wrappers(source)
-    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in wrappers]
+    return calls_named(source, _wrappers(source))
 
 
 def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
