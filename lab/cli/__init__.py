@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from pathlib import Path
 
@@ -65,6 +66,13 @@ def cli():
 
 
 def main() -> None:
+    try:
+        _run()
+    finally:  # the outcome is decided: a late Ctrl-C must not kill Python's exit by the signal (exit -2, output lost)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run() -> None:
     try:
         cli.main(standalone_mode=False, prog_name="lab")
     except LabError as error:

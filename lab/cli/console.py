@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,18 +19,32 @@ from lab.model.spec import format_bytes
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
-@contextlib.contextmanager
-def done_already() -> Iterator[None]:
-    """Ctrl-C is ignored while a command that has finished its work prints the result: stopping there would cut the
-    summary short and report as stopped what is in fact complete."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+class UntilDone:
+    """Ctrl-C interrupts a command until its work is done; from `done()` on it is ignored while the result prints.
+
+    `lab up` calls `done()` at the moment its lab is whole: an interrupt one instant later must neither undo the
+    lab nor end the command saying it was stopped (bench/trials.py caught exactly that under load).
+    """
+
+    def __init__(self) -> None:
+        self.finished = False
+        self.previous = None
+
+    def done(self) -> None:
+        self.finished = True
+
+    def _on_sigint(self, signum, frame) -> None:
+        if not self.finished:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> "UntilDone":
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *_) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 errors = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from lab.cli.console import StatusLine, console, done_already, print_nodes, print_provision
+from lab.cli.console import StatusLine, UntilDone, console, print_nodes, print_provision
 from lab.cli.options import json_option, master_port_option, name_option, target_options
 from lab.model.requirements import requirement_lines
 from lab.model.spec import DEFAULT_NAME, LabSpec, format_bytes, parse_memory
@@ -82,9 +82,9 @@ def up(nodes, nproc_per_node, name, cpus, memory, net_admin, gpus, image, image_
         else:
             _print_plan(plan, notes)
         return
-    with StatusLine(as_json) as progress:
-        result = lifecycle.up(spec, recreate=recreate, rebuild=rebuild, progress=progress)
-    with done_already():
+    with UntilDone() as command:
+        with StatusLine(as_json) as progress:
+            result = lifecycle.up(spec, recreate=recreate, rebuild=rebuild, progress=progress, whole=command.done)
         _print_up(result, name, as_json)
 
 

@@ -90,13 +90,18 @@ def changing(name: str) -> Iterator[None]:
 
 
 def up(spec: LabSpec, recreate: bool = False, rebuild: bool = False, progress: Progress = _quiet,
-       driver: DockerDriver | None = None) -> UpResult:
-    """Bring the lab to `spec`; a no-op when it already is. Never leaves a half-created lab behind."""
+       driver: DockerDriver | None = None, whole: Callable[[], None] = lambda: None) -> UpResult:
+    """Bring the lab to `spec`; a no-op when it already is. Never leaves a half-created lab behind.
+
+    `whole()` is called the moment the lab is complete, inside the clean-up's reach: an interrupt before it removes a
+    new lab; a caller that ignores interrupts from then on never reports as stopped a lab that is up.
+    """
     with changing(spec.name):
-        return _up(spec, recreate, rebuild, progress, driver)
+        return _up(spec, recreate, rebuild, progress, driver, whole)
 
 
-def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver: DockerDriver | None) -> UpResult:
+def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver: DockerDriver | None,
+        whole: Callable[[], None]) -> UpResult:
     started = time.monotonic()
     driver = driver or DockerDriver()
     base = node_base(spec, driver) if spec.image != "host" else None  # looked at once (a user's image is probed)
@@ -125,6 +130,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
     states = driver.node_states(spec.name)
     if current is not None and len(states) == spec.nodes and all(s.state == "running" for s in states):
         apply_links(spec, driver)  # a node restarted or reconnected since has a new, unshaped veth
+        whole()
         return UpResult(spec, False, "", states, time.monotonic() - started)
     spec.check_fits(*driver.host_resources())
     if spec.link_profile:
@@ -164,6 +170,7 @@ def _up(spec: LabSpec, recreate: bool, rebuild: bool, progress: Progress, driver
         progress("provisioning with ansible")
         provisioned = provision(spec.name, driver=driver)
         phase("provision")
+        whole()
     except BaseException:  # any failure, Ctrl-C included: a new lab is removed again, never left half-made
         if current is None:
             down(spec.name, driver=driver)

@@ -77,6 +77,32 @@ def test_ctrl_c_during_run_stops_every_process_in_every_container(client, two_no
     assert len(records) == before + 1 and records[-1]["status"] == "interrupted"
 
 
+# `lab up` whose Ctrl-C lands the instant its lab is whole (as the interruption trials once hit under load): the
+# signal is sent while the result is being made, after the last step, before anything is printed.
+CTRL_C_ONCE_WHOLE = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "from lab.nodes import lifecycle\n"
+    "from lab.cli import main\n"
+    "made = lifecycle.UpResult\n"
+    "def interrupted_result(*args, **kwargs):\n"
+    "    os.kill(os.getpid(), signal.SIGINT)\n"
+    "    return made(*args, **kwargs)\n"
+    "lifecycle.UpResult = interrupted_result\n"
+    "sys.argv = ['lab', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+def test_ctrl_c_once_the_lab_is_whole_neither_removes_it_nor_says_it_stopped(client, fresh_name):
+    result = subprocess.run([sys.executable, "-c", CTRL_C_ONCE_WHOLE, "up", "--nodes", "2", "--name", fresh_name],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"lab '{fresh_name}' up in" in result.stdout and "interrupted" not in result.stderr
+    containers = labelled(client, fresh_name)[0]
+    assert len(containers) == 2 and all(container.status == "running" for container in containers)
+
+
 def test_two_labs_side_by_side_do_not_touch_each_other(client, two_nodes, fresh_name):
     lab("up", "--nodes", "2", "--name", fresh_name, check=True)
     ids_before = sorted(c.id for c in labelled(client, two_nodes)[0])

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from lab.cli.console import LiveReporter, done_already, repeat_key, split_rank
+from lab.cli.console import LiveReporter, UntilDone, repeat_key, split_rank
 from lab.jobs.exercises import LaunchContext, exercises_root, readable_output_env, torchrun_argv
 
 C10D_RETRY = ("[W1123 10:18:{second:02d}.{micros:06d}000 socket.cpp:767] [c10d] The client socket has failed to connect "
@@ -157,17 +157,27 @@ def test_a_job_keeps_the_users_pythonpath_and_sitecustomize(tmp_path):
     assert env["LAB_JOBHOOKS_DIR"] == f"{exercises_root()}/jobhooks"  # the node image's venv puts it first itself
 
 
-def test_ctrl_c_while_a_finished_command_prints_its_result_is_ignored_then_armed_again():
+def _bytecodes() -> None:
+    for _ in range(1000):
+        pass
+
+
+def test_ctrl_c_interrupts_a_command_until_its_work_is_done_then_is_ignored_then_armed_again():
     # Armed as in an interactive shell: a suite started in the background begins with SIGINT ignored.
     started_with = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with done_already():
+        with pytest.raises(KeyboardInterrupt):
+            with UntilDone():
+                os.kill(os.getpid(), signal.SIGINT)
+                _bytecodes()
+        with UntilDone() as command:
+            command.done()  # the lab is whole
             os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt at the next bytecode
+            _bytecodes()
             printed = "lab 'demo' up in 2.4 s"
         assert printed and signal.getsignal(signal.SIGINT) is signal.default_int_handler
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(1000):
-                pass
+            _bytecodes()
     finally:
         signal.signal(signal.SIGINT, started_with)
