@@ -13,7 +13,7 @@ from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
-from lab.analysis.diagnosis.settings import blame, nodes_that_stood_out, nodes_with_own_errors
+from lab.analysis.diagnosis.settings import NOT_READ, agreed_per_node, blame, nodes_that_stood_out, nodes_with_own_errors
 from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
@@ -344,15 +344,11 @@ def env_findings(ctx: Context) -> list[Finding]:
 def read_env_findings(ctx: Context) -> list[Finding]:
     """A variable the job's processes read (the jobs' hooks note each read and its value, by the script or any library
     it uses) with one value on some nodes and another, or none, on others: the same code then takes another path."""
-    values: dict[str, dict[int, set[str | None]]] = {}
-    for trace in ctx.evidence.traces:
-        if trace.calls is not None and trace.node is not None:
-            for name, value in trace.calls.env_read.items():
-                if not OWN_PER_PROCESS.search(name):
-                    values.setdefault(name, {}).setdefault(trace.node, set()).add(value)
-    for name, by_node in values.items():
-        per_node = {node: next(iter(found)) for node, found in sorted(by_node.items()) if len(found) == 1}
-        if len(per_node) < 2 or len(per_node) < len(by_node) or len(set(per_node.values())) < 2 or _numbered(per_node):
+    names = dict.fromkeys(name for trace in ctx.evidence.traces if trace.calls is not None
+                          for name in trace.calls.env_read if not OWN_PER_PROCESS.search(name))
+    for name in names:  # in the order the processes read them
+        per_node = agreed_per_node(ctx, lambda calls: calls.env_read.get(name, NOT_READ))
+        if len(per_node) < 2 or len(set(per_node.values())) < 2 or _numbered(per_node):
             continue
         counts = {value: sum(1 for other in per_node.values() if other == value) for value in per_node.values()}
         odd = min(counts, key=lambda value: (counts[value], value is None))  # the fewest nodes; a set one first

@@ -126,13 +126,15 @@ def nodes_that_stood_out(ctx: Context) -> set[int]:
     return stood_out
 
 
-def agreed_per_node(ctx: Context, read: Callable[[CallLog], object], skip_none: bool = False) -> dict[int, object]:
+NOT_READ = object()  # what a `read` returns for a process that did not read the thing at all
+
+
+def agreed_per_node(ctx: Context, read: Callable[[CallLog], object]) -> dict[int, object]:
     """`read` of each node's processes' calls, for the nodes whose processes all agree (nodes with no dump, or with
-    mixed values, left out); with `skip_none`, a process whose read is None does not count."""
+    mixed values, left out); a process whose read is NOT_READ does not count."""
     values: dict[int, set] = {}
     for trace in ctx.evidence.traces:
-        if trace.calls is not None and trace.node is not None and (
-                (value := read(trace.calls)) is not None or not skip_none):
+        if trace.calls is not None and trace.node is not None and (value := read(trace.calls)) is not NOT_READ:
             values.setdefault(trace.node, set()).add(value)
     return {node: next(iter(found)) for node, found in sorted(values.items()) if len(found) == 1}
 
@@ -173,7 +175,7 @@ def _versions_differ(ctx: Context, stood_out: set[int]) -> list[Finding]:
     """A package the job imported in another version, or from another folder, on the nodes that failed."""
     packages = sorted({name for trace in ctx.evidence.traces if trace.calls for name in trace.calls.versions})
     for name in packages:
-        per_node = agreed_per_node(ctx, lambda calls: calls.versions.get(name), skip_none=True)  # who imported it
+        per_node = agreed_per_node(ctx, lambda calls: calls.versions.get(name, NOT_READ))  # who imported it
         if len(per_node) < 2 or len({value.replace(f"node{node}", "node{n}") for node, value in per_node.items()}) < 2:
             continue  # the same everywhere, or a folder of each node's own (/opt/venv-node0, /opt/venv-node1)
         counts = Counter(per_node.values())
