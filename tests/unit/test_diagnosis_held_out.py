@@ -130,6 +130,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("tenth_node_local_average", "group-non-member", ["global rank 1", "not a member"], ["belongs to the one it uses"]),
     ("tenth_feature_cache", "cache-built-on-one-node", ["node0 had it from before the run", "rank 1 built it"],
      ["build it once where every node sees it"]),
+    ("eleventh_sampler_no_set_epoch", "sampler-epoch-not-set", ["never told the epoch"], ["set_epoch(epoch)"]),
+    ("eleventh_float64_features", "dtype-mismatch", ["Double and Float", "float64"], [".float()"]),
+    ("eleventh_fork_shared_fd", "handle-shared-with-workers", ["self.file", "num_workers=3"],
+     ["open the file in each worker"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -496,3 +500,29 @@ def test_a_cache_every_node_had_or_built_is_not_one_node_building_it():
     both = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, files=(*trace.calls.files, built)))
                                      if trace.node == 0 and trace.rank == 0 else trace for trace in evidence.traces])
     assert "cache-built-on-one-node" not in causes(both)
+
+
+def test_a_crash_torch_raised_is_not_explained_by_a_mistake_that_only_makes_numbers_wrong():
+    """The eleventh batch's float64 job crashed at its first step; its loop also never calls set_epoch, which was
+    named first. A pitfall of that kind explains a check of the job's own that failed, not torch's error."""
+    assert "sampler-epoch-not-set" not in causes(sample("eleventh_float64_features"))
+    assert causes(sample("eleventh_sampler_no_set_epoch"))[0] == "sampler-epoch-not-set"  # its own check failed
+
+
+def test_small_numbers_in_a_check_are_no_sampler_padding():
+    """'epochs [1, 2] start with the same 16 samples' once read as 1 sample padded to 2."""
+    assert "sampler-padding" not in causes(sample("eleventh_sampler_no_set_epoch"))
+
+
+def test_a_handle_each_worker_opens_itself_or_no_workers_is_not_shared():
+    opened = '        self.file = open(path, "rb", buffering=0)  # opened once, reused by every read'
+    assert_not_the_cause_once_fixed({
+        "eleventh_fork_shared_fd": (opened, "        self.path, self.file = path, None"),
+    })
+    assert "handle-shared-with-workers" not in causes(
+        with_source(sample("eleventh_fork_shared_fd"), "num_workers=3", "num_workers=0"))
+
+
+def test_a_scratch_file_the_job_wrote_during_the_run_is_not_a_file_left_on_one_node():
+    """fork_shared_fd's rank writes /tmp/records-<pid>.bin and reads it back: no node had it before the run."""
+    assert "file-on-one-node-read" not in causes(sample("eleventh_fork_shared_fd"))

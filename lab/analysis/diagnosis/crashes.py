@@ -1006,7 +1006,39 @@ def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
             "back when setlocale raises locale.Error")
 
 
+# torch's ways of saying that an operation got tensors of two dtypes (matmul, a layer, a loss), old and new wordings.
+DTYPES_DIFFER = re.compile(
+    r"must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)|expected scalar type (?P<c>\w+) but found (?P<d>\w+)"
+    r"|Found dtype (?P<e>\w+) but expected (?P<f>\w+)|Input type \((?P<g>\w+)\) and (?:bias|weight) type "
+    r"\((?P<h>\w+)\) should be the same|to have the same dtype, but got:? (?P<i>\w+) != (?P<j>\w+)")
+WIDE_FLOATS = {"double", "float64"}
+INTEGERS = {"long", "int", "int64", "int32", "short", "byte", "char", "bool"}
+
+
+def _dtypes_differ(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """Which fix depends on the pair: float64 is NumPy's default, integers are labels read as values, half types
+    come from a model cast or autocast on one side only."""
+    pair = [value for value in match.groups() if value]
+    lowered = {value.lower() for value in pair}
+    shown = " and ".join(pair)
+    if lowered & WIDE_FLOATS:
+        return (f"an operation got {shown} tensors: the data is float64 (NumPy's default dtype, which "
+                "torch.from_numpy and torch.tensor(array) keep) and the model's weights are float32",
+                "convert the data where it is made: torch.from_numpy(x).float() or x.astype(np.float32) (in the "
+                "Dataset, or torch.tensor(x, dtype=torch.float32)); keep the model in float32 rather than .double()")
+    if lowered & INTEGERS:
+        return (f"an operation got {shown} tensors: integer values (labels, indices, counts) went where floats are "
+                "computed with (a regression target, a layer's input), or the reverse",
+                "give each its dtype where it is made: .float() for values a layer or a regression loss computes with, "
+                ".long() for class indices (cross_entropy targets)")
+    return (f"an operation got {shown} tensors: one side was cast (model.half(), .to(torch.bfloat16), autocast) and "
+            "the other not",
+            "cast the input to the model's dtype (x.to(next(model.parameters()).dtype)), or run the forward under "
+            "torch.autocast for both, rather than casting one side by hand")
+
+
 PATTERNS = [
+    PatternRule("dtype-mismatch", DTYPES_DIFFER, _dtypes_differ),
     PatternRule("static-graph-changed", re.compile(r"not compatible with static_graph set to True"),
                 lambda match, line, ctx: (
                     "DDP was built with static_graph=True, and the set of parameters the forward uses changed between "

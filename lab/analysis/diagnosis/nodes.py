@@ -456,7 +456,10 @@ def _read_on_some_nodes(ctx: Context, copies: dict[str, dict[int, tuple]]) -> li
     for trace in ctx.evidence.traces:
         ranks.setdefault(trace.node, set()).add(trace.rank)
     stood_out = nodes_that_stood_out(ctx)
+    written = {op.path for trace in ctx.evidence.traces if trace.calls is not None for op in trace.calls.writes}
     for path, by_node in copies.items():
+        if path in written and not any(before for _, _, before, _ in by_node.values()):
+            continue  # the job made it during the run (a scratch file named for its process): no node had it before
         readers = set(by_node)
         numbered = any(re.search(rf"(?<!\d){number}(?!\d)", path) for node in readers
                        for number in {node, *(rank for rank in ranks.get(node, ()) if rank is not None)})

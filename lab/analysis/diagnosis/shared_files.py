@@ -1,14 +1,20 @@
-"""A file several ranks write where they share it: each rank's open for writing empties what the others wrote, so
-a reader finds it cut short, mixed or empty. Read from the files each process's code opened for writing (the jobs'
-hooks, `writes` of its dump), where the ranks share the folder (the lab's shared folder, a workspace, or one node).
+"""Files shared where they must not be:
+
+- a file several ranks write where they share it: each rank's open for writing empties what the others wrote, so a
+  reader finds it cut short, mixed or empty. Read from the files each process's code opened for writing (the jobs'
+  hooks, `writes` of its dump), where the ranks share the folder (the lab's shared folder, a workspace, or one node);
+- a file handle a Dataset opens in `__init__` and reads in `__getitem__`, behind a DataLoader with worker processes:
+  the forked workers share its offset (and an HDF5 or SQLite handle's state), so their reads interleave.
 """
 
 from __future__ import annotations
 
+import ast
+
 from lab.analysis.calls import FileOp
-from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.context import Context, echoes_a_peer
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import UNEXPLAINED, failure_summary
+from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, call_name, failure_summary, parsed_files
 from lab.model.spec import SHARED_MOUNT
 
 # What a file written over by several ranks ends in: a crash of the reader, the job's own check, a timeout.
@@ -39,3 +45,58 @@ def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
             "write it from one rank (if dist.get_rank() == 0: ...) and let the others read it after a barrier, or "
             "give each rank a file of its own (metrics-{rank}.jsonl) and merge them at the end")]
     return []
+
+
+# Calls that return a handle whose state (an offset, a library's own) forked processes would share.
+OPENERS = {"open", "fdopen", "File", "connect"}  # open / io.open / Path.open, os.fdopen, h5py.File, sqlite3.connect
+READ_BY_WORKERS = {"__getitem__", "__getitems__", "__iter__"}
+
+
+def handle_shared_with_workers_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    if not {finding.cause for finding in found} <= ENDINGS:
+        return []
+    for source in parsed_files(ctx):
+        workers = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                        and call_name(node) == "DataLoader" and any(
+                            item.arg == "num_workers" and not (isinstance(item.value, ast.Constant)
+                                                               and item.value.value == 0) for item in node.keywords)),
+                       None)
+        opened = _handle_read_by_workers(source) if workers is not None else None
+        if opened is None:
+            continue
+        attribute, made = opened
+        count = next(ast.unparse(item.value) for item in workers.keywords if item.arg == "num_workers")
+        own = next((tb for tb in ctx.tracebacks if not echoes_a_peer(tb)), None)  # the reader that got bad data
+        evidence = (f"node{own.node} rank {own.rank}: {own.short_type}: {own.message}"[:300] if own
+                    else failure_summary(ctx))
+        return [Finding(
+            "handle-shared-with-workers", f"the Dataset opens self.{attribute} once in __init__ ({source.name}:"
+            f"{made.lineno}, `{ast.unparse(made)[:60]}`) and reads it in every item, behind a DataLoader with "
+            f"num_workers={count} ({source.name}:{workers.lineno}): the forked workers share that handle's offset, "
+            "so one worker's seek moves the others' reads, and items come back mixed or corrupt",
+            evidence, own.node if own else None, own.rank if own else None,
+            f"open the file in each worker, not before they fork: lazily in __getitem__ (if self.{attribute} is None: "
+            f"self.{attribute} = open(...)) or in worker_init_fn; or read without a shared offset (os.pread, "
+            "np.memmap)")]
+    return []
+
+
+def _handle_read_by_workers(source: SourceFile) -> tuple[str, ast.Call] | None:
+    """(attribute, its open() call) of a class that opens self.<attribute> in __init__ and uses it where workers read."""
+    for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)):
+        methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
+        readers = [methods[name] for name in READ_BY_WORKERS if name in methods]
+        if "__init__" not in methods or not readers:
+            continue
+        for node in ast.walk(methods["__init__"]):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and call_name(
+                    node.value) in OPENERS and any(_self_attribute(target) for target in node.targets):
+                attribute = next(_self_attribute(target) for target in node.targets if _self_attribute(target))
+                if any(_self_attribute(use) == attribute for reader in readers for use in ast.walk(reader)):
+                    return attribute, node.value
+    return None
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        node.value.id == "self" else None

@@ -57,17 +57,25 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if not files:
         return []
     evidence = failure_summary(ctx)
-    return [finding for finding in (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence),
-                                    _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
-                                    _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
-                                    _sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
-                                    _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
-                                    _local_denominator(files, evidence), _none_off_one_rank(ctx, files, evidence),
-                                    _option_left_a_string(ctx, files, evidence), _no_eval_mode(files, evidence),
-                                    _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
-                                    _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
-                                    _sampler_seed_per_rank(files, evidence), _bool_option(files, evidence))
-            if finding is not None]
+    crashing = (_read_before_wait(ctx, files, evidence), _env_string_compared(files, evidence),
+                _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
+                _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
+                _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
+                _bool_option(files, evidence))
+    silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
+              _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
+              _local_denominator(files, evidence), _no_eval_mode(files, evidence),
+              _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
+              _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
+              _sampler_seed_per_rank(files, evidence)) if not library_raised(ctx) else ()
+    return [finding for finding in (*crashing, *silent) if finding is not None]
+
+
+def library_raised(ctx: Context) -> bool:
+    """Every error of the run was raised by library code (torch refusing a call at the user's line), none by a check
+    of the job's own: a mistake that only makes the numbers wrong (an epoch's order, a mean, a mode) explains a check
+    that failed, not a crash."""
+    return bool(ctx.tracebacks) and not any(raised_by_own_check(ctx, tb) for tb in ctx.tracebacks)
 
 
 @dataclass(frozen=True)
@@ -504,8 +512,12 @@ def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | Non
     return None
 
 
+PADDED_AT_LEAST = 4  # samples per rank in a dataset whose padding a check would count
+
+
 def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
-    """A count the script's check found larger than the dataset by less than the world size, and a multiple of it."""
+    """A count the script's check found larger than the dataset by what padding adds: the dataset rounded up to a
+    multiple of the world size (a dataset of a few samples is no evaluation set: small numbers are epochs, ranks)."""
     world = ctx.evidence.expected_world_size
     if world < 2 or not any("DistributedSampler" in source.names for source in files):
         return None
@@ -513,7 +525,7 @@ def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Fi
         numbers = [int(number) for number in found if number.is_integer()]
         for counted in numbers:
             for total in numbers:
-                if 0 < counted - total < world and counted % world == 0:
+                if total >= PADDED_AT_LEAST * world and counted == -(-total // world) * world != total:
                     return Finding(
                         "sampler-padding", f"DistributedSampler pads the dataset to a multiple of the {world} ranks: "
                         f"{total} samples become {counted} ({world} x {counted // world}), so {counted - total} "
