@@ -29,8 +29,9 @@ ANSWER_MARK = "LAB-NODE-FACTS "
 NOT_FOR_THE_PROBE = ("LAB_RESULTS_DIR",)  # over ssh, a process with it has its results copied back when it ends
 # Runs on every node with the interpreter the lab found there (-S -E: no site, no sitecustomize, no PYTHON* variables:
 # the job's hooks stay out of it). Reads only: stat, PATH lookups, the environment's names, one folder listing per
-# missing path (at most LISTED names of it), and the job's scripts (their first MiB) for a FileStore or file:// path
-# written in the code, which a rendezvous that times out never prints.
+# missing path (at most LISTED names of it), the job's scripts (their first MiB) for a FileStore or file:// path
+# written in the code, which a rendezvous that times out never prints, and /dev/shm's size and largest files (a
+# killed job's segments outlive it there).
 PROBE_SCRIPT = r"""
 import difflib, json, os, re, shutil, socket, sys
 asked = json.loads(sys.argv[1])
@@ -78,13 +79,27 @@ def rendezvous_in(script):
                               "text": line.strip()[:200]})
     return found[:8]
 
+def shared_memory():  # /dev/shm's size, what is free, and its largest files (what they hold, when last written)
+    try:
+        st = os.statvfs("/dev/shm")
+        files = []
+        for entry in os.scandir("/dev/shm"):
+            if entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                files.append({"path": entry.path, "size": info.st_blocks * 512, "mtime": info.st_mtime})
+    except OSError:
+        return {}
+    files.sort(key=lambda found: -found["size"])
+    return {"size": st.f_blocks * st.f_frsize, "free": st.f_bavail * st.f_frsize, "largest": files[:SHM_LISTED]}
+
+SHM_LISTED = 5
 rendezvous = [found for script in asked["scripts"] for found in rendezvous_in(script)]
 paths = list(dict.fromkeys([*asked["paths"], *(found["path"] for found in rendezvous)]))
 print("LAB-NODE-FACTS " + json.dumps({
     "hostname": socket.gethostname(), "python": sys.executable, "interfaces": interfaces, "rendezvous": rendezvous,
     "paths": {path: facts(path) for path in paths},
     "commands": {name: shutil.which(name) for name in asked["commands"]},
-    "env": {name: name in os.environ for name in asked["env"]}}))
+    "env": {name: name in os.environ for name in asked["env"]}, "shm": shared_memory()}))
 """
 
 

@@ -328,6 +328,22 @@ def test_shared_memory_that_runs_out(lab_cluster):
     assert "/dev/shm" in top["title"]
 
 
+@pytest.mark.slow
+def test_shared_memory_filled_by_a_segment_from_before_the_run(lab_cluster):
+    """A killed job's segment fills node1's /dev/shm; a job whose 200 MB fit node0's then fails on node1 only, and the
+    nodes' answers after the run name the segment."""
+    leftover = "/dev/shm/torch_4711_leftover_0"
+    made = lab_cluster.exec(["bash", "-c", f"fallocate -l 400M {leftover}"], nodes=[1])
+    assert made.passed, made.node_output
+    try:
+        record = run_failing(lab_cluster, "exec", "shared_memory_full.py", env=("BATCH_FLOATS=50000000",))
+        top = assert_diagnosed(record, "shared-memory-exhausted", 1, 1, "unable to allocate shared memory",
+                               ENDS_BY_ITSELF)
+        assert "from before the run" in top["title"] and f"rm {leftover}" in top["fix"], top
+    finally:
+        lab_cluster.exec(["rm", "-f", leftover], nodes=[1])
+
+
 # ---------------------------------------------------------------------------------------------
 # Slow: the rest of the causes on the shared lab.
 

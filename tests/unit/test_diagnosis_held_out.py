@@ -526,3 +526,19 @@ def test_a_handle_each_worker_opens_itself_or_no_workers_is_not_shared():
 def test_a_scratch_file_the_job_wrote_during_the_run_is_not_a_file_left_on_one_node():
     """fork_shared_fd's rank writes /tmp/records-<pid>.bin and reads it back: no node had it before the run."""
     assert "file-on-one-node-read" not in causes(sample("eleventh_fork_shared_fd"))
+
+
+def test_shared_memory_filled_by_files_from_before_the_run_says_remove_them():
+    """The eleventh batch's node1 had a 508 MiB segment in /dev/shm from a killed job. Its record predates the nodes'
+    /dev/shm answer: the sample carries what the probe answers (tests/unit/test_probes.py runs it for real)."""
+    top = diagnose(sample("eleventh_shm_leftover_node1"))[0]
+    assert (top.cause, top.node) == ("shared-memory-exhausted", 1)
+    assert "508 MiB of its 512 MiB are held by files from before the run" in top.title, top.title
+    assert "rm /dev/shm/torch_4711_2853015962_0" in top.fix
+    evidence = sample("eleventh_shm_leftover_node1")
+    written_during = replace(evidence, probes=replace(evidence.probes, nodes=[
+        replace(facts, shm={**facts.shm, "largest": [{**found, "mtime": found["mtime"] + 60}
+                                                     for found in facts.shm["largest"]]})
+        for facts in evidence.probes.nodes]))
+    top = diagnose(written_during)[0]
+    assert top.cause == "shared-memory-exhausted" and "from before the run" not in top.title  # the job's own use

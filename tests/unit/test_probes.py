@@ -1,8 +1,10 @@
 """Asking the nodes after a failed run (lab/jobs/probes.py): the probe script run for real, as processes on this host
 (LocalTransport), in the job's working directory and environment; a node that does not answer in time."""
 
+import os
 import sys
 import time
+from pathlib import Path
 
 from lab.jobs.adhoc import with_node_python
 from lab.jobs.probes import ask_nodes, shared_folders
@@ -69,3 +71,22 @@ def test_python_as_the_command_runs_the_nodes_interpreter():
     assert with_node_python(["python3", "-c", "1"], "/opt/conda/bin/python") == ["/opt/conda/bin/python", "-c", "1"]
     assert with_node_python(["python3.11", "x.py"], "/usr/bin/python3") == ["python3.11", "x.py"]
     assert with_node_python(["sh", "-c", "python x.py"], "/usr/bin/python3") == ["sh", "-c", "python x.py"]
+
+
+def test_every_node_says_how_full_its_dev_shm_is_and_what_fills_it(tmp_path):
+    segment = Path("/dev/shm") / f"lab-probe-test-{os.getpid()}"
+    with open(segment, "wb") as handle:
+        os.posix_fallocate(handle.fileno(), 0, 8 << 20)
+    try:
+        probes = ask_nodes(LocalTransport(tmp_path / "shared", tmp_path), {0: (["python", "x.py"], {})}, {0: ""},
+                           str(tmp_path), None)
+        shm = probes.nodes[0].shm
+        biggest = sorted((entry.stat().st_blocks * 512 for entry in os.scandir("/dev/shm") if entry.is_file()),
+                         reverse=True)[:5]
+        assert shm["size"] > 0 and 0 <= shm["free"] <= shm["size"]
+        assert [found["size"] for found in shm["largest"]] == biggest
+        if 8 << 20 >= biggest[-1]:
+            [ours] = [found for found in shm["largest"] if found["path"] == str(segment)]
+            assert ours["size"] == 8 << 20 and abs(ours["mtime"] - time.time()) < 60
+    finally:
+        segment.unlink()

@@ -53,6 +53,7 @@ class NodeFacts:
     commands: dict[str, str | None] = field(default_factory=dict)  # name -> where it is on the job's PATH (None: not)
     env: dict[str, bool] = field(default_factory=dict)  # name -> set in the environment the job got
     rendezvous: list[dict] = field(default_factory=list)  # FileStore/file:// paths in the job's code: path, where, text
+    shm: dict = field(default_factory=dict)  # /dev/shm: size, free (bytes), largest: [{path, size, mtime}]
     error: str = ""  # why the node did not answer ('' when it did)
 
     @classmethod
@@ -62,7 +63,7 @@ class NodeFacts:
                    paths={path: PathFacts.from_dict(facts) for path, facts in (data.get("paths") or {}).items()},
                    commands=dict(data.get("commands") or {}),
                    env={name: bool(present) for name, present in (data.get("env") or {}).items()},
-                   rendezvous=list(data.get("rendezvous") or []),
+                   rendezvous=list(data.get("rendezvous") or []), shm=dict(data.get("shm") or {}),
                    error=str(data.get("error") or ""))
 
 
@@ -123,6 +124,7 @@ class Evidence:
     processes: list[ProcessStack] = field(default_factory=list)
     traces: list[RankTrace] = field(default_factory=list)  # each process's Flight Recorder (lab/analysis/flight.py)
     probes: NodeProbes | None = None  # what the nodes answered after the run (None: not asked)
+    started_at: float | None = None  # wall clock when the first node's command started (None: not known)
 
     @property
     def expected_world_size(self) -> int:
@@ -141,6 +143,7 @@ class LaunchOutcome(Protocol):
     timed_out: bool
     oom_killed: list[int]
     node_exits: dict[int, float]
+    started_at: float
 
 
 def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: int = 1, backend: str = "auto",
@@ -169,4 +172,5 @@ def evidence_from_launch(result: LaunchOutcome, *, nnodes: int, nproc_per_node: 
     return Evidence(nodes=nodes, nnodes=nnodes, nproc_per_node=nproc_per_node, backend=backend,
                     master_addr=master_addr, master_port=master_port, env=dict(env or {}), command=list(command or []),
                     faults=[Fault(int(node), action) for node, action in faults], timed_out=result.timed_out,
-                    stopped=stopped, processes=list(processes or []), traces=list(traces or []), probes=probes)
+                    stopped=stopped, processes=list(processes or []), traces=list(traces or []), probes=probes,
+                    started_at=result.started_at or None)

@@ -73,12 +73,38 @@ def _killed_rank(ctx: Context, node: int) -> int | None:
     return node if ctx.evidence.nproc_per_node == 1 else None
 
 
+LEFTOVER_SHARE = 0.25  # of /dev/shm held by files from before the run: they, not the job's use, filled it
+
+
 def _shared_memory(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    leftovers, size = _shm_leftovers(ctx, line.node)
+    if leftovers:
+        held = sum(found["size"] for found in leftovers)
+        shown = ", ".join(f"{found['path']} ({found['size'] / 2**20:,.0f} MiB)" for found in leftovers)
+        return (f"shared memory (/dev/shm) ran out on node{line.node}: {held / 2**20:,.0f} MiB of its "
+                f"{size / 2**20:,.0f} MiB are held by files from before the run ({shown}), segments a killed job or "
+                "worker left behind, so the job's own shared tensors did not fit",
+                f"remove them on node{line.node} (rm {' '.join(found['path'] for found in leftovers)}) once no process "
+                "uses them; end jobs so their workers can unlink their segments (no kill -9 of DataLoader workers), "
+                "and clean /dev/shm between jobs on machines that are reused")
     return (f"shared memory (/dev/shm) ran out on node{line.node}: tensors handed between processes live there",
             "share less at once: fewer or lighter DataLoader workers (num_workers), smaller batches, or "
             "torch.multiprocessing.set_sharing_strategy('file_system'); or give the machines a bigger /dev/shm "
             "(the lab's nodes have 512 MiB, Docker's default is 64 MiB: --shm-size; Kubernetes: a memory emptyDir); "
             "`lab doctor` shows each node's /dev/shm")
+
+
+def _shm_leftovers(ctx: Context, node: int | None) -> tuple[list[dict], int]:
+    """The node's /dev/shm files written before the job's first process there started, where they hold a good share
+    of it (the nodes' answers after the run, `probes`), and /dev/shm's size."""
+    facts = ctx.evidence.probes.of(node) if ctx.evidence.probes is not None and node is not None else None
+    started = [moment for moment in (ctx.evidence.started_at, *(trace.started_at for trace in ctx.evidence.traces
+                                                                 if trace.node == node)) if moment]
+    if facts is None or not facts.shm.get("size") or not started:
+        return [], 0
+    before = [found for found in facts.shm.get("largest") or [] if found["mtime"] < min(started)]
+    size = facts.shm["size"]
+    return (before if sum(found["size"] for found in before) >= LEFTOVER_SHARE * size else []), size
 
 
 def _no_gpu(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
