@@ -552,11 +552,11 @@ def test_format_and_json():
 
 def test_evidence_from_a_launch_result():
     result = SimpleNamespace(exit_codes={0: 1, 1: None}, logs={0: LOCALHOST_NODE0, 1: LOCALHOST_NODE1},
-                             timed_out=True, oom_killed=[1], node_exits={0: 1795618916.2})
+                             timed_out=True, oom_killed=[1], node_exits={0: 1795618916.2}, started_at=1795618900.5)
     evidence = evidence_from_launch(result, nnodes=2, interfaces={0: ["lo", "eth0"]}, faults=[(1, "pause")],
                                     master_addr="node0", master_port=29887)
     assert [node.exit_code for node in evidence.nodes] == [1, None]
-    assert [node.exited_at for node in evidence.nodes] == [1795618916.2, None]
+    assert [node.exited_at for node in evidence.nodes] == [1795618916.2, None] and evidence.started_at == 1795618900.5
     assert evidence.nodes[1].oom_killed and not evidence.nodes[0].oom_killed
     assert evidence.nodes[0].lines[-1].startswith("torch.distributed.DistStoreError")
     assert evidence.faults == [Fault(1, "pause")] and evidence.timed_out and evidence.failed
