@@ -134,6 +134,14 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("eleventh_float64_features", "dtype-mismatch", ["Double and Float", "float64"], [".float()"]),
     ("eleventh_fork_shared_fd", "handle-shared-with-workers", ["self.file", "num_workers=3"],
      ["open the file in each worker"]),
+    ("eleventh_lru_cache_global_count", "collective-in-cached-function", ["global_count()", "@functools.lru_cache"],
+     ["do not cache a function that runs a collective"]),
+    ("eleventh_preds_named_by_local_rank", "file-written-by-every-rank", ["ranks 0, 2", "local rank"],
+     ["global rank (RANK"]),
+    ("eleventh_hashstore_rendezvous", "store-of-one-process", ["HashStore", "hashstore_rendezvous.py:13"],
+     ["dist.TCPStore("]),
+    ("eleventh_queue_producer_exited", "tensor-sender-gone", ["multiprocessing Queue", "already ended"],
+     ["q.get() before p.join()"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -542,3 +550,27 @@ def test_shared_memory_filled_by_files_from_before_the_run_says_remove_them():
         for facts in evidence.probes.nodes]))
     top = diagnose(written_during)[0]
     assert top.cause == "shared-memory-exhausted" and "from before the run" not in top.title  # the job's own use
+
+
+def test_a_collective_in_an_uncached_function_or_a_per_rank_store_is_not_these_causes():
+    assert_not_the_cause_once_fixed({
+        "eleventh_lru_cache_global_count": ("@functools.lru_cache(maxsize=None)\n", ""),
+        "eleventh_hashstore_rendezvous": ("dist.HashStore()", "dist.TCPStore('node0', 29511, world_size, rank == 0)"),
+    })
+
+
+def test_files_the_ranks_name_apart_or_a_name_without_the_local_rank_are_not_written_over():
+    evidence = sample("eleventh_preds_named_by_local_rank")
+
+    def renamed(trace, name: str):
+        files = tuple(replace(op, path=op.path.replace("part-0.pt", name).replace("part-1.pt", name))
+                      if op.op == "save" else op for op in trace.calls.files)
+        return replace(trace, calls=replace(trace.calls, files=files))
+
+    apart = replace(evidence, traces=[renamed(trace, f"part-{trace.rank}.pt") if trace.calls else trace
+                                      for trace in evidence.traces])
+    assert "file-written-by-every-rank" not in causes(apart)
+    one_name = replace(evidence, traces=[renamed(trace, "preds.pt") if trace.calls else trace
+                                         for trace in evidence.traces])
+    top = diagnose(one_name)[0]  # every rank saves one path: written over, but not for the local rank's sake
+    assert top.cause == "file-written-by-every-rank" and "local rank" not in top.title, top.title

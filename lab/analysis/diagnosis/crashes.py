@@ -9,7 +9,7 @@ import sys
 
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import job_own_port
-from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, quote,
+from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, near, quote,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
@@ -1039,6 +1039,13 @@ def _dtypes_differ(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
 
 PATTERNS = [
     PatternRule("dtype-mismatch", DTYPES_DIFFER, _dtypes_differ),
+    PatternRule("tensor-sender-gone", re.compile(r"in rebuild_storage_(?:fd|filename)\b"), lambda match, line, ctx: (
+        "a tensor taken from a multiprocessing Queue (or Pipe) could not be rebuilt: torch sends a tensor between "
+        "processes as a handle to the sender's shared memory, and the process that put it there had already ended "
+        "(or freed it) when this one took it",
+        "keep the sending process alive until every tensor it sent has been taken: q.get() before p.join() (or an "
+        "Event the receiver sets when it is done); or send what needs no sender, a copy as bytes or a NumPy array "
+        "(tensor.numpy().copy())") if near(ctx, line, r"ConnectionRefusedError|FileNotFoundError|EOFError") else None),
     PatternRule("static-graph-changed", re.compile(r"not compatible with static_graph set to True"),
                 lambda match, line, ctx: (
                     "DDP was built with static_graph=True, and the set of parameters the forward uses changed between "

@@ -7,7 +7,9 @@ one collective, or ran different ones, the cause is often not in the call but in
 - collectives on one group made from two threads of a rank: which comes first differs per rank;
 - a collective of the code's own inside `with Join(...)`, which shadows DDP's collectives only;
 - what sets up the communication (a DDP comm hook, DDP itself, a process group) runs under a test of the rank: the
-  ranks then send different things.
+  ranks then send different things;
+- a collective inside a function whose results are cached (functools.lru_cache, cache, cached_property): a rank whose
+  cache holds the answer skips the collective that another rank, with another argument, runs.
 
 Each fires only where the rest of the diagnosis found the ranks at odds in a collective, or nothing more specific.
 """
@@ -40,7 +42,8 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or failure_summary(ctx)
     return [finding for finding in (_unordered_loop(ctx, files, evidence), _from_two_threads(ctx, evidence),
                                     _own_collective_in_join(files, evidence),
-                                    _set_up_on_some_ranks(files, found, evidence)) if finding is not None]
+                                    _set_up_on_some_ranks(files, found, evidence),
+                                    _collective_in_cached_function(files, evidence)) if finding is not None]
 
 
 def _collective_lines(ctx: Context) -> list[tuple[str, int, str, int | None, int | None]]:
@@ -189,3 +192,28 @@ def _also_elsewhere(source: SourceFile, branch: ast.If, name: str) -> bool:
     calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) == name]
     inside = {id(node) for statement in branch.body for node in ast.walk(statement)}
     return any(id(call) not in inside for call in calls)
+
+
+CACHES = {"lru_cache", "cache", "cached_property", "memoize", "cached"}
+
+
+def _collective_in_cached_function(files: list[SourceFile], evidence: str) -> Finding | None:
+    for source in files:
+        for function in (node for node in ast.walk(source.tree) if isinstance(node, (ast.FunctionDef,
+                                                                                     ast.AsyncFunctionDef))):
+            cache = next((decorator for decorator in function.decorator_list if call_name(decorator) in CACHES or (
+                isinstance(decorator, (ast.Name, ast.Attribute)) and ast.unparse(decorator).rsplit(".", 1)[-1]
+                in CACHES)), None)
+            call = next((node for node in ast.walk(function) if isinstance(node, ast.Call)
+                         and call_name(node) in COLLECTIVES), None) if cache is not None else None
+            if call is not None:
+                return Finding(
+                    "collective-in-cached-function", f"{function.name}() ({source.name}:{function.lineno}) runs "
+                    f"{call_name(call)} (line {call.lineno}) and is cached by @{ast.unparse(cache)}: a rank that "
+                    "calls it again with an argument it has seen gets the cached answer and skips the collective, "
+                    "while a rank with a new argument runs it, so the ranks pair different collectives",
+                    evidence, None, None,
+                    f"do not cache a function that runs a collective: remove @{ast.unparse(cache).split('(')[0]}, or "
+                    "cache on a key every rank shares (compute the argument with an all_reduce first), or cache "
+                    "only the result of the collective after every rank has run it")
+    return None

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from lab.analysis.calls import FileOp
 from lab.analysis.diagnosis.context import Context, echoes_a_peer
@@ -17,17 +19,22 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, call_name, failure_summary, parsed_files
 from lab.model.spec import SHARED_MOUNT
 
-# What a file written over by several ranks ends in: a crash of the reader, the job's own check, a timeout.
-ENDINGS = UNEXPLAINED | {"rank-crashed", "checkpoint-read-while-written"}
+# What a file written over by several ranks ends in: a crash of the reader, the job's own check, a timeout, a file
+# another rank was to write missing, and one rank alone seeming to load what the others did not.
+ENDINGS = UNEXPLAINED | {"rank-crashed", "checkpoint-read-while-written", "resumed-on-some-ranks"}
 
 
 def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if not {finding.cause for finding in found} <= ENDINGS:
         return []
-    writers: dict[str, dict[int, tuple[int | None, FileOp]]] = {}  # path -> rank -> (node, its open)
+    writers: dict[str, dict[int, tuple[int | None, FileOp]]] = {}  # path -> rank -> (node, its open or save)
+    local_ranks: dict[int, str | None] = {}  # rank -> the LOCAL_RANK it read
     for trace in ctx.evidence.traces:
-        for op in trace.calls.writes if trace.calls and trace.rank is not None else ():
-            if op.op == "write":
+        if trace.calls is None or trace.rank is None:
+            continue
+        local_ranks[trace.rank] = trace.calls.env_read.get("LOCAL_RANK")
+        for op in (*trace.calls.writes, *trace.calls.files):
+            if op.op in ("write", "save"):
                 writers.setdefault(op.path, {}).setdefault(trace.rank, (trace.node, op))
     probes = ctx.evidence.probes
     for path, by_rank in sorted(writers.items()):
@@ -38,10 +45,22 @@ def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         ranks = sorted(by_rank)
         node, op = by_rank[ranks[0]]
         where = "a folder every node sees" if shared else f"node{node}'s disk, which its ranks share"
+        how = "saved (torch.save)" if op.op == "save" else "opened for writing"
+        local = {local_ranks.get(rank) for rank in ranks}
+        numbered = len(local) == 1 and None not in local and re.search(
+            rf"(?<!\d){re.escape(next(iter(local)))}(?!\d)", os.path.basename(path))
+        if numbered and len(nodes) > 1 and len(set(local_ranks.values())) > 1:  # the name numbered per local rank
+            return [Finding(
+                "file-written-by-every-rank", f"{path} is {how} by ranks {', '.join(map(str, ranks))} (at {op.caller})"
+                f", one on each node: its name comes from the local rank ({local.pop()} on each of them), which "
+                "repeats on every node, so the nodes' ranks write over each other's file and other names are never "
+                "written", failure_summary(ctx), node, ranks[0],
+                "name each rank's file with its global rank (RANK, dist.get_rank()), which is unique across nodes; "
+                "LOCAL_RANK only numbers the processes of one node (pick a GPU with it)")]
         return [Finding(
-            "file-written-by-every-rank", f"{path} is opened for writing by ranks {', '.join(map(str, ranks))} (at "
-            f"{op.caller}), on {where}: each open empties what the others wrote, so whoever reads it finds it cut "
-            "short, mixed or empty", failure_summary(ctx), node, ranks[0],
+            "file-written-by-every-rank", f"{path} is {how} by ranks {', '.join(map(str, ranks))} (at "
+            f"{op.caller}), on {where}: each write replaces what the others wrote, so whoever reads it finds it cut "
+            "short, mixed or another rank's", failure_summary(ctx), node, ranks[0],
             "write it from one rank (if dist.get_rank() == 0: ...) and let the others read it after a barrier, or "
             "give each rank a file of its own (metrics-{rank}.jsonl) and merge them at the end")]
     return []

@@ -61,7 +61,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
                 _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
                 _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
-                _bool_option(files, evidence))
+                _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -69,6 +69,28 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
               _sampler_seed_per_rank(files, evidence)) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
+
+
+def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """init_process_group given a HashStore: it lives in one process's memory, so ranks never see each other's keys."""
+    if ctx.evidence.expected_world_size < 2:
+        return None
+    for source in files:
+        made = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                     and call_name(node) == "HashStore"), None)
+        joined = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                       and call_name(node) == "init_process_group" and any(item.arg == "store"
+                                                                           for item in node.keywords)), None)
+        if made is not None and joined is not None:
+            return Finding(
+                "store-of-one-process", f"the process group meets on a HashStore ({source.name}:{made.lineno}, given "
+                f"to init_process_group at line {joined.lineno}): a HashStore lives in the memory of the process that "
+                "made it, so each rank waits in its own store for keys the others write to theirs, until the timeout",
+                evidence, None, None,
+                "give every rank one store it can reach: dist.TCPStore(MASTER_ADDR, MASTER_PORT, world_size, "
+                "is_master=(rank == 0)), or no store at all (init_method='env://', what torchrun sets up); a "
+                "HashStore is for processes of one rank's own (tests)")
+    return None
 
 
 def library_raised(ctx: Context) -> bool:
