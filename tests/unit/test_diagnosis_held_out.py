@@ -142,6 +142,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["dist.TCPStore("]),
     ("eleventh_queue_producer_exited", "tensor-sender-gone", ["multiprocessing Queue", "already ended"],
      ["q.get() before p.join()"]),
+    ("eleventh_free_port_per_node", "master-unreachable", ["rank 0 60729, rank 1 50633", "the job set it itself"],
+     ["do not set it in the script"]),
+    ("eleventh_fork_pool_collective", "duplicate-rank", ["a forked child of rank 0", "inherited"],
+     ["all_reduce once in the parent"]),
     ("ninth_bom_header_node1", "file-differs-between-nodes", ["/root/data/intents.csv", "node1's copy differs"],
      ["same file"]),
 ]
@@ -574,3 +578,11 @@ def test_files_the_ranks_name_apart_or_a_name_without_the_local_rank_are_not_wri
                                          for trace in evidence.traces])
     top = diagnose(one_name)[0]  # every rank saves one path: written over, but not for the local rank's sake
     assert top.cause == "file-written-by-every-rank" and "local rank" not in top.title, top.title
+
+
+def test_ranks_that_read_the_launchers_master_port_are_not_told_the_job_set_it():
+    evidence = sample("eleventh_free_port_per_node")
+    launched = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, env_read={
+        **trace.calls.env_read, "MASTER_PORT": "29500"})) if trace.calls else trace for trace in evidence.traces])
+    top = diagnose(launched)[0]
+    assert top.cause == "master-unreachable" and "the job set it itself" not in top.title, top.title

@@ -207,6 +207,17 @@ def unreachable_findings(ctx: Context) -> list[Finding]:
                 quote(line), line.node, line.rank,
                 "dial the host where rank 0 creates the store on every rank: MASTER_ADDR (os.environ['MASTER_ADDR']), "
                 "not the node's own hostname (socket.gethostname(), platform.node())")]
+        read = {trace.rank: trace.calls.env_read.get("MASTER_PORT") for trace in ctx.evidence.traces
+                if trace.calls is not None and trace.rank is not None and trace.calls.env_read.get("MASTER_PORT")}
+        if len(set(read.values())) > 1 and (master_port is None or str(master_port) not in read.values()):
+            shown = ", ".join(f"rank {rank} {value}" for rank, value in sorted(read.items()))
+            title = (f"nothing answered at {host}:{port}: the ranks read different MASTER_PORTs ({shown}), none the "
+                     f"{master_port} the launch gave, so the job set it itself, in each process (a free port it "
+                     "picked, a default of its own), and rank 0's store listened where no other rank dialled")
+            return [Finding("master-unreachable", title, quote(line), line.node, line.rank,
+                            "let every rank use the MASTER_PORT the launcher gives (do not set it in the script), or "
+                            "pick the port once, before the launch, and pass the same value to every node; a free "
+                            "port found by each process differs on every machine")]
         if master_port and port != master_port:
             fix = (f"use the same MASTER_PORT on every node: the rendezvous listens on {master_port}, this rank "
                    f"dialled {port}")

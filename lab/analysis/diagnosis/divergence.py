@@ -14,6 +14,7 @@ from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, Context, Pattern
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
+from lab.analysis.diagnosis.nodes import RENDEZVOUS_CALLS
 from lab.analysis.diagnosis import waits
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import FAULTHANDLER_FRAME, Frame, ProcessStack
@@ -151,6 +152,17 @@ def inherited_rank_findings(ctx: Context) -> list[Finding]:
             continue
         started = (parent.waiting().user_frame.location if parent.waiting() and parent.waiting().user_frame
                    else "its code")
+        if process.cmdline == parent.cmdline and waiting.call not in RENDEZVOUS_CALLS:  # forked, not a new program
+            return [Finding(
+                "duplicate-rank", f"a forked child of rank {parent.rank} (pid {process.pid}, started at {started}: a "
+                f"multiprocessing Pool or Process with the fork start method) runs {waiting.call} on the process "
+                f"group it inherited: a fork copies rank {parent.rank}'s connections, so the child's messages go out "
+                "on its parent's sockets, mixed with the parent's, and the collective never completes",
+                f"node{process.node} pid {process.pid} (parent pid {process.ppid}, rank {parent.rank}): the same "
+                "program as its parent", process.node, parent.rank,
+                "run collectives in the rank itself: let the workers compute and return their values (pool.map), then "
+                "all_reduce once in the parent; a helper that needs a process group of its own must be spawned "
+                "(start method 'spawn') into a world of its own")]
         return [Finding(
             "duplicate-rank", f"a child process of rank {parent.rank} (pid {process.pid}, started at {started}) "
             f"inherited the job's RANK={process.env.get('RANK')}, WORLD_SIZE and MASTER_ADDR/PORT and is in "

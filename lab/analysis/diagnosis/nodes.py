@@ -13,7 +13,8 @@ from lab.analysis.diagnosis.context import Context, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
-from lab.analysis.diagnosis.settings import NOT_READ, agreed_per_node, blame, nodes_that_stood_out, nodes_with_own_errors
+from lab.analysis.diagnosis.settings import (NOT_READ, agreed_per_node, blame, nodes_that_stood_out,
+                                            nodes_with_own_errors)
 from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
