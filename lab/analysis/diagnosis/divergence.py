@@ -155,9 +155,10 @@ def inherited_rank_findings(ctx: Context) -> list[Finding]:
         if process.cmdline == parent.cmdline and waiting.call not in RENDEZVOUS_CALLS:  # forked, not a new program
             return [Finding(
                 "duplicate-rank", f"a forked child of rank {parent.rank} (pid {process.pid}, started at {started}: a "
-                f"multiprocessing Pool or Process with the fork start method) runs {waiting.call} on the process "
-                f"group it inherited: a fork copies rank {parent.rank}'s connections, so the child's messages go out "
-                "on its parent's sockets, mixed with the parent's, and the collective never completes",
+                f"multiprocessing Pool or Process with the fork start method) runs {waiting.call} on the copy of "
+                f"rank {parent.rank}'s process group it inherited: a fork copies the group's connections but not the "
+                "threads that drive them, so the collective never completes (and the peers may get stray bytes on "
+                "sockets the parent also uses)",
                 f"node{process.node} pid {process.pid} (parent pid {process.ppid}, rank {parent.rank}): the same "
                 "program as its parent", process.node, parent.rank,
                 "run collectives in the rank itself: let the workers compute and return their values (pool.map), then "
