@@ -37,13 +37,13 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-of-one-process", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
-    "batch-of-one", "collective-mismatch", "timeout-too-short",
+    "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
-    "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
+    "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
 ]
@@ -368,6 +368,23 @@ CAUSES = {
                                 "process (PYTHONHASHSEED unset): every rank computed another assignment.",
     "initial-weights-differ": "Every rank's own check failed alike after the ranks started from different weights: "
                               "torch seeded per rank (or not at all) and no broadcast or DDP made the weights the same.",
+    "tensor-attribute-not-saved": "A module keeps a tensor as a plain attribute (`self.mean = torch.zeros(n)`), not "
+                                  "a buffer, and changes it after construction: state_dict() holds parameters and "
+                                  "buffers only, so a model saved and loaded back computes with __init__'s value.",
+    "loss-divided-by-world-size": "The loss is divided by the world size before backward() through DDP, which "
+                                  "already averages the gradients: they come out 1/world of their size.",
+    "state-changed-on-some-ranks": "An attribute every rank uses (a model's temperature, a scale) is changed only "
+                                   "under a test of the rank (`if rank == 0:`): the other ranks keep the old value, "
+                                   "so the replicas compute differently.",
+    "seeded-on-some-ranks": "A seeding call (random.seed, np.random.seed, torch.manual_seed) runs only under a test "
+                            "of the rank: the other ranks draw other numbers, so shuffles and splits meant to agree "
+                            "differ per rank.",
+    "statistic-of-one-sample": "std() or var() of a single value (a batch of one sample, the last of an epoch) is nan "
+                               "with the default correction (torch warns: degrees of freedom is <= 0), and the run "
+                               "then reported nan.",
+    "optimizer-state-mismatch": "The optimizer failed inside torch.optim on a shape after load_state_dict: the state "
+                                "was saved for parameter groups built in another order (or from other parameters), "
+                                "and load_state_dict pairs states with parameters by position.",
     "state-dict-mismatch": "A checkpoint's keys differ from the model's: saved from a DDP-wrapped model ('module.' "
                            "prefixes) and loaded into the bare one, or another architecture on this node.",
 }

@@ -4,6 +4,7 @@ init_process_group.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 
@@ -13,6 +14,7 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
+from lab.analysis.diagnosis.sources import OPTIMIZERS, SourceFile, call_name, calls_named, parsed_files
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -51,7 +53,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             continue
         if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
-                or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)) is not None:
+                or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
+                or _optimizer_state_mismatch(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -191,6 +194,55 @@ def _debugger_quit(ctx: Context, tb) -> Finding | None:
         "remove the breakpoint() / pdb.set_trace() (or run with PYTHONBREAKPOINT=0, which turns breakpoint() off); "
         "to debug one rank of a job, use a remote debugger or stacks (`lab explain` keeps every rank's stack of a "
         "hung run)")
+
+
+# torch.optim's step (or load_state_dict) meeting a state tensor of another shape than its parameter
+OPTIMIZER_SHAPES = re.compile(r"size of tensor a \(\d+\) must match the size of tensor b|doesn't match the broadcast "
+                              r"shape|parameter group that doesn't match the size of optimizer's group")
+
+
+def _optimizer_state_mismatch(ctx: Context, tb) -> Finding | None:
+    """A shape error inside torch.optim in a job that loads an optimizer's state: load_state_dict pairs the saved
+    states with the parameters by position, group by group, so groups built in another order (or from other
+    parameters) than when the checkpoint was saved put each state on the wrong parameter."""
+    if not OPTIMIZER_SHAPES.search(tb.message) or not any("/torch/optim/" in frame.file for frame in tb.frames):
+        return None
+    for source in parsed_files(ctx):
+        loaded = next((call for call in calls_named(source, {"load_state_dict"}) if _an_optimizer(source, call)), None)
+        if loaded is None:
+            continue
+        built = sorted({node.lineno for node in calls_named(source, OPTIMIZERS)})
+        rank = _rank_of(ctx, tb)
+        builds = (f"; the file builds optimizers at lines {', '.join(map(str, built))}: compare their parameter "
+                  "groups" if len(built) > 1 else "")
+        return Finding(
+            "optimizer-state-mismatch", f"rank {rank if rank is not None else '?'}'s optimizer failed inside "
+            f"torch.optim{_at(tb)} ({_said(tb.message, 100)}) after `{ast.unparse(loaded)[:60]}` ({source.name}:"
+            f"{loaded.lineno}): the loaded state (momentum, Adam's averages) does not fit the parameters it was put "
+            "on: load_state_dict pairs states with parameters by position, group by group, and the groups were "
+            f"built in another order or from other parameters than when the checkpoint was saved{builds}",
+            _raised(tb, rank)[:400], tb.node, rank,
+            "build the optimizer that loads the state exactly as the one that saved it (the same parameter groups, "
+            "in the same order, from the same parameters: one function for both), then load_state_dict; if the "
+            "groups had to change, build a new optimizer and do not load the old state")
+    return None
+
+
+def _an_optimizer(source: SourceFile, load: ast.Call) -> bool:
+    """`x.load_state_dict(...)` on an optimizer: x is assigned an optimizer (torch.optim.AdamW(...), or a call of a
+    function of the file that builds one), or its name or the state's says so (opt, optimizer, ckpt["optim"])."""
+    receiver = load.func.value if isinstance(load.func, ast.Attribute) else None
+    if receiver is None:
+        return False
+    builders = OPTIMIZERS | {function.name for function in ast.walk(source.tree) if isinstance(
+        function, ast.FunctionDef) and any(isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS
+                                           for node in ast.walk(function))}
+    built = any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and call_name(node.value) in builders
+                and any(ast.unparse(target) == ast.unparse(receiver) for target in node.targets)
+                for node in ast.walk(source.tree))
+    named = re.search(r"\bopt(?:im\w*|\d*)\b", " ".join(ast.unparse(part) for part in (receiver, *load.args)),
+                      re.IGNORECASE)
+    return built or named is not None
 
 
 JSON_CALLS = re.compile(r"\bjson\.(?:loads?|dumps?)\(")
@@ -815,6 +867,23 @@ def _batch_of_one(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
             "so every rank has as many), or a batch size that divides each rank's share")
 
 
+NAN = re.compile(r"\bnan\b", re.IGNORECASE)
+
+
+def _statistic_of_one(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """torch's warning that std()/var() had no degrees of freedom (one value, with the default correction of 1: nan),
+    in a run that then reported nan: a batch of one sample, the last of an epoch."""
+    if not any(NAN.search(other.text) for other in ctx.lines):
+        return None
+    where = f" at {match['file'].rsplit('/', 1)[-1]}:{match['line']}" if match["file"] else ""
+    return (f"{match['op']}() of a single value{where} gives nan (torch warned: degrees of freedom is <= 0), and the "
+            "run then reported nan: a batch of one sample (the smaller last batch of an epoch, each rank's share "
+            "modulo the batch size) has no spread with the default correction (n - 1)",
+            f"drop the last, smaller batch: DataLoader(..., drop_last=True); or compute it so one sample is defined: "
+            f"{match['op']}(correction=0) (unbiased=False, the population formula); or skip batches of one "
+            "(if x.shape[0] > 1)")
+
+
 def _meta_tensors(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     return (f"rank {line.rank if line.rank is not None else '?'} computed with tensors on the meta device (shapes "
             "without data): its model was built on meta (device='meta', init_empty_weights) and never materialised, "
@@ -1197,6 +1266,9 @@ PATTERNS = [
     PatternRule("batch-of-one", re.compile(
         r"Expected more than 1 value per channel when training, got input size (?P<size>torch\.Size\(\[[^\]]*\]\))"),
         _batch_of_one),
+    PatternRule("statistic-of-one-sample", re.compile(
+        r"(?:(?P<file>\S+\.py):(?P<line>\d+): \w*Warning: )?(?P<op>std|var|std_mean|var_mean)\(\): degrees of freedom "
+        r"is <= 0"), _statistic_of_one),
     PatternRule("tensor-not-contiguous", re.compile(r"Tensors? must be contiguous"), _not_contiguous),
     PatternRule("meta-tensors", re.compile(r"Tensor on device meta is not on the expected device"
                                            r"|cannot be called on meta tensors"), _meta_tensors),

@@ -12,7 +12,11 @@ only where the run ended the way it leads to and nothing more specific was found
 - a collective given a strided view (a column): gloo reads and writes it as if it were contiguous;
 - recv() without src, several times: messages arrive in any order;
 - reduce() whose result the non-root ranks use: only the root holds the sum;
-- a rank still in a `while <path>.exists():` loop when the run ended: a lock or marker file that never changes.
+- a rank still in a `while <path>.exists():` loop when the run ended: a lock or marker file that never changes;
+- a module's tensor kept as a plain attribute (not a buffer) and changed after construction, in a job that saves
+  and loads state dicts: state_dict() leaves it out;
+- an attribute every rank reads, changed only under a test of the rank: the replicas compute differently;
+- a seeding call only under a test of the rank: the other ranks draw other numbers.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import ast
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.replicas import SHARING
 from lab.analysis.stacks import MAIN_THREAD
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
-                                            caller_place, calls_named, failure_summary, holds, parsed_files)
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, a_module, call_name,
+                                            caller_place, calls_named, failure_summary, holds, names_in, parsed_files)
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
@@ -46,7 +51,8 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         checks += [_store_bytes_compared(source, evidence), _iterator_used_twice(source, evidence),
                    _state_dict_kept(source, evidence), _log_of_probability(source, evidence, said),
                    _split_per_rank(ctx, source, evidence), _persistent_copy(source, evidence),
-                   _drop_last_empty(ctx, source, evidence)]
+                   _drop_last_empty(ctx, source, evidence), _tensor_attribute_not_saved(source, evidence),
+                   _state_changed_on_some_ranks(source, evidence), _seeded_on_some_ranks(ctx, source, evidence)]
     return [finding for finding in checks if finding is not None]
 
 
@@ -249,8 +255,8 @@ def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) 
             name = reduced.args[0].id
             scope = source.function_of(reduced)
             used = next((use for use in ast.walk(scope) if isinstance(use, ast.Name) and use.id == name and
-                         isinstance(use.ctx, ast.Load) and use.lineno > reduced.lineno and not _under_rank_test(
-                             source, use)), None)
+                         isinstance(use.ctx, ast.Load) and use.lineno > reduced.lineno and _rank_test_around(
+                             source, use) is None), None)
             if used is not None:
                 return Finding(
                     "reduce-read-off-root", f"`{ast.unparse(reduced)[:60]}` ({source.name}:{reduced.lineno}) leaves "
@@ -262,11 +268,12 @@ def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) 
     return None
 
 
-def _under_rank_test(source: SourceFile, node: ast.AST) -> bool:
+def _rank_test_around(source: SourceFile, node: ast.AST) -> ast.If | None:
+    """The innermost `if <a test of the rank>:` whose body or else holds `node`: code that runs on some ranks only."""
     while (node := source.parent(node)) is not None:
         if isinstance(node, ast.If) and holds(node.test, source.ranks, RANK_VARIABLES, RANK_CALLS):
-            return True
-    return False
+            return node
+    return None
 
 
 FILE_TESTS = {"exists", "is_file", "isfile", "isdir", "is_dir", "glob", "iglob", "listdir", "lexists"}
@@ -296,4 +303,129 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
                 f"remove the stale file on node{process.node}, and do not wait on files without an end: put the "
                 "owner's pid and time in a lock and take it over when that process is gone, remove it in a finally, "
                 "or let the job coordinate (rank 0 builds, then dist.barrier() or the store) instead of a file")
+    return None
+
+
+# torch functions named in lower case that do not make a tensor
+NOT_TENSORS = {"device", "dtype", "get_default_dtype", "finfo", "iinfo", "is_tensor", "no_grad", "compile", "load",
+               "save"}
+TENSOR_METHODS = {"mean", "std", "var", "sum", "amax", "amin", "median", "quantile", "clone", "detach", "float",
+                  "double"}
+
+
+def _tensor_attribute_not_saved(source: SourceFile, evidence: str) -> Finding | None:
+    """A module's tensor made in __init__ as a plain attribute (not a buffer, not a parameter) and changed by another
+    method, in a file that saves and loads state dicts: state_dict() holds parameters and buffers only, so a model
+    loaded from it keeps the value its __init__ gave."""
+    if not {"state_dict", "load_state_dict"} <= source.names:
+        return None
+    for cls in ast.walk(source.tree):
+        if not isinstance(cls, ast.ClassDef) or not a_module(cls):
+            continue
+        registered = {call.args[0].value for call in ast.walk(cls) if isinstance(call, ast.Call) and call.args and
+                      call_name(call) in ("register_buffer", "register_parameter")
+                      and isinstance(call.args[0], ast.Constant)}
+        assigned: dict[str, list[tuple[str, ast.AST]]] = {}
+        for method in (item for item in cls.body if isinstance(item, ast.FunctionDef)):
+            for node in ast.walk(method):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                        node, ast.AugAssign) else []:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                            target.value.id == "self":
+                        assigned.setdefault(target.attr, []).append((method.name, node))
+        for name, places in assigned.items():
+            made = next((node for method, node in places if method == "__init__" and isinstance(node, ast.Assign)
+                         and _a_tensor(node.value)), None)
+            changed = next(((method, node) for method, node in places if method != "__init__"), None)
+            read = any(isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load) and
+                       isinstance(node.value, ast.Name) and node.value.id == "self" for node in ast.walk(cls))
+            if name in registered or made is None or changed is None or not read:
+                continue
+            return Finding(
+                "tensor-attribute-not-saved", f"{cls.name} keeps `self.{name}` as a plain tensor attribute "
+                f"({source.name}:{made.lineno}), not a buffer, and {changed[0]}() changes it (line "
+                f"{changed[1].lineno}): state_dict() holds parameters and buffers only, so the saved model leaves "
+                f"{name} out and a model loaded from it computes with the value __init__ gave", evidence, None, None,
+                f"register it as a buffer in __init__: self.register_buffer({name!r}, {ast.unparse(made.value)[:50]}) "
+                f"(persistent, the default; assigning self.{name} = ... later updates the buffer), so state_dict() "
+                "saves it and load_state_dict() restores it")
+    return None
+
+
+def _a_tensor(value: ast.AST) -> bool:
+    """torch.zeros(...), torch.tensor(...), x.mean(0): an expression that makes a tensor."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    func = value.func
+    if isinstance(func.value, ast.Name) and func.value.id == "torch":
+        return func.attr[:1].islower() and func.attr not in NOT_TENSORS
+    return func.attr in TENSOR_METHODS
+
+
+def _state_changed_on_some_ranks(source: SourceFile, evidence: str) -> Finding | None:
+    """An attribute that every rank reads (outside any test of the rank; a method called is not a read), assigned or
+    changed in place only under a test of the rank, and not sent to the others: they keep the old value, so the
+    replicas compute differently."""
+    for node in ast.walk(source.tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            changed = next((target for target in targets if isinstance(target, ast.Attribute)), None)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") and \
+                not node.func.attr.startswith("_") and isinstance(node.func.value, ast.Attribute):
+            changed = node.func.value  # model.scale.mul_(0.5)
+        else:
+            continue
+        test = _rank_test_around(source, node) if changed is not None else None
+        if test is None:
+            continue
+        name, shown = changed.attr, ast.unparse(changed)
+        read = next((use for use in ast.walk(source.tree) if isinstance(use, ast.Attribute) and use.attr == name and
+                     isinstance(use.ctx, ast.Load) and _rank_test_around(source, use) is None and not (
+                         isinstance(source.parent(use), ast.Call) and source.parent(use).func is use)), None)
+        elsewhere = any(isinstance(other, (ast.Assign, ast.AugAssign)) and other is not node and any(
+            ast.unparse(target) == shown for target in (other.targets if isinstance(other, ast.Assign) else
+                                                        [other.target])) for other in ast.walk(source.tree))
+        shared = any(name in names_in(call) for call in calls_named(source, set(SHARING)))
+        if read is None or elsewhere or shared:
+            continue
+        return Finding(
+            "state-changed-on-some-ranks", f"`{ast.unparse(node)[:70]}` ({source.name}:{node.lineno}) changes "
+            f"{shown} only where `{ast.unparse(test.test)}` holds (line {test.lineno}), and every rank uses {name} "
+            f"(`{ast.unparse(source.parent(read))[:50]}`, line {read.lineno}): the other ranks keep the old value, so "
+            "the replicas compute differently", evidence, None, None,
+            f"change it on every rank: move `{ast.unparse(node)[:60]}` out of `if {ast.unparse(test.test)}:` (keep "
+            "only printing and saving there), or send rank 0's value to the others (dist.broadcast_object_list(["
+            "value], src=0)) before they use it")
+    return None
+
+
+SEEDING = {"seed", "manual_seed", "manual_seed_all", "seed_everything", "set_seed"}
+
+
+def _seeded_on_some_ranks(ctx: Context, source: SourceFile, evidence: str) -> Finding | None:
+    """A seeding call only under a test of the rank: the other ranks draw other numbers (the hooks record torch's
+    seed per process, which then differs)."""
+    seeds = {trace.rank: trace.calls.torch_seed for trace in ctx.evidence.traces
+             if trace.calls and trace.calls.torch_seed is not None and trace.rank is not None}
+    for call in calls_named(source, SEEDING):
+        test = _rank_test_around(source, call)
+        if test is None or not any(call in ast.walk(statement) for statement in test.body):
+            continue
+        seeder = ast.unparse(call.func)
+        inside = {id(node) for statement in test.body for node in ast.walk(statement)}
+        if any(ast.unparse(other.func) == seeder and id(other) not in inside for other in calls_named(source, SEEDING)):
+            continue  # seeded elsewhere too (the else branch, or after the test): every rank has a seed
+        if "manual_seed" in seeder and len(seeds) > 1 and len(set(seeds.values())) == 1:
+            continue  # the record says every rank's torch seed is the same
+        told = (f" (torch's seed per rank: {', '.join(f'rank {rank} {seed}' for rank, seed in sorted(seeds.items()))})"
+                if len(set(seeds.values())) > 1 else "")
+        return Finding(
+            "seeded-on-some-ranks", f"`{ast.unparse(call)[:60]}` ({source.name}:{call.lineno}) runs only where "
+            f"`{ast.unparse(test.test)}` holds (line {test.lineno}): the other ranks never seed it and draw other "
+            f"numbers{told}, so what the ranks draw to agree on (a shuffle, a split, initial weights) differs per "
+            "rank", evidence, None, None,
+            f"seed every rank with the same seed: move `{ast.unparse(call)[:50]}` out of `if "
+            f"{ast.unparse(test.test)}:` to where every rank runs it; where ranks should differ (augmentation), "
+            "seed base + rank on every rank and draw what must agree (the shuffle of shards) from a generator "
+            "seeded alike, or broadcast rank 0's draw")
     return None

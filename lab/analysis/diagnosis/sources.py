@@ -123,7 +123,7 @@ class SourceFile:
     @cached_property
     def names(self) -> set[str]:
         """The names and attribute names the code uses (not its strings, docstrings or comments)."""
-        return _names(self.tree)
+        return names_in(self.tree)
 
     @cached_property
     def ranks(self) -> set[str]:
@@ -445,7 +445,7 @@ def _modules_in_plain_list(files: list[SourceFile], evidence: str) -> Finding | 
     """`self.blocks = [Block() for _ in range(n)]` in a module: layers nn.Module does not register."""
     for source in files:
         for cls in ast.walk(source.tree):
-            if not isinstance(cls, ast.ClassDef) or not _a_module(cls):
+            if not isinstance(cls, ast.ClassDef) or not a_module(cls):
                 continue
             for node in ast.walk(cls):
                 if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
@@ -464,7 +464,7 @@ def _modules_in_plain_list(files: list[SourceFile], evidence: str) -> Finding | 
     return None
 
 
-def _a_module(cls: ast.ClassDef) -> bool:
+def a_module(cls: ast.ClassDef) -> bool:
     """A class of torch.nn.Module (by its bases' names) or one with a forward method."""
     return any((ast.unparse(base).split(".")[-1] in ("Module", "Sequential")) for base in cls.bases) or any(
         isinstance(item, ast.FunctionDef) and item.name == "forward" for item in cls.body)
@@ -521,7 +521,7 @@ def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | Non
             continue
         for cls in ast.walk(source.tree):
             if (isinstance(cls, ast.ClassDef) and any(ast.unparse(base).endswith("IterableDataset") for base in cls.bases)
-                    and "get_worker_info" not in _names(cls)):
+                    and "get_worker_info" not in names_in(cls)):
                 workers = next(ast.unparse(item.value) for item in loaders[0].keywords if item.arg == "num_workers")
                 return Finding(
                     "iterable-not-split-by-worker", f"{cls.name} ({source.name}:{cls.lineno}) is an IterableDataset "
@@ -558,7 +558,7 @@ def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Fi
     return None
 
 
-def _names(tree: ast.AST) -> set[str]:
+def names_in(tree: ast.AST) -> set[str]:
     """The names and attribute names the code uses (not its strings, docstrings or comments)."""
     return {node.id if isinstance(node, ast.Name) else node.attr for node in ast.walk(tree)
             if isinstance(node, (ast.Name, ast.Attribute))}
@@ -741,7 +741,7 @@ def _no_eval_mode(files: list[SourceFile], evidence: str) -> Finding | None:
         evaluated = [node for node in ast.walk(source.tree) if isinstance(node, (ast.With, ast.FunctionDef))
                      and any(part in ("no_grad", "inference_mode") for item in (
                          node.items if isinstance(node, ast.With) else node.decorator_list)
-                             for part in _names(item.context_expr if isinstance(node, ast.With) else item))]
+                             for part in names_in(item.context_expr if isinstance(node, ast.With) else item))]
         if layers and evaluated and "eval" not in names:
             return Finding(
                 "eval-mode-missing", f"the model has {layers[0]} layers and is never put in eval mode (no .eval() in "
@@ -832,7 +832,7 @@ def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding 
                    and call_name(node) == "all_reduce" and node.args}
         for name, value in _assignments(source):
             if name in reduced and isinstance(value, ast.Call) and call_name(value) == "tensor" and any(
-                    item.arg == "dtype" and not (_names(item.value) & {"int64", "int32", "float64", "long", "double",
+                    item.arg == "dtype" and not (names_in(item.value) & {"int64", "int32", "float64", "long", "double",
                                                                         "float32", "float", "int"})
                     for item in value.keywords):
                 return Finding(

@@ -3,7 +3,9 @@
 - a parameter replaced after DDP(model) (weights tied, or a new nn.Parameter assigned, by the script or a method
   it calls): DDP keeps reducing the Parameter it registered, which forward no longer uses;
 - a copy of the model (an EMA, deepcopy, AveragedModel) taken before DDP(model), in a job that seeds torch per
-  rank: DDP's broadcast of rank 0's weights at construction makes the model alike, not the copy taken before.
+  rank: DDP's broadcast of rank 0's weights at construction makes the model alike, not the copy taken before;
+- a loss divided by the world size before backward() through DDP, which already averages the gradients: they come
+  out 1/world of their size.
 
 Each fires only where the rest of the diagnosis found what these cause (a parameter without a gradient, a check
 that the ranks differ) and nothing more specific.
@@ -15,8 +17,8 @@ import ast
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import (UNEXPLAINED, SourceFile, call_name, calls_named, failure_summary,
-                                            parsed_files)
+from lab.analysis.diagnosis.sources import (UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name, calls_named,
+                                            failure_summary, holds, parsed_files)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -34,7 +36,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
                                                                        "ddp-parameter-mismatch"} else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
-    return [finding for finding in (replaced, copied) if finding is not None]
+    divided = _loss_divided_by_world(ctx, files, evidence) if causes <= UNEXPLAINED else None
+    return [finding for finding in (replaced, copied, divided) if finding is not None]
 
 
 def _wrappers(source: SourceFile) -> set[str]:
@@ -118,3 +121,51 @@ def _copied_before_wrapping(ctx: Context, files: list[SourceFile], evidence: str
                         f"model = DDP({wrapped.id}); ema = {call_name(node)}({wrapped.id}, ...); or seed torch alike "
                         "on every rank before building the model")
     return None
+
+
+def _loss_divided_by_world(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A loss divided by the world size and then backward() in a file that wraps the model in DDP, whose forwards the
+    hooks saw synchronise (where they recorded calls): DDP's backward averages the gradients already."""
+    logs = [trace.calls for trace in ctx.evidence.traces if trace.calls]
+    if logs and not any(calls.ddp_forwards.get("synced") for calls in logs):
+        return None
+    for source in files:
+        wrapping = next(iter(_wrappings(source)), None)
+        if wrapping is None:
+            continue
+        for backward in calls_named(source, {"backward"}):
+            divided = _divided_by_world(source, backward)
+            if divided is not None:
+                return Finding(
+                    "loss-divided-by-world-size", f"`{ast.unparse(divided)[:70]}` ({source.name}:{divided.lineno}) "
+                    f"divides the loss by the world size before backward() (line {backward.lineno}) through DDP (line "
+                    f"{wrapping.lineno}), which already averages the gradients over the ranks: they come out 1/world "
+                    "of their size (a smaller learning rate in effect)", evidence, None, None,
+                    "do not divide the loss by the world size: DDP's backward all-reduces the gradients and divides "
+                    "them by the world size itself; divide only where you sum gradients by hand (all_reduce of each "
+                    "p.grad, no DDP)")
+    return None
+
+
+def _divided_by_world(source: SourceFile, backward: ast.Call) -> ast.AST | None:
+    """What divides by the world size the value backward() is called on: `(loss / world).backward()`, or an
+    assignment to that name before it in the same function (`loss = loss / world`, `loss /= world`)."""
+    loss = backward.func.value if isinstance(backward.func, ast.Attribute) else None
+    if loss is None:
+        return None
+    found = [loss] if not isinstance(loss, ast.Name) else [
+        node for node in ast.walk(source.function_of(backward)) if isinstance(node, (ast.Assign, ast.AugAssign))
+        and node.lineno < backward.lineno and any(isinstance(target, ast.Name) and target.id == loss.id for target in (
+            node.targets if isinstance(node, ast.Assign) else [node.target]))]
+    for node in found:
+        if isinstance(node, ast.AugAssign):
+            if isinstance(node.op, ast.Div) and _world(source, node.value):
+                return node
+        elif any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Div) and _world(source, part.right)
+                 for part in ast.walk(node.value if isinstance(node, ast.Assign) else node)):
+            return node
+    return None
+
+
+def _world(source: SourceFile, node: ast.AST) -> bool:
+    return holds(node, source.worlds, WORLD_VARIABLES, ("get_world_size",))
