@@ -339,7 +339,7 @@ def test_shared_memory_filled_by_a_segment_from_before_the_run(lab_cluster):
         record = run_failing(lab_cluster, "exec", "shared_memory_full.py", env=("BATCH_FLOATS=50000000",))
         top = assert_diagnosed(record, "shared-memory-exhausted", 1, 1, "unable to allocate shared memory",
                                ENDS_BY_ITSELF)
-        assert "from before the run" in top["title"] and f"rm {leftover}" in top["fix"], top
+        assert "older than the job's processes" in top["title"] and f"rm {leftover}" in top["fix"], top
     finally:
         lab_cluster.exec(["rm", "-f", leftover], nodes=[1])
 

@@ -541,11 +541,11 @@ def test_a_scratch_file_the_job_wrote_during_the_run_is_not_a_file_left_on_one_n
 
 
 def test_shared_memory_filled_by_files_from_before_the_run_says_remove_them():
-    """The eleventh batch's node1 had a 508 MiB segment in /dev/shm from a killed job. Its record predates the nodes'
-    /dev/shm answer: the sample carries what the probe answers (tests/unit/test_probes.py runs it for real)."""
+    """The eleventh batch's node1 had a 508 MiB segment in /dev/shm from a killed job (its rerun after the mending,
+    whose record holds the nodes' /dev/shm answers)."""
     top = diagnose(sample("eleventh_shm_leftover_node1"))[0]
     assert (top.cause, top.node) == ("shared-memory-exhausted", 1)
-    assert "508 MiB of its 512 MiB are held by files from before the run" in top.title, top.title
+    assert "508 MiB of its 512 MiB are held by files older than the job's processes there" in top.title, top.title
     assert "rm /dev/shm/torch_4711_2853015962_0" in top.fix
     evidence = sample("eleventh_shm_leftover_node1")
     written_during = replace(evidence, probes=replace(evidence.probes, nodes=[
@@ -553,7 +553,7 @@ def test_shared_memory_filled_by_files_from_before_the_run_says_remove_them():
                                                      for found in facts.shm["largest"]]})
         for facts in evidence.probes.nodes]))
     top = diagnose(written_during)[0]
-    assert top.cause == "shared-memory-exhausted" and "from before the run" not in top.title  # the job's own use
+    assert top.cause == "shared-memory-exhausted" and "older than" not in top.title  # the job's own use
 
 
 def test_a_collective_in_an_uncached_function_or_a_per_rank_store_is_not_these_causes():

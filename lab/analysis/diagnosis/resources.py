@@ -82,8 +82,8 @@ def _shared_memory(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
         held = sum(found["size"] for found in leftovers)
         shown = ", ".join(f"{found['path']} ({found['size'] / 2**20:,.0f} MiB)" for found in leftovers)
         return (f"shared memory (/dev/shm) ran out on node{line.node}: {held / 2**20:,.0f} MiB of its "
-                f"{size / 2**20:,.0f} MiB are held by files from before the run ({shown}), segments a killed job or "
-                "worker left behind, so the job's own shared tensors did not fit",
+                f"{size / 2**20:,.0f} MiB are held by files older than the job's processes there ({shown}), "
+                "segments a killed job or worker left behind, so the job's own shared tensors did not fit",
                 f"remove them on node{line.node} (rm {' '.join(found['path'] for found in leftovers)}) once no process "
                 "uses them; end jobs so their workers can unlink their segments (no kill -9 of DataLoader workers), "
                 "and clean /dev/shm between jobs on machines that are reused")
@@ -95,11 +95,11 @@ def _shared_memory(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
 
 
 def _shm_leftovers(ctx: Context, node: int | None) -> tuple[list[dict], int]:
-    """The node's /dev/shm files written before the job's first process there started, where they hold a good share
-    of it (the nodes' answers after the run, `probes`), and /dev/shm's size."""
+    """The node's /dev/shm files written before the job's first Python process there started (else before the run),
+    where they hold a good share of it (the nodes' answers after the run, `probes`), and /dev/shm's size."""
     facts = ctx.evidence.probes.of(node) if ctx.evidence.probes is not None and node is not None else None
-    started = [moment for moment in (ctx.evidence.started_at, *(trace.started_at for trace in ctx.evidence.traces
-                                                                 if trace.node == node)) if moment]
+    started = [trace.started_at for trace in ctx.evidence.traces if trace.node == node and trace.started_at] or [
+        moment for moment in (ctx.evidence.started_at,) if moment]  # the job's first process there, else the run
     if facts is None or not facts.shm.get("size") or not started:
         return [], 0
     before = [found for found in facts.shm.get("largest") or [] if found["mtime"] < min(started)]
