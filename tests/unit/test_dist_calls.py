@@ -20,8 +20,12 @@ from tests.unit.test_flight import free_port
 
 SLOW = pytest.mark.slow  # starts Pythons that import torch: 6-20 s on 2 busy cores
 
+# Both ranks meet at a file barrier once torch is imported (not through a store, which the hooks would record): on
+# busy cores one rank's import can outlast the other's short process-group timeout, which covers joining too.
 INIT = """import datetime, os, sys, time, torch, torch.distributed as dist
-rank = int(sys.argv[2])
+rank = int(sys.argv[2]); arrived = os.path.join(os.path.dirname(os.path.abspath(__file__)), "arrived-")
+os.close(os.open(arrived + str(rank), os.O_CREAT | os.O_WRONLY)); deadline = time.monotonic() + 120
+while not os.path.exists(arrived + str(1 - rank)) and time.monotonic() < deadline: time.sleep(0.01)
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=rank, world_size=2,
                         timeout=datetime.timedelta(seconds=float(sys.argv[3])))
 """
@@ -83,7 +87,7 @@ def test_ranks_that_both_receive_from_each_other_leave_the_recv_its_peer_and_a_s
     for rank, trace in traces.items():
         assert (trace.reached, trace.last, trace.live, trace.exception) == (0, None, False, "RuntimeError")
         [recv] = trace.calls.failed
-        assert str(recv) == f"recv(float32[4], src={1 - rank}, tag=7) at job.py:5 in <module>"
+        assert str(recv) == f"recv(float32[4], src={1 - rank}, tag=7) at job.py:7 in <module>"
         # the first to time out says so; the other may learn first that its peer's connection closed
         assert recv.timeout_s == 4 and recv.error.startswith("RuntimeError: ")
         assert trace.calls.blocked_in == recv and trace.calls.pending == ()
@@ -177,7 +181,7 @@ def test_new_group_with_different_members_per_rank_keeps_the_members_each_passed
     assert [call.group for call in traces[1].calls.groups] == [(1,)] and not traces[1].live
     assert [call.group_name for call in traces[1].calls.groups] == ["1"]  # torch's name: the order it was made in
     assert [call.group for call in traces[0].calls.groups] == [(0, 1)] and traces[0].live
-    assert str(traces[0].calls.blocked_in) == "new_group(group=[0, 1]) at job.py:5 in <module>"
+    assert str(traces[0].calls.blocked_in) == "new_group(group=[0, 1]) at job.py:7 in <module>"
 
 
 STORE_JOB = """import datetime, sys, time, torch, torch.distributed as dist
@@ -391,9 +395,9 @@ dist.destroy_process_group()
         assert log.versions["torch"].split()[0] == metadata.version("torch")
         assert "json" not in log.versions  # not the standard library's
         thrown = [(call.op, call.caller, call.discarded) for call in log.discarded]
-        expected = [("all_reduce", "job.py:7 in <module>", "tensor"), ("all_reduce", "job.py:11 in <module>", "tensor")]
-        assert thrown == expected + ([("broadcast", "job.py:12 in <module>", "tensor")] if rank == 1 else []), thrown
-        assert log.hashed == ("job.py:13 in <module>",)
+        expected = [("all_reduce", "job.py:9 in <module>", "tensor"), ("all_reduce", "job.py:13 in <module>", "tensor")]
+        assert thrown == expected + ([("broadcast", "job.py:14 in <module>", "tensor")] if rank == 1 else []), thrown
+        assert log.hashed == ("job.py:15 in <module>",)
         assert log.ddp_forwards == {"synced": 1, "no_sync": 2} and log.torch_seed == 100 + rank
         assert log.started_in == log.cwd == os.getcwd()  # where relative paths pointed: no chdir here
         assert (log.optimizer_steps, log.learning_rates) == (1, (0.1 * (rank + 1),))
@@ -426,7 +430,7 @@ if rank == 0:
     traces = {trace.rank: trace for trace in load_traces(tmp_path / "flight")}
     [built] = traces[0].calls.failed
     assert (built.op, built.argument("world_size"), built.argument("is_master")) == ("TCPStore", "3", "True")
-    assert built.caller == "job.py:8 in <module>" and "waiting for clients" in built.error and built.timeout_s == 2
+    assert built.caller == "job.py:10 in <module>" and "waiting for clients" in built.error and built.timeout_s == 2
     assert sorted(op.value for trace in traces.values() for op in trace.calls.store if op.op == "add") == [1, 2]
     assert not traces[1].calls.failed  # torch's own store (init_process_group) is not the user's
     [init] = [call for call in traces[1].calls.recent if call.op == "init_process_group"]
