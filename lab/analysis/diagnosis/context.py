@@ -10,6 +10,7 @@ from typing import Callable
 from lab.analysis.diagnosis.evidence import Evidence, NodeEvidence
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, LogLine, Traceback
+from lab.model.spec import SHARED_MOUNT
 
 
 @dataclass(frozen=True)
@@ -135,3 +136,9 @@ SYMPTOM = re.compile(
 def echoes_a_peer(tb: Traceback) -> bool:
     """The traceback's exception is another rank's failure echoed back (a lost connection, a timeout)."""
     return bool(SYMPTOM.search(f"{tb.exc_type}: {tb.message}"))
+
+
+def on_shared_folder(ctx: Context, path: str) -> bool:
+    """`path` is in the lab's shared folder, or in a folder the nodes said they all see (no node's own disk)."""
+    probes = ctx.evidence.probes
+    return path.startswith(SHARED_MOUNT + "/") or (probes is not None and probes.on_shared_folder(path))

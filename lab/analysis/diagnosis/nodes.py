@@ -9,13 +9,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from lab.analysis.diagnosis.context import Context, quote
+from lab.analysis.diagnosis.context import Context, on_shared_folder, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
 from lab.analysis.diagnosis.settings import (NOT_READ, agreed_per_node, blame, nodes_that_stood_out,
                                             nodes_with_own_errors)
-from lab.model.spec import SHARED_MOUNT
 
 MAX_PATHS = 8  # paths asked about per run: a few, each a stat on every node
 MAX_NAMES = 8  # commands and variables asked about per run
@@ -373,14 +372,12 @@ def read_file_findings(ctx: Context) -> list[Finding]:
     """A file on each node's own disk that the job's code read (the hooks note size, time and a digest of small
     files) with other content on some node, and a rank of that node failed: the node's copy is the cause."""
     failing, odds = nodes_that_stood_out(ctx), blame(ctx)
-    probes = ctx.evidence.probes
     copies: dict[str, dict[int, tuple]] = {}
     for trace in ctx.evidence.traces:
         if trace.calls is None or trace.node is None:
             continue
         for op in trace.calls.reads:
-            if op.size is not None and not (probes is not None and probes.on_shared_folder(op.path)) \
-                    and not op.path.startswith(SHARED_MOUNT + "/"):
+            if op.size is not None and not on_shared_folder(ctx, op.path):
                 before = op.mtime is not None and trace.started_at is not None and op.mtime < trace.started_at
                 copies.setdefault(op.path, {})[trace.node] = (op.size, op.digest, before, op.caller)
     for path, by_node in copies.items():
@@ -418,14 +415,13 @@ BUILT_LATE_SECONDS = 2.0  # a save this long after the process started was work 
 def built_on_some_nodes_findings(ctx: Context) -> list[Finding]:
     """A file on each node's own disk that one node's ranks had from before the run and another node's ranks built
     (torch.save) while the run waited: that node spent the time building what the other had (a node-local cache)."""
-    probes = ctx.evidence.probes
     had: dict[str, set[int]] = {}
     built: dict[str, dict[int, tuple]] = {}
     for trace in ctx.evidence.traces:
         if trace.calls is None or trace.node is None or trace.rank is None or trace.started_at is None:
             continue
         for op in (*trace.calls.files, *trace.calls.reads):
-            if op.path.startswith(SHARED_MOUNT + "/") or (probes is not None and probes.on_shared_folder(op.path)):
+            if on_shared_folder(ctx, op.path):
                 continue
             if op.op == "save" and op.at is not None and op.at - trace.started_at >= BUILT_LATE_SECONDS:
                 built.setdefault(op.path, {}).setdefault(trace.node, (trace.rank, op, op.at - trace.started_at))

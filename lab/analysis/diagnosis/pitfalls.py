@@ -28,7 +28,8 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.replicas import SHARING
 from lab.analysis.stacks import MAIN_THREAD
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, a_module, call_name,
-                                            caller_place, calls_named, failure_summary, holds, names_in, parsed_files)
+                                            caller_place, calls_named, failure_summary, holds, names_in, parsed_files,
+                                            self_attribute)
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
@@ -330,15 +331,13 @@ def _tensor_attribute_not_saved(source: SourceFile, evidence: str) -> Finding | 
             for node in ast.walk(method):
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                         node, ast.AugAssign) else []:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
-                            target.value.id == "self":
+                    if self_attribute(target):
                         assigned.setdefault(target.attr, []).append((method.name, node))
         for name, places in assigned.items():
             made = next((node for method, node in places if method == "__init__" and isinstance(node, ast.Assign)
                          and _a_tensor(node.value)), None)
             changed = next(((method, node) for method, node in places if method != "__init__"), None)
-            read = any(isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load) and
-                       isinstance(node.value, ast.Name) and node.value.id == "self" for node in ast.walk(cls))
+            read = any(self_attribute(node) == name and isinstance(node.ctx, ast.Load) for node in ast.walk(cls))
             if name in registered or made is None or changed is None or not read:
                 continue
             return Finding(

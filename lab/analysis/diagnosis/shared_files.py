@@ -14,10 +14,10 @@ import os
 import re
 
 from lab.analysis.calls import FileOp
-from lab.analysis.diagnosis.context import Context, echoes_a_peer
+from lab.analysis.diagnosis.context import Context, echoes_a_peer, on_shared_folder
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import UNEXPLAINED, SourceFile, call_name, failure_summary, parsed_files
-from lab.model.spec import SHARED_MOUNT
+from lab.analysis.diagnosis.sources import (UNEXPLAINED, SourceFile, call_name, failure_summary, loaders_with_workers,
+                                            parsed_files, self_attribute)
 
 # What a file written over by several ranks ends in: a crash of the reader, the job's own check, a timeout, a file
 # another rank was to write missing, and one rank alone seeming to load what the others did not.
@@ -36,10 +36,9 @@ def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         for op in (*trace.calls.writes, *trace.calls.files):
             if op.op in ("write", "save"):
                 writers.setdefault(op.path, {}).setdefault(trace.rank, (trace.node, op))
-    probes = ctx.evidence.probes
     for path, by_rank in sorted(writers.items()):
         nodes = {node for node, _ in by_rank.values()}
-        shared = path.startswith(SHARED_MOUNT + "/") or (probes is not None and probes.on_shared_folder(path))
+        shared = on_shared_folder(ctx, path)
         if len(by_rank) < 2 or not (shared or len(nodes) == 1):
             continue  # one writer, or each node its own copy on its own disk
         ranks = sorted(by_rank)
@@ -47,12 +46,13 @@ def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         where = "a folder every node sees" if shared else f"node{node}'s disk, which its ranks share"
         how = "saved (torch.save)" if op.op == "save" else "opened for writing"
         local = {local_ranks.get(rank) for rank in ranks}
-        numbered = len(local) == 1 and None not in local and re.search(
-            rf"(?<!\d){re.escape(next(iter(local)))}(?!\d)", os.path.basename(path))
+        local_rank = next(iter(local)) if len(local) == 1 else None  # the one LOCAL_RANK every writer read
+        numbered = local_rank is not None and re.search(rf"(?<!\d){re.escape(local_rank)}(?!\d)",
+                                                        os.path.basename(path))
         if numbered and len(nodes) > 1 and len(set(local_ranks.values())) > 1:  # the name numbered per local rank
             return [Finding(
                 "file-written-by-every-rank", f"{path} is {how} by ranks {', '.join(map(str, ranks))} (at {op.caller})"
-                f", one on each node: its name comes from the local rank ({local.pop()} on each of them), which "
+                f", one on each node: its name comes from the local rank ({local_rank} on each of them), which "
                 "repeats on every node, so the nodes' ranks write over each other's file and other names are never "
                 "written", failure_summary(ctx), node, ranks[0],
                 "name each rank's file with its global rank (RANK, dist.get_rank()), which is unique across nodes; "
@@ -75,16 +75,12 @@ def handle_shared_with_workers_findings(ctx: Context, found: list[Finding]) -> l
     if not {finding.cause for finding in found} <= ENDINGS:
         return []
     for source in parsed_files(ctx):
-        workers = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                        and call_name(node) == "DataLoader" and any(
-                            item.arg == "num_workers" and not (isinstance(item.value, ast.Constant)
-                                                               and item.value.value == 0) for item in node.keywords)),
-                       None)
-        opened = _handle_read_by_workers(source) if workers is not None else None
+        loaders = loaders_with_workers(source)
+        opened = _handle_read_by_workers(source) if loaders else None
         if opened is None:
             continue
         attribute, made = opened
-        count = next(ast.unparse(item.value) for item in workers.keywords if item.arg == "num_workers")
+        workers, count = loaders[0]
         own = next((tb for tb in ctx.tracebacks if not echoes_a_peer(tb)), None)  # the reader that got bad data
         evidence = (f"node{own.node} rank {own.rank}: {own.short_type}: {own.message}"[:300] if own
                     else failure_summary(ctx))
@@ -101,7 +97,8 @@ def handle_shared_with_workers_findings(ctx: Context, found: list[Finding]) -> l
 
 
 def _handle_read_by_workers(source: SourceFile) -> tuple[str, ast.Call] | None:
-    """(attribute, its open() call) of a class that opens self.<attribute> in __init__ and uses it where workers read."""
+    """(attribute, its open() call) of a class that opens self.<attribute> in __init__ and uses it where workers
+    read."""
     for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)):
         methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
         readers = [methods[name] for name in READ_BY_WORKERS if name in methods]
@@ -109,13 +106,8 @@ def _handle_read_by_workers(source: SourceFile) -> tuple[str, ast.Call] | None:
             continue
         for node in ast.walk(methods["__init__"]):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and call_name(
-                    node.value) in OPENERS and any(_self_attribute(target) for target in node.targets):
-                attribute = next(_self_attribute(target) for target in node.targets if _self_attribute(target))
-                if any(_self_attribute(use) == attribute for reader in readers for use in ast.walk(reader)):
+                    node.value) in OPENERS and any(self_attribute(target) for target in node.targets):
+                attribute = next(self_attribute(target) for target in node.targets if self_attribute(target))
+                if any(self_attribute(use) == attribute for reader in readers for use in ast.walk(reader)):
                     return attribute, node.value
     return None
-
-
-def _self_attribute(node: ast.AST) -> str | None:
-    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-        node.value.id == "self" else None

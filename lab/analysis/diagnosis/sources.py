@@ -76,11 +76,9 @@ def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) 
     if ctx.evidence.expected_world_size < 2:
         return None
     for source in files:
-        made = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                     and call_name(node) == "HashStore"), None)
-        joined = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
-                       and call_name(node) == "init_process_group" and any(item.arg == "store"
-                                                                           for item in node.keywords)), None)
+        made = next(iter(calls_named(source, {"HashStore"})), None)
+        joined = next((node for node in calls_named(source, {"init_process_group"})
+                       if any(item.arg == "store" for item in node.keywords)), None)
         if made is not None and joined is not None:
             return Finding(
                 "store-of-one-process", f"the process group meets on a HashStore ({source.name}:{made.lineno}, given "
@@ -227,6 +225,19 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
 def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
     """The calls in `source` of a function or method with one of `names`."""
     return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in names]
+
+
+def loaders_with_workers(source: SourceFile) -> list[tuple[ast.Call, str]]:
+    """The DataLoaders of `source` that start worker processes (num_workers given, not 0), with what it is given."""
+    return [(loader, ast.unparse(count)) for loader in calls_named(source, {"DataLoader"}) for count in (next(
+        (item.value for item in loader.keywords if item.arg == "num_workers"), None),)
+            if count is not None and not (isinstance(count, ast.Constant) and count.value in (0, None))]
+
+
+def self_attribute(node: ast.AST) -> str | None:
+    """X of `self.X`, else None."""
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        node.value.id == "self" else None
 
 
 def call_name(call: ast.Call) -> str | None:
@@ -448,8 +459,7 @@ def _modules_in_plain_list(files: list[SourceFile], evidence: str) -> Finding | 
             if not isinstance(cls, ast.ClassDef) or not a_module(cls):
                 continue
             for node in ast.walk(cls):
-                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
-                        and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self"
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and self_attribute(node.targets[0])
                         and _layers(node.value)):
                     kind = "dict" if isinstance(node.value, (ast.Dict, ast.DictComp)) else "list"
                     holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
@@ -513,20 +523,17 @@ def _exit_status_returned(ctx: Context, files: list[SourceFile], evidence: str) 
 
 def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
-        loaders = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) == "DataLoader"
-                   and any(item.arg == "num_workers" and not (isinstance(item.value, ast.Constant)
-                                                              and item.value.value in (0, None))
-                           for item in node.keywords)]
+        loaders = loaders_with_workers(source)
         if not loaders:
             continue
         for cls in ast.walk(source.tree):
             if (isinstance(cls, ast.ClassDef) and any(ast.unparse(base).endswith("IterableDataset") for base in cls.bases)
                     and "get_worker_info" not in names_in(cls)):
-                workers = next(ast.unparse(item.value) for item in loaders[0].keywords if item.arg == "num_workers")
+                workers = loaders[0][1]
                 return Finding(
                     "iterable-not-split-by-worker", f"{cls.name} ({source.name}:{cls.lineno}) is an IterableDataset "
                     f"that does not split its records among the DataLoader's workers (no get_worker_info()), and the "
-                    f"DataLoader at line {loaders[0].lineno} runs num_workers={workers}: every worker yields the "
+                    f"DataLoader at line {loaders[0][0].lineno} runs num_workers={workers}: every worker yields the "
                     "rank's whole share, so each record comes once per worker", evidence, None, None,
                     "split by worker inside __iter__: info = torch.utils.data.get_worker_info(); if info is not None, "
                     "keep records[info.id::info.num_workers] of the rank's share (the rank split stays as it is); "
