@@ -561,6 +561,12 @@ def test_a_collective_in_an_uncached_function_or_a_per_rank_store_is_not_these_c
         "eleventh_lru_cache_global_count": ("@functools.lru_cache(maxsize=None)\n", ""),
         "eleventh_hashstore_rendezvous": ("dist.HashStore()", "dist.TCPStore('node0', 29511, world_size, rank == 0)"),
     })
+    assert_not_the_cause_once_fixed({  # cached without arguments: every rank runs it once, then skips it alike
+        "eleventh_lru_cache_global_count": ("def global_count(local_count: int) -> int:", "def global_count() -> int:"),
+        "eleventh_hashstore_rendezvous": (  # a HashStore made for something else, not the one the group meets on
+            "    store = dist.HashStore()", "    scratch = dist.HashStore()\n"
+            "    store = dist.TCPStore('node0', 29511, world_size, rank == 0)"),
+    })
 
 
 def test_files_the_ranks_name_apart_or_a_name_without_the_local_rank_are_not_written_over():

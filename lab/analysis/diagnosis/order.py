@@ -204,8 +204,12 @@ def _collective_in_cached_function(files: list[SourceFile], evidence: str) -> Fi
             cache = next((decorator for decorator in function.decorator_list if call_name(decorator) in CACHES or (
                 isinstance(decorator, (ast.Name, ast.Attribute)) and ast.unparse(decorator).rsplit(".", 1)[-1]
                 in CACHES)), None)
+            takes = [arg for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+                     if arg.arg not in ("self", "cls")] + [extra for extra in (function.args.vararg,
+                                                                               function.args.kwarg) if extra]
+            # without arguments every rank's first call runs it and every later one skips it alike: no rank differs
             call = next((node for node in ast.walk(function) if isinstance(node, ast.Call)
-                         and call_name(node) in COLLECTIVES), None) if cache is not None else None
+                         and call_name(node) in COLLECTIVES), None) if cache is not None and takes else None
             if call is not None:
                 return Finding(
                     "collective-in-cached-function", f"{function.name}() ({source.name}:{function.lineno}) runs "

@@ -77,8 +77,12 @@ def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) 
         return None
     for source in files:
         made = next(iter(calls_named(source, {"HashStore"})), None)
-        joined = next((node for node in calls_named(source, {"init_process_group"})
-                       if any(item.arg == "store" for item in node.keywords)), None)
+        hash_stores = {name for name, value in _assignments(source) if any(
+            isinstance(part, ast.Call) and call_name(part) == "HashStore" for part in ast.walk(value))}
+        joined = next((node for node in calls_named(source, {"init_process_group"}) for item in node.keywords
+                       if item.arg == "store" and (names_in(item.value) & hash_stores or any(
+                           isinstance(part, ast.Call) and call_name(part) == "HashStore"
+                           for part in ast.walk(item.value)))), None)  # the store given is (or may be) the HashStore
         if made is not None and joined is not None:
             return Finding(
                 "store-of-one-process", f"the process group meets on a HashStore ({source.name}:{made.lineno}, given "
