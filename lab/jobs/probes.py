@@ -37,6 +37,7 @@ import difflib, json, os, re, shutil, socket, sys
 asked = json.loads(sys.argv[1])
 LISTED = 2000
 SCRIPT_BYTES = 1 << 20
+SHM_LISTED = 5
 
 def facts(path):
     absolute = os.path.abspath(path)
@@ -92,7 +93,6 @@ def shared_memory():  # /dev/shm's size, what is free, and its largest files (wh
     files.sort(key=lambda found: -found["size"])
     return {"size": st.f_blocks * st.f_frsize, "free": st.f_bavail * st.f_frsize, "largest": files[:SHM_LISTED]}
 
-SHM_LISTED = 5
 rendezvous = [found for script in asked["scripts"] for found in rendezvous_in(script)]
 paths = list(dict.fromkeys([*asked["paths"], *(found["path"] for found in rendezvous)]))
 print("LAB-NODE-FACTS " + json.dumps({
