@@ -78,6 +78,16 @@ def test_a_gap_that_ends_as_a_collective_ends_is_a_wait():
     assert step.compute == pytest.approx(0.0349, abs=1e-4)  # 30 ms, then 50.1 .. 55 ms
 
 
+def test_a_thread_woken_before_the_backend_records_the_end_still_waited():
+    """gloo's thread records a collective's end after it woke the waiter: the waiter's next op may begin first."""
+    collectives = [{"op": "all_reduce", "bytes": 8, "issued_ns": 1 * MS, "started_ns": 1 * MS, "ended_ns": 200 * MS}]
+    step = step_trace(0, 210 * MS, collectives, [[0, 5 * MS], [int(199.6 * MS), 210 * MS]])
+    assert [action.kind for action in step.actions] == ["compute", "issue", "compute", "wait", "compute"]
+    assert step.waited == pytest.approx(0.1946, abs=1e-4)  # 5 ms .. 199.6 ms, not computation
+    late = step_trace(0, 210 * MS, collectives, [[0, 5 * MS], [180 * MS, 210 * MS]])  # 20 ms early: it computed
+    assert late.waited == 0
+
+
 def test_a_gap_no_collective_explains_is_computation():
     step = step_trace(0, 30 * MS, [{"op": "all_reduce", "bytes": 8, "issued_ns": 1 * MS, "started_ns": 1 * MS,
                                     "ended_ns": 2 * MS}], [[0, 10 * MS], [20 * MS, 30 * MS]])
