@@ -36,13 +36,13 @@ PRIORITY = [
     "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "file-written-by-every-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
+    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
     "store-of-one-process", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
-    "object-not-picklable", "device-mismatch", "dtype-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -232,6 +232,8 @@ CAUSES = {
     "handle-shared-with-workers": "A Dataset opens a file (or an HDF5 or SQLite handle) once in `__init__` and reads "
                                   "it in `__getitem__` behind a DataLoader with worker processes: the forked "
                                   "workers share its offset, and their reads interleave.",
+    "sample-is-none": "A DataLoader could not batch a sample that is None: the dataset's `__getitem__` returns None for some records "
+                      "(ones it skips as damaged), and the default collate_fn batches every sample it is given.",
     "dtype-mismatch": "An operation got tensors of two dtypes: float64 data (NumPy's default) against float32 "
                       "weights, integer labels where floats are computed with, or one side cast to half precision.",
     "device-mismatch": "A collective got tensors on a device its backend cannot use (CUDA tensors with gloo, CPU "
@@ -249,6 +251,9 @@ CAUSES = {
                            "branch meant for one rank runs on every rank or on none.",
     "exit-waits-for-thread": "A rank finished its code but cannot exit: the interpreter waits for a thread that is "
                              "not a daemon and that nothing stops.",
+    "lock-copied-by-fork": "A rank's forked child processes (a multiprocessing Pool's workers) wait forever for a lock of the job's own "
+                           "code: the fork copied the lock while another thread of the parent held it, and in the child nothing will release "
+                           "it.",
     "lock-taken-twice": "A rank's thread waits for a threading.Lock it already holds (a method that takes the lock "
                         "calls another that takes it again).",
     "gradients-never-averaged": "Every rank stepped its optimizer with no DDP forward and fewer reductions than "
@@ -257,6 +262,8 @@ CAUSES = {
                              "registered, so DDP, the optimizer and state_dict never see them.",
     "exit-status-returned": "`sys.exit(main())` with a main() that returns a value: ranks that finished their work "
                             "exit with that status.",
+    "nodes-never-come": "torchrun was told (--nnodes) to wait for more nodes than the job was launched on: its rendezvous waits for nodes "
+                        "that never come, and no worker starts.",
     "launch-options-differ": "The nodes' torchrun were started with different options (a --rdzv-id made per node): "
                              "each waits in a rendezvous the others never join.",
     "separate-jobs": "Each node ran a job of its own (both have a rank 0 of the same world size): --standalone or a "
@@ -264,6 +271,10 @@ CAUSES = {
     "killed-by-the-job": "A process of the job was killed with SIGKILL by another process of the same job, which "
                          "named its pid in its output just before (a clean-up of \"stale\" workers by name).",
     "sampler-with-shuffle": "A DataLoader given both a sampler (DistributedSampler) and shuffle=True.",
+    "inference-tensor-updated": "A tensor made under torch.inference_mode() was changed in place after inference mode ended (a collective writing "
+                                "its result into it, an in-place op): inference tensors may not be.",
+    "start-method-set-twice": "multiprocessing's start method was set a second time in one process (a function that sets it run twice, or after "
+                              "a library set it): set_start_method raises.",
     "sync-batchnorm-on-cpu": "SyncBatchNorm layers in a model on the CPU: DDP supports them only on CUDA.",
     "reentrant-checkpoint-ddp": "DDP marked a parameter ready twice in one backward: reentrant activation "
                                 "checkpointing (or a parameter used twice) with find_unused_parameters=True.",

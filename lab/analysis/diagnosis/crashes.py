@@ -97,7 +97,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             found.append(Finding("import-error", f"the script fails at start on node{tb.node}: {tb.short_type}",
                                  evidence, tb.node, rank, fix))
         elif worker := _worker_error(ctx, tb):
-            found.append(_worker_finding(tb, rank, worker, evidence, at))
+            found.append(_worker_finding(ctx, tb, rank, worker, evidence, at))
         else:
             found.append(Finding("rank-crashed", f"rank {rank if rank is not None else '?'} crashed with "
                                                  f"{tb.short_type}: {_said(tb.message)}{at}", evidence, tb.node, rank,
@@ -547,11 +547,21 @@ def _worker_error(ctx: Context, tb) -> tuple[str, list[str]] | None:
     return None
 
 
-def _worker_finding(tb, rank, worker: tuple[str, list[str]], evidence: str, at: str) -> Finding:
+def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evidence: str, at: str) -> Finding:
     error, functions = worker
     where = WORKER_RERAISED.search(tb.message)["where"]
     collating = bool(COLLATE_FUNCTIONS & set(functions[-4:]))
     inside = f" in {functions[-1]}" if functions else ""
+    if collating and "NoneType" in error:
+        returned = _none_returned(ctx)
+        return Finding(
+            "sample-is-none", f"rank {rank if rank is not None else '?'}'s {where} could not batch a sample that is "
+            f"None ({_said(error)}): the dataset's __getitem__ returns None" + (f" at {returned}" if returned else "")
+            + " for some samples (a record it skips), and the default collate_fn batches every sample it is given",
+            evidence + f"; the worker's error: {error[:200]}", tb.node, rank,
+            "do not hand None to the collate_fn: drop such samples in a collate_fn of your own (`batch = [s for s in "
+            "batch if s is not None]`, then `default_collate(batch)`), or take the bad records out of the index "
+            "before the DistributedSampler splits it, so every rank still has the same number of batches")
     fix = ("the samples of one batch differ in shape and the default collate_fn cannot stack them: pad them in a "
            "collate_fn (torch.nn.utils.rnn.pad_sequence, or cut/pad to one length in the dataset), or batch_size=1"
            if collating else
@@ -560,6 +570,44 @@ def _worker_finding(tb, rank, worker: tuple[str, list[str]], evidence: str, at: 
     return Finding("rank-crashed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)}{inside}"
                                    f" (re-raised{at})", evidence + f"; the worker's error: {error[:200]}", tb.node,
                    rank, fix)
+
+
+def _none_returned(ctx: Context) -> str | None:
+    """Where a dataset's __getitem__ returns None in the job's own files (file:line)."""
+    for source in parsed_files(ctx):
+        for function in ast.walk(source.tree):
+            if isinstance(function, ast.FunctionDef) and function.name == "__getitem__":
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Return) and (node.value is None or (
+                            isinstance(node.value, ast.Constant) and node.value.value is None)):
+                        return f"{source.name}:{node.lineno}"
+    return None
+
+
+def _set_where(ctx: Context) -> str:
+    """ (at file:line in F, which the job calls at lines ...) for the job's set_start_method call."""
+    for source in parsed_files(ctx):
+        for call in calls_named(source, {"set_start_method"}):
+            function = source.function_of(call)
+            if not isinstance(function, ast.FunctionDef):
+                return f" (at {source.name}:{call.lineno})"
+            callers = sorted(other.lineno for other in calls_named(source, {function.name}))
+            also = f", which the job calls at lines {', '.join(map(str, callers))}" if len(callers) > 1 else ""
+            return f" (at {source.name}:{call.lineno} in {function.name}{also})"
+    return ""
+
+
+def _inference_where(ctx: Context) -> str:
+    """ (in F, under @torch.inference_mode() at file:line) for the job's inference-mode function or block."""
+    for source in parsed_files(ctx):
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.FunctionDef) and any("inference_mode" in ast.unparse(item)
+                                                         for item in node.decorator_list):
+                return f" (in {node.name}, under @torch.inference_mode() at {source.name}:{node.lineno})"
+            if isinstance(node, ast.With) and any("inference_mode" in ast.unparse(item.context_expr)
+                                                  for item in node.items):
+                return f" (under `with torch.inference_mode():` at {source.name}:{node.lineno})"
+    return ""
 
 
 def _said(message: str, limit: int = 160) -> str:
@@ -1213,6 +1261,21 @@ PATTERNS = [
                     "shuffles (shuffle=True is its default)",
                     "drop shuffle=True from the DataLoader (keep DataLoader(ds, sampler=DistributedSampler(ds), "
                     "...)), and call sampler.set_epoch(epoch) at the start of each epoch so the order changes")),
+    PatternRule("start-method-set-twice", re.compile(r"context has already been set"), lambda match, line, ctx: (
+        "multiprocessing's start method was set a second time" + _set_where(ctx) + ": set_start_method may be "
+        "called once per process, and a second call (a function that sets it run twice, or after a library set "
+        "it) raises",
+        "set the start method once, at the top of `if __name__ == '__main__':`, or do not set the global at all: "
+        "give what starts processes its own context (multiprocessing.get_context('spawn').Pool(...), "
+        "DataLoader(..., multiprocessing_context='spawn'))")),
+    PatternRule("inference-tensor-updated", re.compile(r"Inplace update to inference tensor outside InferenceMode"),
+                lambda match, line, ctx: (
+                    "a tensor made under torch.inference_mode()" + _inference_where(ctx) + " was changed in place "
+                    "outside it (a collective writing its result into it, +=, an optimizer): an inference tensor "
+                    "may not be changed once inference mode has ended",
+                    "make that tensor outside inference mode (create the buffer before the @torch.inference_mode() "
+                    "function runs, or use torch.no_grad(), which makes ordinary tensors), or .clone() it outside "
+                    "inference mode before changing it")),
     PatternRule("sync-batchnorm-on-cpu", re.compile(r"SyncBatchNorm layers only work with GPU modules"),
                 lambda match, line, ctx: (
                     "the model has SyncBatchNorm layers and lives on the CPU: DDP refuses SyncBatchNorm outside CUDA",

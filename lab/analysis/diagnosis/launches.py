@@ -17,7 +17,7 @@ NODE_OWN_OPTIONS = {"--node-rank", "--node_rank", "--local-addr", "--local_addr"
 
 
 def launch_findings(ctx: Context) -> list[Finding]:
-    return _options_differ(ctx) + _separate_worlds(ctx)
+    return _options_differ(ctx) + _nodes_never_come(ctx) + _separate_worlds(ctx)
 
 
 def _launcher_options(cmdline: list[str]) -> dict[str, str] | None:
@@ -39,11 +39,37 @@ def _launcher_options(cmdline: list[str]) -> dict[str, str] | None:
     return options
 
 
-def _options_differ(ctx: Context) -> list[Finding]:
+def _agents(ctx: Context) -> dict[int, dict[str, str]]:
+    """Each node's torchrun options, from its agent's stack."""
     agents = {}
     for process in ctx.evidence.processes:
         if process.role == "agent" and (options := _launcher_options(process.cmdline)) is not None:
             agents.setdefault(process.node, options)
+    return agents
+
+
+def _nodes_never_come(ctx: Context) -> list[Finding]:
+    """Every agent was told (one --nnodes) to wait for more nodes than the job was launched on: the rendezvous
+    waits for nodes that never come, and no worker starts."""
+    agents = _agents(ctx)
+    asked = {options.get("--nnodes", "").split(":")[0] for options in agents.values()}
+    if len(asked) != 1 or not (value := asked.pop()).isdigit():
+        return []
+    launched = max(ctx.evidence.nnodes, len(agents))
+    if int(value) <= launched or any(process.rank is not None for process in ctx.evidence.processes):
+        return []
+    return [Finding(
+        "nodes-never-come", f"torchrun was told --nnodes {value} on each of the {launched} nodes the job was launched "
+        f"on: its rendezvous waits for {int(value) - launched} more node(s) that never come, so no worker started",
+        "agents: " + "; ".join(f"node{node}: --nnodes {options.get('--nnodes')}" for node, options in sorted(
+            agents.items())), min(agents), None,
+        f"give --nnodes the number of nodes you launch on ({launched} here: `--nnodes {launched}`, or `lab torchrun`, "
+        "which passes the lab's), or launch on as many nodes as --nnodes asks (`lab up --nodes "
+        f"{value}`); a range (--nnodes {launched}:{value}) lets an elastic job start with fewer")]
+
+
+def _options_differ(ctx: Context) -> list[Finding]:
+    agents = _agents(ctx)
     if len(agents) < 2:
         return []
     ranks = {node: options.get("--node-rank") for node, options in agents.items()}

@@ -22,14 +22,15 @@ only where the run ended the way it leads to and nothing more specific was found
 from __future__ import annotations
 
 import ast
+import re
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.replicas import SHARING
 from lab.analysis.stacks import MAIN_THREAD
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, a_module, call_name,
-                                            caller_place, calls_named, failure_summary, holds, names_in, parsed_files,
-                                            self_attribute)
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, a_module,
+                                            assignments, call_name, caller_place, calls_named, failure_summary, holds,
+                                            names_in, parsed_files, root_name, self_attribute)
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
@@ -49,7 +50,7 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     checks = [_strided_view(ctx, evidence), _recv_any_source(ctx, evidence),
               _reduce_read_off_root(ctx, files, evidence), _polls_a_file(ctx, files, evidence)]
     for source in files:
-        checks += [_store_bytes_compared(source, evidence), _iterator_used_twice(source, evidence),
+        checks += [_store_bytes_compared(source, evidence, said), _iterator_used_twice(source, evidence),
                    _state_dict_kept(source, evidence), _log_of_probability(source, evidence, said),
                    _split_per_rank(ctx, source, evidence), _persistent_copy(source, evidence),
                    _drop_last_empty(ctx, source, evidence), _tensor_attribute_not_saved(source, evidence),
@@ -57,22 +58,57 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     return [finding for finding in checks if finding is not None]
 
 
-def _store_bytes_compared(source: SourceFile, evidence: str) -> Finding | None:
+STORE_TYPES = {"TCPStore", "FileStore", "HashStore", "PrefixStore"}
+
+
+TEXT_CALLS = {"str", "hexdigest", "format", "join", "decode", "strip", "lower", "upper", "dumps"}
+
+
+def _store_bytes_compared(source: SourceFile, evidence: str, said: str) -> Finding | None:
+    """A store's get() (bytes) compared with a str: a str constant, a name the code made text, or one a message of
+    the run shows beside a bytes value (`b'...'`)."""
+    texts = {name for name, value in assignments(source) if isinstance(value, ast.JoinedStr) or (
+        isinstance(value, ast.Constant) and isinstance(value.value, str)) or (
+        isinstance(value, ast.Call) and call_name(value) in TEXT_CALLS)}
+    shown_as_bytes = re.search(r"\bb'[^']+'", said) is not None
+    stores = {name for name, value in assignments(source) if isinstance(value, ast.Call)
+              and call_name(value) in STORE_TYPES} | {name for name in source.names if "store" in name.lower()}
+
+    def a_get(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and call_name(node) == "get" and isinstance(node.func, ast.Attribute) and (
+            root_name(node.func.value) in stores or "store" in ast.unparse(node.func.value).lower())
+
+    read = {name: value for name, value in assignments(source) if a_get(value)}
     for node in ast.walk(source.tree):
         if not isinstance(node, ast.Compare) or len(node.comparators) != 1:
             continue
         sides = (node.left, node.comparators[0])
-        got = next((side for side in sides if isinstance(side, ast.Call) and call_name(side) == "get" and isinstance(
-            side.func, ast.Attribute) and "store" in ast.unparse(side.func.value).lower()), None)
-        text = next((side for side in sides if isinstance(side, ast.Constant) and isinstance(side.value, str)), None)
-        if got is not None and text is not None:
-            return Finding(
-                "store-value-compared-with-str", f"`{ast.unparse(node)[:80]}` ({source.name}:{node.lineno}): a store's "
-                f"get() returns bytes (b{text.value!r}), which never equals the str {text.value!r}, so the code "
-                "waits for a value that is already there", evidence, None, None,
-                f"compare bytes with bytes: {ast.unparse(got)} == b{text.value!r} (or .decode() the value first); "
-                "store.wait([key]) waits for a key without polling")
+        got = next((side for side in sides if a_get(side) or isinstance(side, ast.Name) and side.id in read), None)
+        other = next((side for side in sides if side is not got), None)
+        if got is None or other is None or _bytes_like(other):
+            continue
+        text = other.value if isinstance(other, ast.Constant) and isinstance(other.value, str) else None
+        if text is None and not (isinstance(other, ast.JoinedStr) or isinstance(other, ast.Name) and (
+                other.id in texts or shown_as_bytes)):
+            continue
+        call = read[got.id] if isinstance(got, ast.Name) else got
+        held = f"{got.id} (from {ast.unparse(call)[:50]}, line {call.lineno})" if isinstance(got, ast.Name) else \
+            ast.unparse(got)[:60]
+        bytes_form = f"b{text!r}" if text is not None else f"{ast.unparse(other)}.encode()"
+        return Finding(
+            "store-value-compared-with-str", f"`{ast.unparse(node)[:80]}` ({source.name}:{node.lineno}): {held} "
+            f"comes from a store's get(), which returns bytes{f' (b{text!r})' if text is not None else ''}, and "
+            f"{ast.unparse(other)[:40]} is a str; bytes never equal a str, so the comparison says they differ even "
+            "when the value is the same", evidence, None, None,
+            f"compare bytes with bytes: {ast.unparse(got)[:40]} == {bytes_form} (or {ast.unparse(got)[:40]}.decode() "
+            "first); store.wait([key]) waits for a key without polling")
     return None
+
+
+def _bytes_like(node: ast.AST) -> bool:
+    """A bytes constant, or a value encoded or decoded on the spot."""
+    return (isinstance(node, ast.Constant) and isinstance(node.value, bytes)) or (
+        isinstance(node, ast.Call) and call_name(node) in {"encode", "decode", "bytes"})
 
 
 def _iterator_used_twice(source: SourceFile, evidence: str) -> Finding | None:

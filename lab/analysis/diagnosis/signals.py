@@ -12,9 +12,10 @@ import re
 import signal
 
 from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
+from lab.analysis.diagnosis.crashes import message_advice
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, last_own_line
-from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, MAIN_THREAD, Frame
+from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, LIBRARY_FILE as LIBRARY, MAIN_THREAD, Frame
 
 FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
          signal.SIGFPE: "a floating-point exception", signal.SIGILL: "an illegal instruction"}
@@ -25,7 +26,6 @@ FATAL_BY_WORDS = {"Segmentation fault": signal.SIGSEGV, "Bus error": signal.SIGB
 # What native code printed as it aborted: a C++ exception nobody caught, an assertion.
 ABORT_REASON = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'|^\s*what\(\):\s*(?P<what>.+)"
                           r"|Assertion `(?P<assertion>[^`]+)' failed|(?P<check>Check failed: .+)")
-LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python\d+(\.\d+)?/|^<")
 
 FIXES = {
     signal.SIGSEGV: "the native code reached from that line read memory it does not own: a C extension or ctypes call "
@@ -142,13 +142,47 @@ def signal_findings(ctx: Context) -> list[Finding]:
         via = f" through {native.function}" if native and own and frames.index(native) < frames.index(own) else ""
         why = f": {reason}" if reason else ""
         who = f"rank {rank}" if rank is not None else f"a process on node{node}"
+        warned = _warned_before(ctx, line)
+        if warned:
+            place, category, text = warned
+            said = " ".join(dict.fromkeys((_sentence(text, ""), _sentence(text, "undefined"))))
+            why += f", after the {category} it printed at {place}: \"{said}\" - the crash is what it warned of"
+        fix = (f"do what the warning at {place} says ({message_advice(text) or _sentence(text, 'undefined')}): "
+               "the crash comes from what it warned of, not from torch or an extension" if warned
+               else (number == signal.SIGSEGV and _pickling_fix(frames)) or FIXES[number])
         found.append(Finding(
             "fatal-signal", f"{who} was killed by {name} ({FATAL[number]}){where}{via}{why}; the other ranks' lost "
                             "connections and timeouts follow from it",
             quote(line) + (f"; faulthandler: {frames[0].function} ({frames[0].file.rsplit('/', 1)[-1]}:"
                            f"{frames[0].line})" if frames else ""),
-            node, rank, (number == signal.SIGSEGV and _pickling_fix(frames)) or FIXES[number]))
+            node, rank, fix))
     return found
+
+
+# A warning a library prints when it lets a program do what may crash it later (torch on a read-only NumPy array,
+# a tensor shared without a copy, ...): printed by the same process before a fatal signal, it names the cause.
+WARNING_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<category>\w*Warning): (?P<text>.*)")
+UNDEFINED = re.compile(r"undefined behaviou?r|not writable|non-writable|unsafe|out of bounds|dangling|"
+                       r"use after free", re.IGNORECASE)
+
+
+def _warned_before(ctx: Context, fatal: LogLine) -> tuple[str, str, str] | None:
+    """The last warning of undefined behaviour the dying process printed before `fatal`: (file:line, category,
+    text)."""
+    warned = None
+    for line in ctx.lines:
+        if line is fatal:
+            return warned
+        if line.node == fatal.node and line.rank == fatal.rank and (match := WARNING_LINE.search(line.text)) \
+                and UNDEFINED.search(match["text"]):
+            warned = (f"{match['file'].rsplit('/', 1)[-1]}:{match['line']}", match["category"], match["text"])
+    return warned
+
+
+def _sentence(text: str, word: str) -> str:
+    """The first sentence of `text` that holds `word` (else its first), at most 200 characters."""
+    sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", text) if part.strip()] or [text]
+    return next((part for part in sentences if word in part.lower()), sentences[0])[:200]
 
 
 PICKLERS = ("serialization.py", "pickle.py", "copy.py", "copyreg.py", "distributed_c10d.py")
@@ -220,7 +254,11 @@ def _faulthandler_stack(ctx: Context, node: int, rank: int | None) -> tuple[list
             blocks[-1][1].append(Frame(frame["function"], frame["file"], int(frame["line"])))
         elif blocks and line.text.strip() and not line.text.strip().startswith(("<", "Extension modules")):
             break
-    crashing = next((frames for current, frames in blocks if current), blocks[0][1] if blocks else [])
+    # Without a "Current thread" the signal came in a thread Python does not run (a library's own native thread):
+    # the main thread's frames (it ends in <module>) say what the job had asked for, not the lab's watcher thread.
+    main = next((frames for _, frames in blocks if frames and frames[-1].function == "<module>"),
+                blocks[0][1] if blocks else [])
+    crashing = next((frames for current, frames in blocks if current), main)
     return crashing, reason
 
 

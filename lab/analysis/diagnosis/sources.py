@@ -77,7 +77,7 @@ def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) 
         return None
     for source in files:
         made = next(iter(calls_named(source, {"HashStore"})), None)
-        hash_stores = {name for name, value in _assignments(source) if any(
+        hash_stores = {name for name, value in assignments(source) if any(
             isinstance(part, ast.Call) and call_name(part) == "HashStore" for part in ast.walk(value))}
         joined = next((node for node in calls_named(source, {"init_process_group"}) for item in node.keywords
                        if item.arg == "store" and (names_in(item.value) & hash_stores or any(
@@ -208,7 +208,7 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
     position, keyword = RESULT_ARGUMENT[op]
     given = call.args[position] if len(call.args) > position else next(
         (item.value for item in call.keywords if item.arg == keyword), None)
-    tensor = _root_name(given)
+    tensor = root_name(given)
     statement = source.parent(call)
     if tensor is None or not isinstance(statement, ast.Assign) or len(statement.targets) != 1 or not isinstance(
             statement.targets[0], ast.Name):
@@ -249,7 +249,7 @@ def call_name(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def _root_name(node: ast.AST | None) -> str | None:
+def root_name(node: ast.AST | None) -> str | None:
     while isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
@@ -368,8 +368,8 @@ SPLITS = {"chunk", "split", "array_split", "tensor_split"}
 def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
         ranks, worlds = source.ranks, source.worlds
-        shares = {name for name, value in _assignments(source) if value is not None and _a_share(value, worlds)}
-        chunked = {name for name, value in _assignments(source) if isinstance(value, ast.Call)
+        shares = {name for name, value in assignments(source) if value is not None and _a_share(value, worlds)}
+        chunked = {name for name, value in assignments(source) if isinstance(value, ast.Call)
                    and call_name(value) in SPLITS and _mentions(value, worlds | shares)}
         for node in ast.walk(source.tree):
             if not isinstance(node, ast.Subscript) or holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS):
@@ -391,7 +391,7 @@ def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | Non
     return None
 
 
-def _assignments(source: SourceFile):
+def assignments(source: SourceFile):
     """(name, value) of every plain assignment, tuple assignments item by item (rank, world = a, b)."""
     for node in ast.walk(source.tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -411,11 +411,11 @@ def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tu
     for node in ast.walk(source.tree):
         if isinstance(node, ast.arg) and node.arg in names:
             found.add(node.arg)
-    assignments = list(_assignments(source))
+    assigned = list(assignments(source))
     functions = [node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)]
     calls = tuple(calls)
     while True:
-        more = {name for name, value in assignments if name not in found and holds(value, found, variables, calls)}
+        more = {name for name, value in assigned if name not in found and holds(value, found, variables, calls)}
         returning = {function.name for function in functions if function.name not in calls and any(
             isinstance(node, ast.Return) and node.value is not None and holds(node.value, found, variables, calls)
             for node in ast.walk(function))}  # a function whose result holds it: its calls do too
@@ -603,7 +603,7 @@ def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
         return None
     summed = [(source, node) for source in files for node in ast.walk(source.tree) if isinstance(node, ast.Call)
               and call_name(node) == "all_reduce" and not any(item.arg == "op" for item in node.keywords)
-              and len(node.args) == 1 and not COUNTED.search(_root_name(node.args[0]) or "")]
+              and len(node.args) == 1 and not COUNTED.search(root_name(node.args[0]) or "")]
     found = _ratio_in_message(ctx, world) if summed else None
     if found is None:
         return None
@@ -675,12 +675,12 @@ def _local_denominator(files: list[SourceFile], evidence: str) -> Finding | None
     for source in files:
         accumulated = {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
                        and isinstance(node.target, ast.Name)}
-        reduced = {_root_name(node.args[0]) for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+        reduced = {root_name(node.args[0]) for node in ast.walk(source.tree) if isinstance(node, ast.Call)
                    and call_name(node) in ("all_reduce", "reduce") and node.args}
         for node in ast.walk(source.tree):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
                 continue
-            top, bottom = _root_name(node.left), _root_name(node.right)
+            top, bottom = root_name(node.left), root_name(node.right)
             if top in reduced and bottom in accumulated and top in accumulated and bottom not in reduced:
                 return Finding(
                     "sum-over-local-count", f"{source.name}:{node.lineno} divides {top}, all-reduced (summed over every "
@@ -700,7 +700,7 @@ def _none_off_one_rank(ctx: Context, files: list[SourceFile], evidence: str) -> 
     lines = " ".join(quoted_source(ctx, tb, frame) for tb in failed for frame in tb.frames)
     for source in files:
         ranks = source.ranks
-        for name, value in _assignments(source):
+        for name, value in assignments(source):
             if (isinstance(value, ast.IfExp) and holds(value.test, ranks, RANK_VARIABLES, RANK_CALLS) and any(
                     isinstance(side, ast.Constant) and side.value is None for side in (value.body, value.orelse))
                     and re.search(rf"\b{re.escape(name)}\b", lines)):
@@ -839,9 +839,9 @@ def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding 
         names = source.names
         if not names & LOW_PRECISION:
             continue
-        reduced = {_root_name(node.args[0]): node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+        reduced = {root_name(node.args[0]): node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
                    and call_name(node) == "all_reduce" and node.args}
-        for name, value in _assignments(source):
+        for name, value in assignments(source):
             if name in reduced and isinstance(value, ast.Call) and call_name(value) == "tensor" and any(
                     item.arg == "dtype" and not (names_in(item.value) & {"int64", "int32", "float64", "long", "double",
                                                                         "float32", "float", "int"})

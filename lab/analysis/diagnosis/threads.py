@@ -30,6 +30,8 @@ def thread_findings(ctx: Context) -> list[Finding]:
             return [_exit_waits(ctx, process)]
         if (twice := _lock_taken_twice(main, sources)) is not None:
             return [_self_deadlock(process, main, *twice)]
+        if (forked := _lock_copied_by_fork(ctx, process, main, sources)) is not None:
+            return [forked]
         if any(frame.function in CHILD_WAITS and frame.file.endswith("subprocess.py") for frame in main.frames):
             return [_child_wait(ctx, process, main, sources)]
     return []
@@ -116,6 +118,37 @@ def _locks_held(tree: ast.Module, line: int) -> set[str]:
     """The locks of the `with` blocks whose body holds `line`."""
     return {ast.unparse(item.context_expr) for node in ast.walk(tree) if isinstance(node, ast.With) and node.body
             and node.body[0].lineno <= line <= (node.end_lineno or 0) for item in node.items}
+
+
+def _lock_copied_by_fork(ctx: Context, process: ProcessStack, main: ThreadStack,
+                         sources: dict[str, str]) -> Finding | None:
+    """A rank's child process (a Pool's worker, a forked helper) waiting for a lock of the job's own code: a fork
+    copies each lock as it is at that moment, and one another thread of the parent held then stays held in the
+    child, where that thread does not exist to release it."""
+    parent = next((other for other in ctx.evidence.processes if other.pid == process.ppid and other.rank is not None),
+                  None)
+    inner = main.frames[-1]
+    if parent is None or process.rank is not None or LIBRARY_FILE.search(inner.file) or inner.file not in sources:
+        return None
+    try:
+        lock = _lock_at(ast.parse(sources[inner.file]), inner.line)
+    except (SyntaxError, ValueError):
+        return None
+    if lock is None:
+        return None
+    waiting = sum(1 for other in ctx.evidence.processes if other.ppid == process.ppid and other.threads
+                  and other.threads[0].frames and other.threads[0].frames[-1].location == inner.location)
+    return Finding(
+        "lock-copied-by-fork", f"rank {parent.rank}'s child processes ({waiting} of them, forked: a Pool's workers) "
+        f"wait forever for {lock} at {inner.location} in {inner.function}: a fork copies every lock as it is at that "
+        "moment, and another thread of rank " f"{parent.rank} held this one then; in the child that thread does not "
+        "exist, so nobody ever releases it", f"{_who(process)}: MainThread "
+        + " <- ".join(f"{frame.function} ({frame.location})" for frame in reversed(main.frames)),
+        process.node, parent.rank,
+        "do not fork while other threads hold locks: create the Pool (or start the processes) before starting "
+        "threads, or use another start method, which starts the child afresh and copies no lock: "
+        "multiprocessing.get_context('spawn').Pool(...) (or 'forkserver'; the function and its arguments must "
+        "then be picklable)")
 
 
 def _self_deadlock(process: ProcessStack, main: ThreadStack, outer: Frame, inner: Frame, lock: str) -> Finding:

@@ -1,0 +1,89 @@
+"""The twelfth held-out batch's misses (bench/diagnosis/TWELFTH_BATCH_A.md, _B.md): each scored run's own record,
+with the cause and fix the lab must now give first, and the same record changed where the finding must not fire."""
+
+from dataclasses import replace
+
+import pytest
+
+from lab.analysis.diagnosis import diagnose
+from tests.unit.test_diagnosis_eleventh import without_lines
+from tests.unit.test_diagnosis_replicas import causes, sample
+from tests.unit.test_diagnosis_sources import with_source
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("twelfth_memmap_features_inplace", "fatal-signal",
+     ["SIGSEGV", "memmap_features_inplace.py:38", "UserWarning it printed at memmap_features_inplace.py:35",
+      "not writable"], ["copy the array", "make it writable"]),
+    ("twelfth_mmap_stats_all_reduce", "fatal-signal",
+     ["called from main (mmap_stats_all_reduce.py:31)", "not writable"], ["copy the array"]),
+    ("twelfth_skip_corrupt_records", "sample-is-none", ["None", "__getitem__ returns None at skip_corrupt_records.py:46"],
+     ["s is not None", "before the DistributedSampler"]),
+    ("twelfth_nnodes_launch_line", "nodes-never-come", ["--nnodes 3", "2 nodes", "no worker started"],
+     ["--nnodes 2", "lab up --nodes 3"]),
+    ("twelfth_fork_pool_cache_lock", "lock-copied-by-fork",
+     ["child processes (2 of them", "self.lock at fork_pool_cache_lock.py:32", "fork copies every lock"],
+     ["before starting threads", "get_context('spawn')"]),
+    ("twelfth_store_config_check", "store-value-compared-with-str",
+     ["`published != digest`", "published (from side.get('config_sha'), line 32) comes from a store's get()"], ["digest.encode()", ".decode()"]),
+    ("twelfth_loader_start_method", "start-method-set-twice",
+     ["set a second time", "loader_start_method.py:29 in make_loader, which the job calls at lines 41, 51"],
+     ["once", "get_context('spawn')", "multiprocessing_context="]),
+    ("twelfth_eval_inference_mode_gather", "inference-tensor-updated",
+     ["torch.inference_mode()", "in validate", "eval_inference_mode_gather.py:47"], ["outside inference mode",
+                                                                                   "torch.no_grad()", ".clone()"]),
+]
+
+
+@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
+def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
+    top = diagnose(sample(name))[0]
+    assert top.cause == cause, (top.cause, top.title)
+    assert all(words in top.title for words in title), top.title
+    assert all(words in top.fix for words in fix), top.fix
+
+
+def test_a_native_crash_without_a_warning_before_it_keeps_the_general_fix():
+    quiet = without_lines(sample("twelfth_memmap_features_inplace"), "UserWarning")
+    top = diagnose(quiet)[0]
+    assert top.cause == "fatal-signal" and "warning" not in top.fix and "Warning" not in top.title
+
+
+def test_a_crash_in_a_thread_python_does_not_run_is_placed_in_the_main_thread_not_the_lab_watcher():
+    top = diagnose(without_lines(sample("twelfth_mmap_stats_all_reduce"), "UserWarning"))[0]
+    assert "mmap_stats_all_reduce.py:31" in top.title and "sitecustomize" not in top.title
+
+
+def test_a_collate_error_of_shapes_is_not_a_sample_that_is_none():
+    evidence = sample("twelfth_skip_corrupt_records")
+    shapes = without_lines(evidence, "NoneType")
+    assert "sample-is-none" not in causes(shapes)
+    # no `return None` in __getitem__: still a None sample (the message says so), without a line to point at
+    elsewhere = with_source(evidence, "return None", "return self.fallback")
+    top = diagnose(elsewhere)[0]
+    assert top.cause == "sample-is-none" and "returns None at" not in top.title
+
+
+def test_agents_told_as_many_nodes_as_were_launched_are_not_waiting_for_more():
+    evidence = sample("twelfth_nnodes_launch_line")
+    told_two = replace(evidence, processes=[replace(process, cmdline=[
+        "2" if word == "3" else word for word in process.cmdline]) for process in evidence.processes])
+    assert "nodes-never-come" not in causes(told_two)
+
+
+def test_a_pool_worker_stopped_elsewhere_than_at_a_lock_is_not_a_lock_copied_by_fork():
+    evidence = sample("twelfth_fork_pool_cache_lock")
+    no_lock = with_source(evidence, "    def get(self, doc_id):\n        with self.lock:",
+                          "    def get(self, doc_id):\n        if doc_id >= 0:")
+    assert "lock-copied-by-fork" not in causes(no_lock)
+
+
+def test_a_store_value_decoded_before_it_is_compared_is_not_bytes_against_str():
+    evidence = sample("twelfth_store_config_check")
+    decoded = with_source(evidence, 'published = side.get("config_sha")', 'published = side.get("config_sha").decode()')
+    assert "store-value-compared-with-str" not in causes(decoded)
+
+
+def test_the_messages_of_start_methods_and_inference_tensors_are_what_tells_them():
+    for name, cause, words in (("twelfth_loader_start_method", "start-method-set-twice", "context has already"),
+                               ("twelfth_eval_inference_mode_gather", "inference-tensor-updated", "inference tensor")):
+        assert cause not in causes(without_lines(sample(name), words))
