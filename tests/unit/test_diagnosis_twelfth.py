@@ -31,6 +31,28 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twelfth_eval_inference_mode_gather", "inference-tensor-updated",
      ["torch.inference_mode()", "in validate", "eval_inference_mode_gather.py:47"], ["outside inference mode",
                                                                                    "torch.no_grad()", ".clone()"]),
+    ("twelfth_reduce_total_samples", "reduce-read-off-root",
+     ["`dist.reduce(total, dst=0)`", "every rank then uses total (line 27)"], ["dist.all_reduce(total)"]),
+    ("twelfth_contrastive_gather_check", "gathered-without-gradient",
+     ["`dist.all_gather(parts, k)`", "no autograd history", "torch.cat(parts), line 31"],
+     ["torch.distributed.nn.functional.all_gather(k)"]),
+    ("twelfth_fsdp_resume_pretrained", "plain-tensor-into-dtensor", ["load_state_dict", "DTensors", "fully_shard"],
+     ["set_model_state_dict", "full_state_dict=True", "before fully_shard()"]),
+    ("twelfth_global_feature_stats", "variance-by-cancellation",
+     ["`(total_sq / count - mean * mean).sqrt()`", "global_feature_stats.py:35", "nan"],
+     ["(x - mean)**2", "float64", "clamp(min=0)"]),
+    ("twelfth_bf16_finetune_stalls", "weights-in-low-precision",
+     ["`model = model.to(torch.bfloat16)`", "bf16_finetune_stalls.py:37", "AdamW (line 39)"],
+     ["weights in float32", "torch.autocast(device_type, dtype=torch.bfloat16)"]),
+    ("twelfth_best_checkpoint_test", "weights-only-forced",
+     ["passes weights_only=False", "on node1 loaded weights-only", "TORCH_FORCE_WEIGHTS_ONLY_LOAD is set on node1"],
+     ["unset TORCH_FORCE_WEIGHTS_ONLY_LOAD on node1"]),
+    ("twelfth_causal_mask_cache_ddp", "buffer-resized",
+     ["buffer causal_mask (registered at causal_mask_cache_ddp.py:51)", "assigned anew in mask_for (line 56)"],
+     ["plain attribute", "broadcast_buffers=False"]),
+    ("twelfth_fsdp_checkpoint_rank0", "collective-mismatch",
+     ["rank 0 gathered the sharded model's full state dict", "get_model_state_dict at fsdp_checkpoint_rank0.py:29"],
+     ["on all ranks", "cpu_offload=True", "torch.save under `if rank == 0`"]),
 ]
 
 
@@ -87,3 +109,46 @@ def test_the_messages_of_start_methods_and_inference_tensors_are_what_tells_them
     for name, cause, words in (("twelfth_loader_start_method", "start-method-set-twice", "context has already"),
                                ("twelfth_eval_inference_mode_gather", "inference-tensor-updated", "inference tensor")):
         assert cause not in causes(without_lines(sample(name), words))
+
+
+def test_a_reduced_value_every_rank_does_not_read_leaves_the_mismatch_as_it_was():
+    evidence = sample("twelfth_reduce_total_samples")
+    unread = with_source(evidence, "int(total.item())", "int(len(x) * world)")
+    assert diagnose(unread)[0].cause == "shape-mismatch"
+
+
+def test_a_gather_for_metrics_or_through_the_differentiable_collective_is_not_without_gradient():
+    evidence = sample("twelfth_contrastive_gather_check")
+    differentiable = with_source(evidence, "import torch.distributed as dist",
+                                 "import torch.distributed as dist\nimport torch.distributed.nn.functional")
+    assert "gathered-without-gradient" not in causes(differentiable)
+    for_metrics = with_source(evidence, "    parts[dist.get_rank()] = k\n", "    print(len(parts))\n")
+    assert "gathered-without-gradient" not in causes(for_metrics)
+
+
+def test_a_dtensor_message_a_sqrt_without_cancellation_and_float32_weights_are_not_these_causes():
+    assert "plain-tensor-into-dtensor" not in causes(without_lines(sample("twelfth_fsdp_resume_pretrained"), "DTensor"))
+    stats = sample("twelfth_global_feature_stats")
+    assert "variance-by-cancellation" not in causes(without_lines(stats, "nan"))
+    two_pass = with_source(stats, "(total_sq / count - mean * mean).sqrt()", "(total_sq / count).sqrt()")
+    assert "variance-by-cancellation" not in causes(two_pass)
+    stalls = sample("twelfth_bf16_finetune_stalls")
+    autocast = with_source(stalls, "model = model.to(torch.bfloat16)", "model = model  # torch.autocast below")
+    assert "weights-in-low-precision" not in causes(autocast)
+
+
+def test_a_weights_only_refusal_of_a_load_that_did_not_ask_otherwise_is_not_forced():
+    plain = without_lines(sample("twelfth_best_checkpoint_test"), "weights_only=False")
+    assert "weights-only-forced" not in causes(plain)
+
+
+def test_a_buffer_set_only_in_init_leaves_the_size_mismatch_as_it_was():
+    evidence = sample("twelfth_causal_mask_cache_ddp")
+    kept = with_source(evidence, "            self.causal_mask = torch.ones(", "            grown = torch.ones(")
+    assert "buffer-resized" not in causes(kept)
+
+
+def test_ranks_out_of_step_without_a_state_dict_in_the_traceback_keep_the_general_finding():
+    evidence = without_lines(sample("twelfth_fsdp_checkpoint_rank0"), "state_dict")
+    top = diagnose(evidence)[0]
+    assert top.cause == "collective-mismatch" and "state dict" not in top.title

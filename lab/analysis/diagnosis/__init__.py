@@ -33,15 +33,15 @@ PRIORITY = [
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
-    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "file-written-by-every-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-of-one-process", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -114,6 +114,8 @@ CAUSES = {
     "parameter-replaced-after-ddp": "A parameter of the model was replaced after DDP wrapped it (weights tied, a new "
                                     "nn.Parameter assigned): DDP reduces the Parameter it registered, which forward no "
                                     "longer uses.",
+    "buffer-resized": "DDP broadcasts the buffers from rank 0 before each forward, and a buffer the code assigns anew (a cache grown to "
+                      "each rank's input) has another size on some ranks: the broadcast pairs tensors of different sizes.",
     "copied-before-ddp": "A copy of the model (an EMA, deepcopy, AveragedModel) was taken before DDP's broadcast of "
                          "rank 0's weights, in a job whose ranks seed torch differently: the copies differ per rank.",
     "collectives-from-threads": "A rank made collectives on one process group from two threads (a metrics or "
@@ -275,6 +277,8 @@ CAUSES = {
                                 "its result into it, an in-place op): inference tensors may not be.",
     "start-method-set-twice": "multiprocessing's start method was set a second time in one process (a function that sets it run twice, or after "
                               "a library set it): set_start_method raises.",
+    "plain-tensor-into-dtensor": "A plain tensor met a DTensor (a parameter sharded by fully_shard or tensor parallelism): most often a full state "
+                                 "dict loaded with load_state_dict into a sharded model.",
     "sync-batchnorm-on-cpu": "SyncBatchNorm layers in a model on the CPU: DDP supports them only on CUDA.",
     "reentrant-checkpoint-ddp": "DDP marked a parameter ready twice in one backward: reentrant activation "
                                 "checkpointing (or a parameter used twice) with find_unused_parameters=True.",
@@ -305,6 +309,8 @@ CAUSES = {
                         "nobody reads).",
     "launcher-refused": "torchrun itself failed before it started a worker: one of its own arguments (--nproc-per-node "
                         "gpu on a CPU node, --nnodes, the endpoint) is wrong.",
+    "weights-only-forced": "torch.load was called with weights_only=False and still loaded weights-only: the node's environment forces it "
+                           "(TORCH_FORCE_WEIGHTS_ONLY_LOAD set), which overrides the argument.",
     "resumed-on-some-ranks": "A checkpoint was loaded by some ranks only, with nothing sent to the others: the ranks "
                              "resumed from different states.",
     "made-on-some-ranks": "An object made only on some ranks (`x = Thing() if rank == 0 else None`) is used on "
@@ -333,6 +339,12 @@ CAUSES = {
     "gradients-not-zeroed": "A training loop that never calls zero_grad(): gradients pile up.",
     "state-dict-not-strict": "load_state_dict(strict=False) skipped keys that did not match.",
     "counts-in-low-precision": "Counts all-reduced in bfloat16/float16, which rounds whole numbers past 256.",
+    "gathered-without-gradient": "torch.distributed's all_gather returns tensors with no autograd history: a loss built on them (a contrastive "
+                                 "loss over every rank's keys) sends no gradient back to the rank that made them.",
+    "weights-in-low-precision": "A model's weights cast to bfloat16 or float16 and updated there by the optimizer, with no float32 copy: updates "
+                                "smaller than a weight's rounding step are lost, and training stalls.",
+    "variance-by-cancellation": "A standard deviation computed as sqrt(mean of squares - square of the mean) in float32: for values large against "
+                                "their spread the two terms cancel, and the sqrt gives 0 or nan.",
     "sampler-seed-per-rank": "DistributedSampler seeded per rank: the ranks' shares overlap.",
     "debugger-in-job": "A breakpoint() or pdb.set_trace() left in the code: with no terminal the debugger quits.",
     "ddp-device-ids-on-cpu": "DistributedDataParallel given device_ids for a model on the CPU.",

@@ -1088,6 +1088,25 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
             f"you trust, torch.load(path, weights_only=False) or torch.serialization.add_safe_globals([{what or 'Type'}])")
 
 
+def _weights_only_forced(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """A weights-only refusal from a torch.load called with weights_only=False: only the environment
+    (TORCH_FORCE_WEIGHTS_ONLY_LOAD) overrides the argument, and nodes that loaded the file without it differ."""
+    call = next((other.text.split(":", 1)[-1].strip() for other in ctx.lines if other.node == line.node
+                 and other.rank == line.rank and "load(" in other.text
+                 and re.search(r"weights_only\s*=\s*False", other.text)), None)
+    if call is None:
+        return None
+    refused = sorted({other.node for other in ctx.lines if "Weights only load failed" in other.text})
+    others = [node.index for node in ctx.evidence.nodes if node.index not in refused]
+    where = f"node{'s ' if len(refused) > 1 else ''}{', '.join(map(str, refused))}"
+    alone = f" (node{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} ran the same code)" if others else ""
+    return (f"`{call[:80]}` passes weights_only=False, yet torch.load on {where} loaded weights-only{alone}: only the "
+            f"environment overrides that argument - TORCH_FORCE_WEIGHTS_ONLY_LOAD is set on {where}",
+            f"unset TORCH_FORCE_WEIGHTS_ONLY_LOAD on {where} (a shell profile, the launch script, the image's ENV, "
+            "`lab exec --env`), so the argument holds there as on the other nodes; or save plain data (tensors, "
+            "numbers, dicts) so that weights-only loading works everywhere")
+
+
 # An in-place layer or option (inplace=True, inplace=cfg_value, "relu_inplace": True), or a method ending in `_`.
 IN_PLACE_LINE = re.compile(r"inplace\w*['\"]?\s*[=:]\s*(?!False)\w+"
                            r"|\.(?!zero_grad|requires_grad_|manual_seed|clip_grad|_)\w*[a-z0-9]_\(")
@@ -1276,6 +1295,17 @@ PATTERNS = [
                     "make that tensor outside inference mode (create the buffer before the @torch.inference_mode() "
                     "function runs, or use torch.no_grad(), which makes ordinary tensors), or .clone() it outside "
                     "inference mode before changing it")),
+    PatternRule("plain-tensor-into-dtensor", re.compile(r"got mixed torch\.Tensor and DTensor"),
+                lambda match, line, ctx: (
+                    ("a full (unsharded) state dict was loaded with load_state_dict into a model whose parameters are "
+                     "DTensors, sharded by fully_shard (FSDP2) or tensor parallelism: copying a plain tensor into a "
+                     "DTensor is refused" if "While copying the parameter" in line.text else
+                     "an operation got a plain tensor and a DTensor (a parameter sharded by fully_shard (FSDP2) or "
+                     "tensor parallelism): a DTensor only meets other DTensors"),
+                    "load a full state dict into a sharded model with torch.distributed.checkpoint.state_dict."
+                    "set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True)), or load it "
+                    "before fully_shard() wraps the model; to mix tensors in an operation, turn the plain one into a "
+                    "DTensor (distribute_tensor) or the DTensor into a plain one (.full_tensor())")),
     PatternRule("sync-batchnorm-on-cpu", re.compile(r"SyncBatchNorm layers only work with GPU modules"),
                 lambda match, line, ctx: (
                     "the model has SyncBatchNorm layers and lives on the CPU: DDP refuses SyncBatchNorm outside CUDA",
@@ -1293,6 +1323,7 @@ PATTERNS = [
     PatternRule("rank-not-in-group", re.compile(r"Global rank (?P<rank>\d+) is not part of group"), _rank_not_in_group),
     PatternRule("allocation-too-large", re.compile(
         r"can't allocate memory: you tried to allocate (?P<bytes>\d{11,}) bytes"), _allocation_too_large),
+    PatternRule("weights-only-forced", re.compile(r"Weights only load failed"), _weights_only_forced),
     PatternRule("checkpoint-weights-only", re.compile(r"Weights only load failed"), _weights_only),
     PatternRule("backend-unavailable", re.compile(
         r"Distributed package doesn't have (?P<backend>MPI|UCC|NCCL) built in"), _backend_missing),

@@ -714,6 +714,8 @@ def out_of_step_findings(ctx: Context) -> list[Finding]:
     named = " and ".join(f"rank {rank}" for rank in others)
     if (alone := _ddp_forward_alone(ctx, calls, odd, others)) is not None:
         return [alone]
+    if (gathered := _state_dict_gathered_alone(ctx, calls, odd, others)) is not None:
+        return [gathered]
     return [Finding(
         "collective-mismatch", f"the ranks are out of step: at #{common} rank {odd} called {_call(calls[odd])} while "
                                f"{named} called {_call(calls[others[0]])}: they ran different numbers of collectives "
@@ -741,6 +743,36 @@ def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -
             f"{_call(calls[rest[0]])})", f"rank {rank}: {tb.exc_type}: {tb.message}"[:300], tb.node, rank,
             "run the DDP model's forward on every rank or on none: evaluate the bare model on one rank "
             "(model.module(x), under torch.no_grad()), or evaluate on every rank and reduce the metrics")
+    return None
+
+
+STATE_DICT_GATHERS = {"get_model_state_dict", "get_state_dict", "get_optimizer_state_dict", "full_tensor",
+                      "_gather_state_dict", "full_optim_state_dict", "_full_post_state_dict_hook"}
+
+
+def _state_dict_gathered_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -> Finding | None:
+    """One side of the mismatch is a sharded model's state dict being gathered whole (get_model_state_dict with
+    full_state_dict, DTensor.full_tensor): a collective of every rank, made by one rank alone (a save under
+    `if rank == 0`)."""
+    for rank in [odd, *others]:
+        tb = next((tb for tb in ctx.tracebacks if tb.rank == rank
+                   and any(frame.function in STATE_DICT_GATHERS for frame in tb.frames)), None)
+        if tb is None:
+            continue
+        gather = next(frame for frame in tb.frames if frame.function in STATE_DICT_GATHERS)
+        user = tb.user_frame()
+        rest = sorted(set(calls) - {rank})
+        at = f" at {user.location} in {user.function}" if user else ""
+        return Finding(
+            "collective-mismatch", f"rank {rank} gathered the sharded model's full state dict ({gather.function}"
+            f"{at}) while " + " and ".join(f"rank {other}" for other in rest) + " did not: gathering the shards is "
+            f"a collective every rank must join ({_call(calls[rank])}), and the others were at "
+            f"{_call(calls[rest[0]])} (a save under `if rank == 0`)", f"rank {rank}: {tb.exc_type}: {tb.message}"[:300],
+            tb.node, rank,
+            "gather the state dict on every rank and save on one: call get_model_state_dict(model, options="
+            "StateDictOptions(full_state_dict=True, cpu_offload=True)) on all ranks (with cpu_offload only rank 0 "
+            "keeps the full dict), then torch.save under `if rank == 0`; or save sharded with torch.distributed."
+            "checkpoint.save on every rank")
     return None
 
 

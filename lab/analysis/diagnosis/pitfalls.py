@@ -34,6 +34,7 @@ from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAI
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
+RANKS_APART = {"shape-mismatch", "collective-mismatch", "uneven-collectives", "collective-output-size"}
 ITERATORS = {"filter", "map", "zip", "iter", "reversed", "parameters", "named_parameters", "buffers", "children",
              "modules", "named_modules"}
 CONSUMERS = {"sum", "list", "tuple", "set", "sorted", "any", "all", "max", "min", "len", "enumerate"}
@@ -41,7 +42,13 @@ PROBABILITIES = {"sigmoid", "softmax"}
 
 
 def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
-    if not {finding.cause for finding in found} <= ENDINGS:
+    causes = {finding.cause for finding in found}
+    if not causes <= ENDINGS:
+        # A value only one rank holds, used by every rank, sends them down different paths: the collectives they then
+        # pair up wrongly are its symptom, not the cause.
+        if causes <= ENDINGS | RANKS_APART:
+            files = parsed_files(ctx)
+            return [finding for finding in [_reduce_read_off_root(ctx, files, failure_summary(ctx))] if finding]
         return []
     files = parsed_files(ctx)
     evidence = failure_summary(ctx)
@@ -278,8 +285,12 @@ def _recv_any_source(ctx: Context, evidence: str) -> Finding | None:
 
 
 def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
-    off_root = [(trace, call) for trace in ctx.evidence.traces for call in (trace.calls.made if trace.calls else ())
-                if call.op == "reduce" and call.root is not None and trace.rank is not None and call.root != trace.rank]
+    # Every rank runs the same code: the root's own record of the call says as much as another rank's (which may
+    # have died before it wrote one), as long as the job has other ranks.
+    off_root = sorted(((trace, call) for trace in ctx.evidence.traces for call in (
+        trace.calls.made if trace.calls else ()) if call.op == "reduce" and call.root is not None
+                       and trace.rank is not None and ctx.evidence.expected_world_size > 1),
+                      key=lambda pair: pair[1].root == pair[0].rank)
     for trace, call in off_root:
         where = caller_place(call.caller)
         for source in files:
@@ -298,8 +309,9 @@ def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) 
                 return Finding(
                     "reduce-read-off-root", f"`{ast.unparse(reduced)[:60]}` ({source.name}:{reduced.lineno}) leaves "
                     f"the result on rank {call.root} only, and every rank then uses {name} (line {used.lineno}): on "
-                    f"rank {trace.rank} and the other non-root ranks it is not the total", evidence, trace.node,
-                    trace.rank,
+                    + (f"rank {trace.rank} and the other non-root ranks" if trace.rank != call.root else
+                       "every rank but the root") + " it is not the total", evidence,
+                    trace.node if trace.rank != call.root else None, trace.rank if trace.rank != call.root else None,
                     f"use dist.all_reduce({name}) where every rank needs the result; keep reduce for a value only "
                     "the root uses (under `if rank == root:`)")
     return None

@@ -67,7 +67,9 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
               _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
-              _sampler_seed_per_rank(files, evidence)) if not library_raised(ctx) else ()
+              _sampler_seed_per_rank(files, evidence), _gathered_without_gradient(files, evidence),
+              _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(files, evidence)
+              ) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
 
 
@@ -870,6 +872,126 @@ def _sampler_seed_per_rank(files: list[SourceFile], evidence: str) -> Finding | 
                     "give DistributedSampler the same seed on every rank (seed=base, not base + rank): it splits one "
                     "permutation among the ranks; seed other randomness (augmentation) per rank separately")
     return None
+
+
+def _gathered_without_gradient(files: list[SourceFile], evidence: str) -> Finding | None:
+    """torch.distributed's all_gather into a list the loss then uses, in a job that calls backward(): the gathered
+    tensors carry no autograd history, so no rank's loss sends a gradient to the rank that made them."""
+    for source in files:
+        if "backward" not in source.names or "nn" in _distributed_modules(source):
+            continue
+        for gather in calls_named(source, {"all_gather"}):
+            if len(gather.args) < 2 or not isinstance(gather.args[0], ast.Name):
+                continue
+            parts = gather.args[0].id
+            scope = source.function_of(gather)
+            used = next((node for node in ast.walk(scope) if isinstance(node, ast.Call) and node.lineno > gather.lineno
+                         and call_name(node) in {"cat", "stack"} and parts in names_in(node)), None)
+            # the loss path: the local slot put back to keep its graph (`parts[rank] = k`), or backward in this function
+            slot_put_back = any(isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Subscript) and root_name(target) == parts for target in node.targets)
+                for node in ast.walk(scope))
+            backward_here = "backward" in names_in(scope)
+            if used is None or "detach" in ast.unparse(gather.args[1]) or not (slot_put_back or backward_here):
+                continue
+            return Finding(
+                "gathered-without-gradient", f"`{ast.unparse(gather)[:60]}` ({source.name}:{gather.lineno}) gathers "
+                f"tensors with no autograd history, and the job builds its loss on them ({ast.unparse(used)[:40]}, line "
+                f"{used.lineno}) and calls backward(): no rank's loss sends a gradient back to the rank whose "
+                f"{ast.unparse(gather.args[1])[:20]} it gathered, so each rank's gradient misses the other ranks' terms",
+                evidence, None, None,
+                f"gather with the differentiable collective: torch.distributed.nn.functional.all_gather("
+                f"{ast.unparse(gather.args[1])[:20]}) returns the tensors with their autograd history, and its backward "
+                "hands each rank the gradients every rank's loss sends to its slice (no local slot to put back)")
+    return None
+
+
+HALF_TYPES = {"bfloat16", "float16", "half", "bf16"}
+MIXED_PRECISION = {"autocast", "GradScaler", "MixedPrecision", "MixedPrecisionPolicy", "master_params", "amp"}
+
+
+def _weights_in_low_precision(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A model cast to bfloat16/float16 whose parameters an optimizer then updates, with no float32 copy anywhere
+    (no autocast, GradScaler, FSDP MixedPrecision): an update smaller than the weight's rounding step is lost."""
+    for source in files:
+        if source.names & MIXED_PRECISION:
+            continue
+        cast = {}
+        for name, value in assignments(source):
+            if isinstance(value, ast.Call) and (
+                    call_name(value) in {"bfloat16", "half"} or call_name(value) == "to" and any(
+                        names_in(arg) & HALF_TYPES for arg in [*value.args, *(item.value for item in value.keywords)])):
+                cast.setdefault(name, value)
+        for optimizer in (call for call in ast.walk(source.tree) if isinstance(call, ast.Call)
+                          and call_name(call) in OPTIMIZERS and call.args):
+            model = root_name(optimizer.args[0].func.value) if isinstance(optimizer.args[0], ast.Call) and isinstance(
+                optimizer.args[0].func, ast.Attribute) else None
+            if model in cast and cast[model].lineno < optimizer.lineno:
+                dtype = next(iter(names_in(cast[model]) & HALF_TYPES))
+                return Finding(
+                    "weights-in-low-precision", f"`{model} = {ast.unparse(cast[model])[:50]}` ({source.name}:"
+                    f"{cast[model].lineno}) keeps the weights themselves in {dtype}, and {call_name(optimizer)} "
+                    f"(line {optimizer.lineno}) updates them there: {dtype} keeps "
+                    f"{8 if 'bf' in dtype else 11} bits of a weight's mantissa (float32 24), so an update smaller "
+                    "than a weight's rounding step is lost and training stalls early", evidence, None, None,
+                    f"keep the weights in float32 and compute in {dtype}: drop the cast, wrap the forward in "
+                    f"torch.autocast(device_type, dtype=torch.{'bfloat16' if 'bf' in dtype else 'float16'}) "
+                    "(with torch.amp.GradScaler for float16), or FSDP's MixedPrecisionPolicy(param_dtype=...) "
+                    "with float32 master weights")
+    return None
+
+
+NOT_A_NUMBER = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
+
+
+def _variance_by_cancellation(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A standard deviation as sqrt(E[x²] - mean²) in a run whose output shows nan or inf: in float32 the two terms
+    cancel, for a feature whose mean is large against its spread, to nothing or less than nothing."""
+    if not any(NOT_A_NUMBER.search(line.text) for line in ctx.lines):
+        return None
+    for source in files:
+        for node in ast.walk(source.tree):
+            if not (isinstance(node, ast.Call) and call_name(node) in {"sqrt", "rsqrt"}):
+                continue
+            inside = node.func.value if isinstance(node.func, ast.Attribute) and not node.args else (
+                node.args[0] if node.args else None)
+            difference = next((part for part in ast.walk(inside) if isinstance(part, ast.BinOp)
+                               and isinstance(part.op, ast.Sub) and _a_square(part.right)), None) if inside else None
+            if difference is None:
+                continue
+            return Finding(
+                "variance-by-cancellation", f"`{ast.unparse(node)[:70]}` ({source.name}:{node.lineno}) takes the "
+                "standard deviation as sqrt(mean of squares - square of the mean): in float32 the two terms are "
+                "nearly equal for a feature whose values are large against their spread (a timestamp, an offset), "
+                "their difference is rounding noise or below 0, and the sqrt gives 0 or nan - the run's output "
+                "shows nan", evidence, None, None,
+                "compute the variance around the mean: all-reduce the count and sum first, then each rank's "
+                "sum of (x - mean)**2 (a second pass), or merge each rank's (count, mean, M2) (Welford/Chan); "
+                "accumulate in float64, and clamp(min=0) before sqrt")
+    return None
+
+
+def _a_square(node: ast.AST) -> bool:
+    """`m * m`, `m ** 2`, `m.pow(2)` or `torch.square(m)`."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return ast.unparse(node.left) == ast.unparse(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return isinstance(node.right, ast.Constant) and node.right.value == 2
+    if isinstance(node, ast.Call) and call_name(node) == "pow":
+        return bool(node.args) and isinstance(node.args[-1], ast.Constant) and node.args[-1].value == 2
+    return isinstance(node, ast.Call) and call_name(node) == "square"
+
+
+def _distributed_modules(source: SourceFile) -> set[str]:
+    """The torch.distributed submodules the file imports (`nn` for torch.distributed.nn)."""
+    found = set()
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch.distributed"):
+            found |= {(node.module or "").split(".")[2]} if (node.module or "").count(".") >= 2 else {
+                alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[2] for alias in node.names if alias.name.startswith("torch.distributed.")}
+    return found
 
 
 def _bool_option(files: list[SourceFile], evidence: str) -> Finding | None:

@@ -28,6 +28,8 @@ OWN_CHECK_FAILED = {"rank-exited", "rank-crashed", "nonzero-exit"}  # how a job'
 
 def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     causes = {finding.cause for finding in found}
+    if "shape-mismatch" in causes and (resized := _buffer_resized(ctx, found)) is not None:
+        return [resized]
     files = parsed_files(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
     if not files:
         return []
@@ -38,6 +40,41 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
     divided = _loss_divided_by_world(ctx, files, evidence) if causes <= UNEXPLAINED else None
     return [finding for finding in (replaced, copied, divided) if finding is not None]
+
+
+BUFFER_SYNC = ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced")
+
+
+def _buffer_resized(ctx: Context, found: list[Finding]) -> Finding | None:
+    """Tensors of different sizes in DDP's broadcast of the buffers (before each forward, broadcast_buffers=True): a
+    registered buffer that the code assigns anew outside __init__ (a cache grown to the input's length) has
+    another size on some ranks."""
+    synced = any(function in line.text for line in ctx.lines for function in BUFFER_SYNC) or any(
+        frame.function.endswith(BUFFER_SYNC) for process in ctx.evidence.processes for thread in process.threads
+        for frame in thread.frames)
+    if not synced:
+        return None
+    for source in parsed_files(ctx):
+        buffers = {call.args[0].value: call for call in calls_named(source, {"register_buffer"})
+                   if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)}
+        for node in ast.walk(source.tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                name = target.attr if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self" else None
+                method = source.function_of(node)
+                if name in buffers and getattr(method, "name", "__init__") != "__init__":
+                    return Finding(
+                        "buffer-resized", f"DDP broadcasts the model's buffers from rank 0 before each forward, and "
+                        f"the buffer {name} (registered at {source.name}:{buffers[name].lineno}) is assigned anew in "
+                        f"{method.name} (line {node.lineno}): grown to each rank's own input, it has another size on "
+                        "some ranks, so the broadcast pairs tensors of different sizes",
+                        next(finding.evidence for finding in found if finding.cause == "shape-mismatch"), None, None,
+                        f"keep a size that changes out of the buffers DDP syncs: make {name} a plain attribute "
+                        f"(self.{name} = tensor, not register_buffer), or build it once at the largest size in "
+                        f"__init__ and slice it in forward, or wrap with DDP(model, broadcast_buffers=False)")
+    return None
 
 
 def _wrappers(source: SourceFile) -> set[str]:
