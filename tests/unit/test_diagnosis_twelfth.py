@@ -152,3 +152,17 @@ def test_ranks_out_of_step_without_a_state_dict_in_the_traceback_keep_the_genera
     evidence = without_lines(sample("twelfth_fsdp_checkpoint_rank0"), "state_dict")
     top = diagnose(evidence)[0]
     assert top.cause == "collective-mismatch" and "state dict" not in top.title
+
+
+def test_a_timeout_with_no_rank_in_a_distributed_call_says_where_each_was_not_to_shorten_a_timeout():
+    busy = with_source(sample("twelfth_fork_pool_cache_lock"), "    def get(self, doc_id):\n        with self.lock:",
+                       "    def get(self, doc_id):\n        if doc_id >= 0:")
+    top = diagnose(busy)[0]
+    assert top.cause == "timed-out" and "no rank was waiting for another" in top.fix
+    assert "rank 0 in main (fork_pool_cache_lock.py:53)" in top.fix and "FeatureCache.get" in top.fix
+    assert "init_process_group" not in top.fix
+    evidence = sample("twelfth_nnodes_launch_line")
+    unlaunched = replace(evidence, processes=[replace(process, cmdline=[
+        "2" if word == "3" else word for word in process.cmdline]) for process in evidence.processes])
+    top = diagnose(unlaunched)[0]
+    assert top.cause == "timed-out" and "no worker process ever started" in top.fix and "--nnodes" in top.fix

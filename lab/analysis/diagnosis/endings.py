@@ -64,6 +64,32 @@ def _ended_first(ctx: Context, lost: object) -> str | None:
     return None
 
 
+def _stuck_fix(ctx: Context) -> str:
+    """What to do about a run that timed out with no rank inside a distributed call: where each process was, from
+    its stack, is what it waited for; a job with no worker at all never got past its launchers."""
+    places = []
+    for process in ctx.evidence.processes:
+        if process.role == "agent":
+            continue
+        where = process.waiting()
+        if where is not None and where.user_frame is not None:
+            who = f"rank {process.rank}" if process.rank is not None else f"a child of pid {process.ppid}"
+            place = f"{where.user_frame.function} ({where.user_frame.location})"
+            if not any(place in seen for seen in places):
+                places.append(f"{who} in {place}")
+    if places:
+        return ("no rank was waiting for another when the lab stopped the run: " + "; ".join(places[:4])
+                + ". What those lines wait for is the hang (a lock, a child process or queue, a file, input, a loop "
+                "that never ends): every thread's stack is in the run's record (stacks/ in its folder)")
+    agents = [process for process in ctx.evidence.processes if process.role == "agent"]
+    if agents and not any(process.rank is not None for process in ctx.evidence.processes):
+        return ("no worker process ever started: the launchers (torchrun) were still forming the job when the lab "
+                "stopped it; compare their options on every node (--nnodes, --node-rank, the rendezvous endpoint "
+                "and id) with the nodes the job was launched on")
+    return ("pass a short timeout to init_process_group so a missing peer fails fast, and raise the lab's --timeout "
+            "only if the job is just slow")
+
+
 def ending_findings(ctx: Context) -> list[Finding]:
     """How the run ended when nothing more specific explains it: timed out, stopped, or a bare exit code."""
     evidence = ctx.evidence
@@ -88,8 +114,7 @@ def ending_findings(ctx: Context) -> list[Finding]:
                              "the ranks wait in the calls above for each other: make them agree (the same calls in "
                              "the same order, with the same roots, groups, peers and tags on every rank), and give "
                              "init_process_group a timeout so each rank fails with its own error" if waiting else
-                             "pass a short timeout to init_process_group so a missing peer fails fast, and raise "
-                             "the lab's --timeout only if the job is just slow"))
+                             _stuck_fix(ctx)))
     if evidence.stopped:
         found.append(Finding("stopped", f"the run was stopped early: {evidence.stopped}", evidence.stopped, None, None,
                              "run it again; nothing in the logs points at the job itself"))
