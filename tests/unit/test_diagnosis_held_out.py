@@ -153,6 +153,11 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 
 @pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
 def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
+    assert_told(name, cause, title, fix)
+
+
+def assert_told(name: str, cause: str, title: list[str], fix: list[str]) -> None:
+    """The sample's top finding is `cause`, with every words of `title` in its title and of `fix` in its fix."""
     top = diagnose(sample(name))[0]
     assert top.cause == cause, (top.cause, top.title)
     assert all(words in top.title for words in title), top.title

@@ -7,6 +7,7 @@ import pytest
 
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_eleventh import without_lines
+from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -58,10 +59,7 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 
 @pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
 def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    top = diagnose(sample(name))[0]
-    assert top.cause == cause, (top.cause, top.title)
-    assert all(words in top.title for words in title), top.title
-    assert all(words in top.fix for words in fix), top.fix
+    assert_told(name, cause, title, fix)
 
 
 def test_a_native_crash_without_a_warning_before_it_keeps_the_general_fix():
