@@ -164,3 +164,10 @@ def test_a_timeout_with_no_rank_in_a_distributed_call_says_where_each_was_not_to
         "2" if word == "3" else word for word in process.cmdline]) for process in evidence.processes])
     top = diagnose(unlaunched)[0]
     assert top.cause == "timed-out" and "no worker process ever started" in top.fix and "--nnodes" in top.fix
+
+
+def test_a_dataloader_worker_at_a_lock_copied_by_fork_is_told_as_the_stuck_worker_its_rank_waits_for():
+    """The suite's own dataloader_worker_stuck.py run under torchrun: its worker waits at `with cache_lock:`, a lock
+    forked while a thread held it; the finding names the worker and its rank (its fix says fork and locks)."""
+    top = diagnose(sample("dataloader_worker_stuck_torchrun"))[0]
+    assert (top.cause, top.node, top.rank) == ("dataloader-worker-stuck", 1, 1) and "fork" in top.fix

@@ -15,6 +15,7 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE
+from lab.analysis.diagnosis.waits import WORKER_LOOP
 from lab.analysis.stacks import MAIN_THREAD, Frame, ProcessStack, ThreadStack
 
 LAB_THREADS = ("lab-flight-recorder",)
@@ -130,6 +131,8 @@ def _lock_copied_by_fork(ctx: Context, process: ProcessStack, main: ThreadStack,
     inner = main.frames[-1]
     if parent is None or process.rank is not None or LIBRARY_FILE.search(inner.file) or inner.file not in sources:
         return None
+    if any(frame.function == WORKER_LOOP for frame in main.frames):
+        return None  # a DataLoader worker: its rank waits for the batch, which dataloader-worker-stuck tells
     try:
         lock = _lock_at(ast.parse(sources[inner.file]), inner.line)
     except (SyntaxError, ValueError):
