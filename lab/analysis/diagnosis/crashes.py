@@ -562,6 +562,11 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
             "do not hand None to the collate_fn: drop such samples in a collate_fn of your own (`batch = [s for s in "
             "batch if s is not None]`, then `default_collate(batch)`), or take the bad records out of the index "
             "before the DistributedSampler splits it, so every rank still has the same number of batches")
+    if error.startswith("IndexError") and functions and functions[-1] == "__getitem__" and (
+            told := _length_not_indexed(ctx)):
+        return Finding(
+            "dataset-length-mismatch", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)} in "
+            f"__getitem__: {told[0]}", evidence + f"; the worker's error: {error[:200]}", tb.node, rank, told[1])
     fix = ("the samples of one batch differ in shape and the default collate_fn cannot stack them: pad them in a "
            "collate_fn (torch.nn.utils.rnn.pad_sequence, or cut/pad to one length in the dataset), or batch_size=1"
            if collating else
@@ -570,6 +575,28 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
     return Finding("rank-crashed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)}{inside}"
                                    f" (re-raised{at})", evidence + f"; the worker's error: {error[:200]}", tb.node,
                    rank, fix)
+
+
+def _length_not_indexed(ctx: Context) -> tuple[str, str] | None:
+    """A Dataset whose __len__ returns something else than the length of the list __getitem__ indexes: (title, fix)."""
+    for source in parsed_files(ctx):
+        for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)):
+            methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
+            if "__len__" not in methods or "__getitem__" not in methods:
+                continue
+            indexed = next((ast.unparse(node.value) for node in ast.walk(methods["__getitem__"])
+                            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+                            and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"), None)
+            returned = next((node.value for node in ast.walk(methods["__len__"])
+                             if isinstance(node, ast.Return) and node.value is not None), None)
+            if indexed is None or returned is None or ast.unparse(returned) == f"len({indexed})":
+                continue
+            return (f"{cls.name}.__len__ returns `{ast.unparse(returned)[:60]}` ({source.name}:{returned.lineno}), not "
+                    f"len({indexed}), the list __getitem__ indexes: the sampler hands out indices up to that count, "
+                    f"past the end of {indexed} (which holds fewer: records left out as it was filled)",
+                    f"return len({indexed}) from __len__, so the dataset's length is what __getitem__ can index "
+                    "(count after filtering, not the manifest's or the file's number)")
+    return None
 
 
 def _none_returned(ctx: Context) -> str | None:

@@ -344,6 +344,17 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
             if loop is None:
                 break  # the innermost frame of the job's own code is not in such a loop
             who = f"rank {process.rank}" if process.rank is not None else f"a process on node{process.node}"
+            if (suffixed := _saved_with_suffix(source)) is not None:
+                save, saved_as = suffixed
+                return Finding(
+                    "waits-on-a-file", f"{who} on node{process.node} was still in `while "
+                    f"{ast.unparse(loop.test)[:60]}:` ({name}:{loop.lineno}) waiting for {saved_as}, but "
+                    f"`{ast.unparse(save)[:50]}` (line {save.lineno}) wrote {saved_as} + '.npy': numpy adds the suffix "
+                    "to a name without one, so the name waited for never appears", evidence, process.node,
+                    process.rank,
+                    f"give numpy the whole name: make {saved_as} a path that ends in .npy, used by the writer, "
+                    "the waiter and np.load alike; better, have the ranks wait with dist.barrier() after rank 0 "
+                    "saves, not a loop over the file system")
             return Finding(
                 "waits-on-a-file", f"{who} on node{process.node} was still in `while {ast.unparse(loop.test)[:60]}:` "
                 f"({name}:{loop.lineno}) when the run ended: the file it waits on never changed there (a lock or "
@@ -352,6 +363,26 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
                 f"remove the stale file on node{process.node}, and do not wait on files without an end: put the "
                 "owner's pid and time in a lock and take it over when that process is gone, remove it in a finally, "
                 "or let the job coordinate (rank 0 builds, then dist.barrier() or the store) instead of a file")
+    return None
+
+
+NUMPY_SAVES = {"save": ".npy", "savez": ".npz", "savez_compressed": ".npz"}
+
+
+def _saved_with_suffix(source: SourceFile) -> tuple[ast.Call, str] | None:
+    """A np.save(NAME, ...) whose NAME has no .npy (numpy then writes NAME.npy) and which the code also hands to
+    another call (a wait, an exists test, np.load): (the save, NAME)."""
+    for save in (call for call in ast.walk(source.tree) if isinstance(call, ast.Call) and call_name(call) in
+                 NUMPY_SAVES and isinstance(call.func, ast.Attribute) and ast.unparse(call.func.value) in
+                 {"np", "numpy"} and call.args):
+        name, suffix = ast.unparse(save.args[0]), NUMPY_SAVES[call_name(save)]
+        values = [save.args[0]] + [value for target, value in assignments(source) if target == name]
+        if any(isinstance(part, ast.Constant) and isinstance(part.value, str) and part.value.endswith(suffix)
+               for value in values for part in ast.walk(value)):
+            continue
+        if any(isinstance(call, ast.Call) and call is not save and any(ast.unparse(arg) == name for arg in call.args)
+               for call in ast.walk(source.tree)):
+            return save, name
     return None
 
 

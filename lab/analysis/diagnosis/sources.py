@@ -61,14 +61,15 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _share_without_rank(files, evidence), _modules_in_plain_list(files, evidence),
                 _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
                 _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
-                _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence))
+                _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence),
+                _loaded_into_empty(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
               _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
               _sampler_seed_per_rank(files, evidence), _gathered_without_gradient(files, evidence),
-              _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(files, evidence)
+              _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(ctx, files, evidence)
               ) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
 
@@ -94,6 +95,33 @@ def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) 
                 "give every rank one store it can reach: dist.TCPStore(MASTER_ADDR, MASTER_PORT, world_size, "
                 "is_master=(rank == 0)), or no store at all (init_method='env://', what torchrun sets up); a "
                 "HashStore is for processes of one rank's own (tests)")
+    return None
+
+
+def _loaded_into_empty(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """torch.distributed.checkpoint's load given an empty dict: it loads in place into the keys the dict holds, so
+    an empty one stays empty, and the next read of a key raises KeyError."""
+    if not any(tb.short_type == "KeyError" for tb in ctx.tracebacks):
+        return None
+    for source in files:
+        for load in calls_named(source, {"load"}):
+            if not (load.args and isinstance(load.args[0], ast.Name) and isinstance(load.func, ast.Attribute)
+                    and ("dcp" in ast.unparse(load.func.value) or "checkpoint" in ast.unparse(load.func.value))):
+                continue
+            name, scope = load.args[0].id, source.function_of(load)
+            empty = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign) and node.lineno < load.lineno
+                          and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+                          and isinstance(node.value, ast.Dict) and not node.value.keys), None)
+            if empty is not None:
+                return Finding(
+                    "checkpoint-loaded-into-empty", f"`{ast.unparse(load)[:60]}` ({source.name}:{load.lineno}) loads "
+                    f"into {name}, which is an empty dict (line {empty.lineno}): torch.distributed.checkpoint loads in "
+                    "place into the keys and tensors the dict already holds, so nothing is loaded and the next read "
+                    "of a key raises KeyError", evidence, None, None,
+                    f"give load the structure to fill: {name} = {{'model': model.state_dict()}} (and the other keys "
+                    f"that were saved), dcp.load({name}, ...), then model.load_state_dict({name}['model']); or "
+                    "torch.distributed.checkpoint.state_dict.set_state_dict after loading into get_state_dict's "
+                    "dicts")
     return None
 
 
@@ -765,9 +793,39 @@ def _no_eval_mode(files: list[SourceFile], evidence: str) -> Finding | None:
     return None
 
 
+SHARDERS = {"fully_shard", "FullyShardedDataParallel", "FSDP"}
+
+
+def _optimizer_before_sharding(source: SourceFile, evidence: str) -> Finding | None:
+    """An optimizer built (here, or in a function called here) before fully_shard/FSDP wraps the model: sharding
+    puts new parameters (DTensors, or FSDP's flat ones) in the model, and the optimizer keeps the old ones."""
+    built = [call for call in ast.walk(source.tree) if isinstance(call, ast.Call) and call_name(call) in OPTIMIZERS
+             and call.args and isinstance(call.args[0], ast.Call) and call_name(call.args[0]) == "parameters"]
+    for shard in calls_named(source, SHARDERS):
+        scope = source.function_of(shard)
+        for optimizer in built:
+            home = source.function_of(optimizer)
+            before = optimizer.lineno if home is scope else next(
+                (call.lineno for call in calls_named(source, {getattr(home, "name", "")})
+                 if source.function_of(call) is scope), None)
+            rebuilt = any(call.lineno > shard.lineno and source.function_of(call) is scope for call in built)
+            if before is not None and before < shard.lineno and not rebuilt:
+                via = "" if home is scope else f" (in {home.name}, called at line {before})"
+                return Finding(
+                    "optimizer-before-model-change", f"the optimizer is built from the model's parameters at "
+                    f"{source.name}:{optimizer.lineno}{via}, before {call_name(shard)} at line {shard.lineno} "
+                    "shards the model: sharding gives the model new parameters (DTensors), and the optimizer keeps "
+                    "stepping the old ones, which get no gradients, so the model never trains", evidence, None, None,
+                    f"build the optimizer after sharding: call {call_name(shard)} on the layers and the model first, "
+                    "then optimizer = ...(model.parameters()) (FSDP's documented order)")
+    return None
+
+
 def _optimizer_before_change(files: list[SourceFile], evidence: str) -> Finding | None:
     """An optimizer built from model.parameters(), then a layer of that model replaced: the new one never trains."""
     for source in files:
+        if (sharded := _optimizer_before_sharding(source, evidence)) is not None:
+            return sharded
         for scope in [source.tree, *(node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef))]:
             built = [(node.lineno, ast.unparse(part.func.value)) for node in ast.walk(scope)
                      if isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS for part in node.args[:1]
@@ -910,9 +968,14 @@ HALF_TYPES = {"bfloat16", "float16", "half", "bf16"}
 MIXED_PRECISION = {"autocast", "GradScaler", "MixedPrecision", "MixedPrecisionPolicy", "master_params", "amp"}
 
 
-def _weights_in_low_precision(files: list[SourceFile], evidence: str) -> Finding | None:
+EPS_OPTIMIZERS = {"Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"}
+FLOAT16_TINIEST = 6e-8  # float16's smallest subnormal: a smaller eps is 0 there
+
+
+def _weights_in_low_precision(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A model cast to bfloat16/float16 whose parameters an optimizer then updates, with no float32 copy anywhere
-    (no autocast, GradScaler, FSDP MixedPrecision): an update smaller than the weight's rounding step is lost."""
+    (no autocast, GradScaler, FSDP MixedPrecision): an update smaller than the weight's rounding step is lost; in
+    float16 an Adam-like optimizer's default eps (1e-8) is 0, and an update divides by zero."""
     for source in files:
         if source.names & MIXED_PRECISION:
             continue
@@ -928,8 +991,22 @@ def _weights_in_low_precision(files: list[SourceFile], evidence: str) -> Finding
                 optimizer.args[0].func, ast.Attribute) else None
             if model in cast and cast[model].lineno < optimizer.lineno:
                 dtype = next(iter(names_in(cast[model]) & HALF_TYPES))
+                shown = ast.unparse(cast[model])
+                if len(shown) > 60 and isinstance(cast[model].func, ast.Attribute):
+                    shown = f"... .{cast[model].func.attr}({', '.join(map(ast.unparse, cast[model].args))})"
+                if dtype in {"float16", "half"} and call_name(optimizer) in EPS_OPTIMIZERS and _eps_vanishes(
+                        optimizer) and any(NOT_A_NUMBER.search(line.text) for line in ctx.lines):
+                    return Finding(
+                        "weights-in-low-precision", f"`{model} = {shown}` ({source.name}:"
+                        f"{cast[model].lineno}) keeps the weights in float16, and {call_name(optimizer)} (line "
+                        f"{optimizer.lineno}) updates them there with its eps of 1e-8, which is 0 in float16: where a "
+                        "gradient's second moment is 0 (or underflows) the update divides by zero, and the run "
+                        "printed nan", evidence, None, None,
+                        "keep the weights in float32 and compute in float16: drop the cast, wrap the forward in "
+                        "torch.autocast(device_type, dtype=torch.float16) with torch.amp.GradScaler; if the weights "
+                        "must stay float16, give the optimizer an eps float16 can hold (eps=1e-4)")
                 return Finding(
-                    "weights-in-low-precision", f"`{model} = {ast.unparse(cast[model])[:50]}` ({source.name}:"
+                    "weights-in-low-precision", f"`{model} = {shown}` ({source.name}:"
                     f"{cast[model].lineno}) keeps the weights themselves in {dtype}, and {call_name(optimizer)} "
                     f"(line {optimizer.lineno}) updates them there: {dtype} keeps "
                     f"{8 if 'bf' in dtype else 11} bits of a weight's mantissa (float32 24), so an update smaller "
@@ -939,6 +1016,13 @@ def _weights_in_low_precision(files: list[SourceFile], evidence: str) -> Finding
                     "(with torch.amp.GradScaler for float16), or FSDP's MixedPrecisionPolicy(param_dtype=...) "
                     "with float32 master weights")
     return None
+
+
+def _eps_vanishes(optimizer: ast.Call) -> bool:
+    """The optimizer's eps is its default or a constant float16 rounds to 0."""
+    given = next((item.value for item in optimizer.keywords if item.arg == "eps"), None)
+    return given is None or (isinstance(given, ast.Constant) and isinstance(given.value, (int, float))
+                             and given.value < FLOAT16_TINIEST)
 
 
 NOT_A_NUMBER = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)

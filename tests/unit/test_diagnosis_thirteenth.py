@@ -1,0 +1,62 @@
+"""The thirteenth held-out batch's misses (bench/diagnosis/THIRTEENTH_BATCH_A.md, _B.md): each scored run's own
+record, with the cause and fix the lab must now give first, and the same record changed where the finding must not
+fire."""
+
+import pytest
+
+from lab.analysis.diagnosis import diagnose
+from tests.unit.test_diagnosis_eleventh import without_lines
+from tests.unit.test_diagnosis_held_out import assert_told
+from tests.unit.test_diagnosis_replicas import causes, sample
+from tests.unit.test_diagnosis_sources import with_source
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("thirteenth_fp16_adam_regressor", "weights-in-low-precision",
+     ["`model = ... .half()`", "Adam (line 38)", "eps of 1e-8, which is 0 in float16", "nan"],
+     ["weights in float32", "GradScaler", "eps=1e-4"]),
+    ("thirteenth_fsdp2_optimizer_first", "optimizer-before-model-change",
+     ["fsdp2_optimizer_first.py:45 (in build, called at line 54)", "before fully_shard"],
+     ["build the optimizer after sharding"]),
+    ("thirteenth_jsonl_manifest_len", "dataset-length-mismatch",
+     ["IntentDataset.__len__ returns `self.manifest['num_records']`", "not len(self.records)"],
+     ["return len(self.records) from __len__"]),
+    ("thirteenth_dcp_eval_reload", "checkpoint-loaded-into-empty",
+     ["`dcp.load(state, checkpoint_id=CKPT)`", "empty dict (line 63)"], ["state = {'model': model.state_dict()}"]),
+    ("thirteenth_feature_stats_npy", "waits-on-a-file",
+     ["waiting for STATS", "`np.save(STATS, stats)` (line 45) wrote STATS + '.npy'"], ["ends in .npy"]),
+]
+
+
+@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
+def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
+    assert_told(name, cause, title, fix)
+
+
+def test_float16_weights_without_a_nan_or_with_an_eps_float16_holds_are_not_told_a_vanishing_eps():
+    evidence = sample("thirteenth_fp16_adam_regressor")
+    held = with_source(evidence, "lr=3e-4, weight_decay=0.0)", "lr=3e-4, weight_decay=0.0, eps=1e-4)")
+    assert "eps of 1e-8" not in diagnose(held)[0].title
+
+
+def test_an_optimizer_built_after_sharding_is_not_before_it():
+    evidence = sample("thirteenth_fsdp2_optimizer_first")
+    after = with_source(evidence, "    fully_shard(model)\n", "    fully_shard(model)\n    optimizer = torch.optim.AdamW("
+                        "model.parameters(), lr=3e-3)\n")
+    assert "optimizer-before-model-change" not in causes(after)
+
+
+def test_a_length_of_the_list_indexed_and_a_load_into_a_filled_dict_are_not_these_causes():
+    manifest = with_source(sample("thirteenth_jsonl_manifest_len"), "return self.manifest[\"num_records\"]",
+                           "return len(self.records)")
+    assert "dataset-length-mismatch" not in causes(manifest)
+    filled = with_source(sample("thirteenth_dcp_eval_reload"), "    state = {}\n",
+                         "    state = {\"model\": restored.state_dict()}\n")
+    assert "checkpoint-loaded-into-empty" not in causes(filled)
+
+
+def test_a_name_saved_with_its_suffix_is_waited_for_as_a_file_left_on_a_node():
+    evidence = sample("thirteenth_feature_stats_npy")
+    suffixed = with_source(evidence, 'os.path.join("artifacts", "feature_stats")',
+                           'os.path.join("artifacts", "feature_stats.npy")')
+    top = diagnose(suffixed)[0]
+    assert top.cause == "waits-on-a-file" and ".npy" not in top.title
