@@ -109,7 +109,7 @@ AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more o
 ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
 KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16,
-        "reads": 32, "writes": 16}
+        "reads": 32, "writes": 16, "strided": 4}
 # sys.flags that change what the same code does: -O/-OO strip asserts and docstrings, -X utf8, -s/-I hide the user's
 # site-packages, -X dev adds checks, -P leaves the script's folder off sys.path
 INTERPRETER_FLAGS = ("optimize", "utf8_mode", "no_user_site", "isolated", "dev_mode", "safe_path")
@@ -173,6 +173,8 @@ class _CallLog:
                 record["error"] = _error(error)
             self.pending.pop(id(record), None)
             self.kept["failed" if error is not None else "recent"].append(record)
+            if any(tensor.get("contiguous") is False for tensor in record.get("tensors") or ()):
+                self.kept["strided"].append(record)  # kept past the recent calls: its values came out wrong
 
     def long_pending(self, now: float) -> frozenset[int]:
         """The calls and store operations pending for PENDING_SNAPSHOT_SECONDS or more."""

@@ -147,6 +147,7 @@ class CallLog:
     store: tuple[StoreOp, ...] = ()  # the user's store operations, oldest first
     counts: dict[str, int] = field(default_factory=dict)  # calls made per operation
     discarded: tuple[DistCall, ...] = ()  # calls whose result went into a tensor or list nothing else held
+    strided: tuple[DistCall, ...] = ()  # the last calls given a strided view (kept however many calls came after)
     hashed: tuple[str, ...] = ()  # the user's lines that hash()ed strings (salted per process unless PYTHONHASHSEED)
     ddp_forwards: dict[str, int] = field(default_factory=dict)  # 'synced' / 'no_sync': DDP forwards by gradient sync
     torch_seed: int | None = None  # torch.initial_seed() as the process ended: per rank, or random when unseeded
@@ -202,6 +203,7 @@ def read_calls(data: dict | None) -> CallLog | None:
                    groups=_calls(data.get("groups")),
                    store=tuple(_store_op(item) for item in data.get("store") or [] if isinstance(item, dict)),
                    counts=_counts(data.get("counts")), discarded=_calls(data.get("discarded")),
+                   strided=_calls(data.get("strided")),
                    hashed=tuple(str(item.get("caller")) for item in data.get("hashed") or []
                                 if isinstance(item, dict) and item.get("caller")),
                    ddp_forwards=_counts(data.get("ddp_forwards")), torch_seed=_int(data.get("torch_seed")),

@@ -375,6 +375,8 @@ copied = dict(os.environ)
 text = open(__file__).read()
 import pathlib; settings = pathlib.Path(__file__).with_name("settings.json").read_text()
 pathlib.Path(__file__).with_name(f"written-{rank}.txt").write_text("x")
+column = torch.ones(3, 2)[:, 0]; dist.broadcast(column, src=0)
+for _ in range(20): dist.barrier()
 dist.destroy_process_group()
 """, timeout=30)
     assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
@@ -402,6 +404,11 @@ dist.destroy_process_group()
         assert log.started_in == log.cwd == os.getcwd()  # where relative paths pointed: no chdir here
         assert (log.optimizer_steps, log.learning_rates) == (1, (0.1 * (rank + 1),))
     assert calls[0].hash_probe != calls[1].hash_probe  # each process salts its own
+    line = next(number for number, text in enumerate((tmp_path / "job.py").read_text().splitlines(), 1)
+                if text.startswith("column ="))
+    for log in calls.values():  # the strided broadcast, kept after 20 more calls pushed it out of the recent ones
+        assert [(call.op, call.caller) for call in log.strided] == [("broadcast", f"job.py:{line} in <module>")]
+        assert "broadcast" not in [call.op for call in log.recent]
 
 
 @SLOW

@@ -36,8 +36,8 @@ PRIORITY = [
     "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "checkpoint-loaded-into-empty", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
+    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
@@ -227,6 +227,8 @@ CAUSES = {
     "collective-in-cached-function": "A function that runs a collective is cached (functools.lru_cache, cache, "
                                      "cached_property): a rank whose cache holds the answer skips the collective "
                                      "another rank runs.",
+    "buffer-reused-before-sent": "A loop writes a tensor in place and posts it with isend (or irecv) on every pass, waiting only after the loop: "
+                                 "later passes overwrite what earlier ones were still sending.",
     "checkpoint-loaded-into-empty": "torch.distributed.checkpoint's load given an empty dict: it loads in place into the keys the dict already holds, "
                                     "so nothing is loaded, and reading a key raises KeyError.",
     "store-of-one-process": "The process group was given a HashStore: it lives in one process's memory, so each "
@@ -268,6 +270,8 @@ CAUSES = {
                              "registered, so DDP, the optimizer and state_dict never see them.",
     "exit-status-returned": "`sys.exit(main())` with a main() that returns a value: ranks that finished their work "
                             "exit with that status.",
+    "group-made-again": "A rank made the default process group again after destroy_process_group: the second rendezvous meets on the "
+                        "store the first group used (its keys still there), and the ranks do not form the new group alike.",
     "nodes-never-come": "torchrun was told (--nnodes) to wait for more nodes than the job was launched on: its rendezvous waits for nodes "
                         "that never come, and no worker starts.",
     "launch-options-differ": "The nodes' torchrun were started with different options (a --rdzv-id made per node): "
@@ -430,7 +434,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
              + signals.signal_findings(ctx) + signals.self_signalled_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
-             + launches.launch_findings(ctx) + threads.thread_findings(ctx) + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx)
+             + launches.launch_findings(ctx) + order.group_made_again_findings(ctx) + threads.thread_findings(ctx) + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx)
              + pattern_findings(ctx)
              + divergence.inherited_rank_findings(ctx)
              + divergence.duplicate_rank_findings(ctx)

@@ -98,20 +98,24 @@ def read_tracebacks(lines: list[LogLine]) -> list[Traceback]:
     open_frames: dict[tuple[int, int | None], list[Frame]] = {}
     threads: dict[tuple[int, int | None], str | None] = {}
     previous: dict[tuple[int, int | None], str] = {}
+    indents: dict[tuple[int, int | None], int] = {}  # a traceback printed indented (a second log prefix's space)
     found = []
     for line in lines:
         key = (line.node, line.rank)
         if line.text.strip() == TRACEBACK_START:
             open_frames[key] = []
+            indents[key] = len(line.text) - len(line.text.lstrip())
             thread = THREAD_DIED.match(previous.get(key, ""))
             threads[key] = thread["name"] if thread else None
             continue
         previous[key] = line.text.strip()
         if key not in open_frames:
             continue
-        if frame := TRACEBACK_FRAME.match(line.text):
+        indent = indents.get(key, 0)
+        text = line.text[indent:] if line.text[:indent].isspace() else line.text
+        if frame := TRACEBACK_FRAME.match(text):
             open_frames[key].append(Frame(frame["function"], frame["file"], int(frame["line"])))
-        elif exception := EXCEPTION_LINE.match(line.text):
+        elif exception := EXCEPTION_LINE.match(text):
             found.append(Traceback(line.node, line.rank, exception["type"], (exception["message"] or "").strip(),
                                    line, open_frames.pop(key), threads.pop(key, None)))
     return [tb for tb in found if not tb.exc_type.endswith("ChildFailedError")]  # torchrun's own summary

@@ -46,6 +46,35 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _collective_in_cached_function(files, evidence)) if finding is not None]
 
 
+def group_made_again_findings(ctx: Context) -> list[Finding]:
+    """A rank that called init_process_group again after destroy_process_group: the second rendezvous meets on the
+    store the first group used (the same MASTER_ADDR and MASTER_PORT, its keys still there), so the ranks do not form
+    the second group alike."""
+    for trace in ctx.evidence.traces:
+        made = [call for call in (trace.calls.made if trace.calls else ()) if call.op in ("init_process_group",
+                                                                                        "destroy_process_group")]
+        destroyed = next((index for index, call in enumerate(made) if call.op == "destroy_process_group"), None)
+        again = next((call for call in made[destroyed + 1:] if call.op == "init_process_group"), None) \
+            if destroyed is not None else None
+        if again is None:
+            continue
+        first = made[0].caller if made[0].op == "init_process_group" else None
+        seen = "; ".join(process.summary() for process in ctx.evidence.processes
+                         if process.rank is not None and process.role != "agent")
+        return [Finding(
+            "group-made-again", f"rank {trace.rank} made the default process group again ({again.caller}) after "
+            f"destroy_process_group ({made[destroyed].caller})" + (f", having made it first at {first}" if first else "")
+            + ": the second rendezvous meets on the store the first group used (the same MASTER_ADDR and "
+            "MASTER_PORT, its keys still there), so the ranks do not form the new group alike and wait for each other",
+            (f"rank {trace.rank}: " + " -> ".join(f"{call.op} ({call.caller})" for call in made)
+             + (f"; at the end: {seen}" if seen else ""))[:400], trace.node, trace.rank,
+            "make the process group once per process: init_process_group at the start of the program, "
+            "destroy_process_group at its very end, and let train() and evaluate() use the group that is there "
+            "(if not dist.is_initialized(): init ...) rather than tearing it down in between; a second group for "
+            "part of the work is dist.new_group(), not a new default group")]
+    return []
+
+
 def _collective_lines(ctx: Context) -> list[tuple[str, int, str, int | None, int | None]]:
     """(file name, line, operation, node, rank) of each collective a rank was stuck in or that raised."""
     lines = []

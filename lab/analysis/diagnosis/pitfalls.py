@@ -257,7 +257,7 @@ def _drop_last_empty(ctx: Context, source: SourceFile, evidence: str) -> Finding
 
 def _strided_view(ctx: Context, evidence: str) -> Finding | None:
     for trace in ctx.evidence.traces:
-        for call in trace.calls.made if trace.calls else ():
+        for call in (*trace.calls.strided, *trace.calls.made) if trace.calls else ():
             if call.tensors and not call.tensors[0].contiguous:
                 return Finding(
                     "tensor-not-contiguous", f"{call.op} at {call.caller} was given a strided view "

@@ -62,7 +62,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
                 _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
                 _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence),
-                _loaded_into_empty(ctx, files, evidence))
+                _loaded_into_empty(ctx, files, evidence), _buffer_reused_before_sent(files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -122,6 +122,38 @@ def _loaded_into_empty(ctx: Context, files: list[SourceFile], evidence: str) -> 
                     f"that were saved), dcp.load({name}, ...), then model.load_state_dict({name}['model']); or "
                     "torch.distributed.checkpoint.state_dict.set_state_dict after loading into get_state_dict's "
                     "dicts")
+    return None
+
+
+IN_PLACE_WRITES = {"copy_", "fill_", "zero_", "add_", "mul_", "sub_", "div_", "index_copy_", "scatter_", "normal_",
+                   "uniform_"}
+
+
+def _buffer_reused_before_sent(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A loop that writes a tensor in place and hands it to isend (or irecv) on every pass, waiting only after the
+    loop: a non-blocking send reads the tensor while it runs, so later passes overwrite what earlier ones send."""
+    for source in files:
+        for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
+            body = [node for statement in loop.body for node in ast.walk(statement)]
+            if any(isinstance(node, ast.Call) and call_name(node) == "wait" for node in body):
+                continue
+            for post in (node for node in body if isinstance(node, ast.Call) and call_name(node) in {"isend", "irecv"}
+                         and node.args and isinstance(node.args[0], ast.Name)):
+                name = post.args[0].id
+                written = next((node for node in body if isinstance(node, ast.Call) and call_name(node) in
+                                IN_PLACE_WRITES and isinstance(node.func, ast.Attribute)
+                                and isinstance(node.func.value, ast.Name) and node.func.value.id == name), None)
+                if written is None:
+                    continue
+                return Finding(
+                    "buffer-reused-before-sent", f"`{ast.unparse(post)[:50]}` ({source.name}:{post.lineno}) posts "
+                    f"{name} on every pass of the loop at line {loop.lineno}, which writes {name} in place first "
+                    f"(`{ast.unparse(written)[:40]}`, line {written.lineno}) and waits only after it: a non-blocking "
+                    f"{call_name(post)} uses the tensor until it completes, so later passes overwrite what the earlier "
+                    "ones were still sending (the receiver gets the last contents several times)", evidence, None,
+                    None, f"give each {call_name(post)} a tensor of its own ({name}.clone(), or one buffer per "
+                    "message), or wait() on a request before writing into its tensor again (two buffers, "
+                    "alternating, waiting on the older one)")
     return None
 
 
