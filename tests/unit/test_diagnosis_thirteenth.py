@@ -2,6 +2,8 @@
 record, with the cause and fix the lab must now give first, and the same record changed where the finding must not
 fire."""
 
+from dataclasses import replace
+
 import pytest
 
 from lab.analysis.diagnosis import diagnose
@@ -24,6 +26,16 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["`dcp.load(state, checkpoint_id=CKPT)`", "empty dict (line 63)"], ["state = {'model': model.state_dict()}"]),
     ("thirteenth_feature_stats_npy", "waits-on-a-file",
      ["waiting for STATS", "`np.save(STATS, stats)` (line 45) wrote STATS + '.npy'"], ["ends in .npy"]),
+    ("thirteenth_pca_init_broadcast", "tensor-not-contiguous",
+     ["broadcast at pca_init_broadcast.py:45 in sync_initial_weights", "strided view"], ["contiguous()"]),
+    ("thirteenth_pipeline_send_buffer", "buffer-reused-before-sent",
+     ["`dist.isend(staging, dst=1, tag=mb)`", "`staging.copy_(enc(inputs[mb]))`, line 36"],
+     ["staging.clone()", "wait()"]),
+    ("thirteenth_eval_after_cleanup", "group-made-again",
+     ["again (eval_after_cleanup.py:15 in setup_distributed) after destroy_process_group"],
+     ["once per process", "dist.new_group()"]),
+    ("thirteenth_dist_url_flag", "master-unreachable",
+     ["init_method (tcp://node0:23456)", "rank 0 too joins as a client"], ["init_method='env://'"]),
 ]
 
 
@@ -60,3 +72,21 @@ def test_a_name_saved_with_its_suffix_is_waited_for_as_a_file_left_on_a_node():
                            'os.path.join("artifacts", "feature_stats.npy")')
     top = diagnose(suffixed)[0]
     assert top.cause == "waits-on-a-file" and ".npy" not in top.title
+
+
+def test_a_send_waited_in_the_loop_and_a_group_made_once_are_not_these_causes():
+    waited = with_source(sample("thirteenth_pipeline_send_buffer"), "pending.append(dist.isend(staging, dst=1, tag=mb))",
+                         "dist.isend(staging, dst=1, tag=mb).wait()")
+    assert "buffer-reused-before-sent" not in causes(waited)
+    evidence = sample("thirteenth_eval_after_cleanup")
+    once = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, recent=tuple(
+        call for call in trace.calls.recent if call.op != "destroy_process_group"))) if trace.calls else trace
+        for trace in evidence.traces])
+    assert "group-made-again" not in causes(once)
+
+
+def test_a_tcp_init_method_outside_torchrun_keeps_the_port_finding():
+    evidence = without_lines(sample("thirteenth_dist_url_flag"), "elastic")
+    evidence = without_lines(evidence, "ChildFailedError")
+    top = diagnose(evidence)[0]
+    assert top.cause == "master-unreachable" and "torchrun" not in top.title

@@ -218,6 +218,17 @@ def unreachable_findings(ctx: Context) -> list[Finding]:
                             "let every rank use the MASTER_PORT the launcher gives (do not set it in the script), or "
                             "pick the port once, before the launch, and pass the same value to every node; a free "
                             "port found by each process differs on every machine")]
+        tcp_init = any(frame.function == "_tcp_rendezvous_handler" for tb in ctx.tracebacks for frame in tb.frames)
+        under_torchrun = any(process.role == "agent" for process in ctx.evidence.processes) or any(
+            "distributed/elastic/" in other.text or "ChildFailedError" in other.text for other in ctx.lines)
+        if tcp_init and under_torchrun and master_port and port != master_port:
+            return [Finding(
+                "master-unreachable", f"nothing answered at {host}:{port}: the job's init_method (tcp://{host}:{port}) "
+                "names a store no process serves - under torchrun rank 0 too joins as a client of the store "
+                f"torchrun made (at MASTER_ADDR:{master_port}), so nothing listens on {port}", quote(line), line.node,
+                line.rank,
+                "let torchrun's store serve the group: init_method='env://' (or none), so every rank reads the "
+                "MASTER_ADDR and MASTER_PORT torchrun set; drop a tcp:// URL (--dist-url) from a torchrun launch")]
         if master_port and port != master_port:
             fix = (f"use the same MASTER_PORT on every node: the rendezvous listens on {master_port}, this rank "
                    f"dialled {port}")
