@@ -14,7 +14,8 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
-from lab.analysis.diagnosis.sources import OPTIMIZERS, SourceFile, call_name, calls_named, parsed_files
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, calls_named, parsed_files,
+                                            self_attribute)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -585,8 +586,7 @@ def _length_not_indexed(ctx: Context) -> tuple[str, str] | None:
             if "__len__" not in methods or "__getitem__" not in methods:
                 continue
             indexed = next((ast.unparse(node.value) for node in ast.walk(methods["__getitem__"])
-                            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
-                            and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"), None)
+                            if isinstance(node, ast.Subscript) and self_attribute(node.value)), None)
             returned = next((node.value for node in ast.walk(methods["__len__"])
                              if isinstance(node, ast.Return) and node.value is not None), None)
             if indexed is None or returned is None or ast.unparse(returned) == f"len({indexed})":

@@ -728,11 +728,7 @@ def out_of_step_findings(ctx: Context) -> list[Finding]:
 def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -> Finding | None:
     """One side of the mismatch is DDP's own broadcast of the buffers, made by its forward on a rank that ran the
     wrapped model alone (an evaluation under `if rank == 0`), while the other ranks were elsewhere."""
-    for rank in [odd, *others]:
-        tb = next((tb for tb in ctx.tracebacks if tb.rank == rank
-                   and any(frame.function in ("_sync_buffers", "_sync_module_buffers") for frame in tb.frames)), None)
-        if tb is None:
-            continue
+    for rank, tb in _tracebacks_through(ctx, [odd, *others], {"_sync_buffers", "_sync_module_buffers"}):
         user = tb.user_frame()
         rest = sorted(set(calls) - {rank})
         at = f" at {user.location} in {user.function}" if user else ""
@@ -746,6 +742,15 @@ def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -
     return None
 
 
+def _tracebacks_through(ctx: Context, ranks: list[int], functions: set[str]):
+    """(rank, its traceback) for each of `ranks`, in order, whose traceback passes through one of `functions`."""
+    for rank in ranks:
+        tb = next((tb for tb in ctx.tracebacks if tb.rank == rank
+                   and any(frame.function in functions for frame in tb.frames)), None)
+        if tb is not None:
+            yield rank, tb
+
+
 STATE_DICT_GATHERS = {"get_model_state_dict", "get_state_dict", "get_optimizer_state_dict", "full_tensor",
                       "_gather_state_dict", "full_optim_state_dict", "_full_post_state_dict_hook"}
 
@@ -754,11 +759,7 @@ def _state_dict_gathered_alone(ctx: Context, calls: dict, odd: int, others: list
     """One side of the mismatch is a sharded model's state dict being gathered whole (get_model_state_dict with
     full_state_dict, DTensor.full_tensor): a collective of every rank, made by one rank alone (a save under
     `if rank == 0`)."""
-    for rank in [odd, *others]:
-        tb = next((tb for tb in ctx.tracebacks if tb.rank == rank
-                   and any(frame.function in STATE_DICT_GATHERS for frame in tb.frames)), None)
-        if tb is None:
-            continue
+    for rank, tb in _tracebacks_through(ctx, [odd, *others], STATE_DICT_GATHERS):
         gather = next(frame for frame in tb.frames if frame.function in STATE_DICT_GATHERS)
         user = tb.user_frame()
         rest = sorted(set(calls) - {rank})

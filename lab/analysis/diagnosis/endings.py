@@ -67,18 +67,15 @@ def _ended_first(ctx: Context, lost: object) -> str | None:
 def _stuck_fix(ctx: Context) -> str:
     """What to do about a run that timed out with no rank inside a distributed call: where each process was, from
     its stack, is what it waited for; a job with no worker at all never got past its launchers."""
-    places = []
+    places: dict[str, str] = {}  # where -> the first process found there
     for process in ctx.evidence.processes:
-        if process.role == "agent":
-            continue
-        where = process.waiting()
+        where = process.waiting() if process.role != "agent" else None
         if where is not None and where.user_frame is not None:
             who = f"rank {process.rank}" if process.rank is not None else f"a child of pid {process.ppid}"
-            place = f"{where.user_frame.function} ({where.user_frame.location})"
-            if not any(place in seen for seen in places):
-                places.append(f"{who} in {place}")
+            places.setdefault(f"{where.user_frame.function} ({where.user_frame.location})", who)
     if places:
-        return ("no rank was waiting for another when the lab stopped the run: " + "; ".join(places[:4])
+        return ("no rank was waiting for another when the lab stopped the run: "
+                + "; ".join(f"{who} in {place}" for place, who in list(places.items())[:4])
                 + ". What those lines wait for is the hang (a lock, a child process or queue, a file, input, a loop "
                 "that never ends): every thread's stack is in the run's record (stacks/ in its folder)")
     agents = [process for process in ctx.evidence.processes if process.role == "agent"]

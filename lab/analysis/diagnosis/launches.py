@@ -17,7 +17,8 @@ NODE_OWN_OPTIONS = {"--node-rank", "--node_rank", "--local-addr", "--local_addr"
 
 
 def launch_findings(ctx: Context) -> list[Finding]:
-    return _options_differ(ctx) + _nodes_never_come(ctx) + _separate_worlds(ctx)
+    agents = _agents(ctx)
+    return _options_differ(ctx, agents) + _nodes_never_come(ctx, agents) + _separate_worlds(ctx)
 
 
 def _launcher_options(cmdline: list[str]) -> dict[str, str] | None:
@@ -48,10 +49,9 @@ def _agents(ctx: Context) -> dict[int, dict[str, str]]:
     return agents
 
 
-def _nodes_never_come(ctx: Context) -> list[Finding]:
+def _nodes_never_come(ctx: Context, agents: dict[int, dict[str, str]]) -> list[Finding]:
     """Every agent was told (one --nnodes) to wait for more nodes than the job was launched on: the rendezvous
     waits for nodes that never come, and no worker starts."""
-    agents = _agents(ctx)
     asked = {options.get("--nnodes", "").split(":")[0] for options in agents.values()}
     if len(asked) != 1 or not (value := asked.pop()).isdigit():
         return []
@@ -68,8 +68,7 @@ def _nodes_never_come(ctx: Context) -> list[Finding]:
         f"{value}`); a range (--nnodes {launched}:{value}) lets an elastic job start with fewer")]
 
 
-def _options_differ(ctx: Context) -> list[Finding]:
-    agents = _agents(ctx)
+def _options_differ(ctx: Context, agents: dict[int, dict[str, str]]) -> list[Finding]:
     if len(agents) < 2:
         return []
     ranks = {node: options.get("--node-rank") for node, options in agents.items()}

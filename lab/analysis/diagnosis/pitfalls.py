@@ -66,8 +66,6 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
 
 
 STORE_TYPES = {"TCPStore", "FileStore", "HashStore", "PrefixStore"}
-
-
 TEXT_CALLS = {"str", "hexdigest", "format", "join", "decode", "strip", "lower", "upper", "dumps"}
 
 

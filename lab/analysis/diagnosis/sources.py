@@ -998,8 +998,6 @@ def _gathered_without_gradient(files: list[SourceFile], evidence: str) -> Findin
 
 HALF_TYPES = {"bfloat16", "float16", "half", "bf16"}
 MIXED_PRECISION = {"autocast", "GradScaler", "MixedPrecision", "MixedPrecisionPolicy", "master_params", "amp"}
-
-
 EPS_OPTIMIZERS = {"Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"}
 FLOAT16_TINIEST = 6e-8  # float16's smallest subnormal: a smaller eps is 0 there
 
@@ -1027,7 +1025,7 @@ def _weights_in_low_precision(ctx: Context, files: list[SourceFile], evidence: s
                 if len(shown) > 60 and isinstance(cast[model].func, ast.Attribute):
                     shown = f"... .{cast[model].func.attr}({', '.join(map(ast.unparse, cast[model].args))})"
                 if dtype in {"float16", "half"} and call_name(optimizer) in EPS_OPTIMIZERS and _eps_vanishes(
-                        optimizer) and any(NOT_A_NUMBER.search(line.text) for line in ctx.lines):
+                        optimizer) and _printed_not_a_number(ctx):
                     return Finding(
                         "weights-in-low-precision", f"`{model} = {shown}` ({source.name}:"
                         f"{cast[model].lineno}) keeps the weights in float16, and {call_name(optimizer)} (line "
@@ -1060,10 +1058,15 @@ def _eps_vanishes(optimizer: ast.Call) -> bool:
 NOT_A_NUMBER = re.compile(r"\b(?:nan|inf)\b", re.IGNORECASE)
 
 
+def _printed_not_a_number(ctx: Context) -> bool:
+    """Some line of the run's output shows a nan or an inf."""
+    return any(NOT_A_NUMBER.search(line.text) for line in ctx.lines)
+
+
 def _variance_by_cancellation(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A standard deviation as sqrt(E[x²] - mean²) in a run whose output shows nan or inf: in float32 the two terms
     cancel, for a feature whose mean is large against its spread, to nothing or less than nothing."""
-    if not any(NOT_A_NUMBER.search(line.text) for line in ctx.lines):
+    if not _printed_not_a_number(ctx):
         return None
     for source in files:
         for node in ast.walk(source.tree):

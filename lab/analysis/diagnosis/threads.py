@@ -124,7 +124,7 @@ def _locks_held(tree: ast.Module, line: int) -> set[str]:
 def _lock_copied_by_fork(ctx: Context, process: ProcessStack, main: ThreadStack,
                          sources: dict[str, str]) -> Finding | None:
     """A rank's child process (a Pool's worker, a forked helper) waiting for a lock of the job's own code: a fork
-    copies each lock as it is at that moment, and one another thread of the parent held then stays held in the
+    copies each lock as it is at that moment, and a lock another thread of the parent held then stays held in the
     child, where that thread does not exist to release it."""
     parent = next((other for other in ctx.evidence.processes if other.pid == process.ppid and other.rank is not None),
                   None)

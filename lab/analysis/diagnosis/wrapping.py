@@ -18,7 +18,7 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name, calls_named,
-                                            failure_summary, holds, parsed_files)
+                                            failure_summary, holds, parsed_files, self_attribute)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -61,8 +61,7 @@ def _buffer_resized(ctx: Context, found: list[Finding]) -> Finding | None:
             if not isinstance(node, ast.Assign):
                 continue
             for target in node.targets:
-                name = target.attr if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                    and target.value.id == "self" else None
+                name = self_attribute(target)
                 method = source.function_of(node)
                 if name in buffers and getattr(method, "name", "__init__") != "__init__":
                     return Finding(
