@@ -135,6 +135,14 @@ def test_a_dtensor_message_a_sqrt_without_cancellation_and_float32_weights_are_n
     assert "weights-in-low-precision" not in causes(autocast)
 
 
+def test_the_load_a_forced_weights_only_refusal_quotes_is_its_whole_line():
+    evidence = sample("twelfth_best_checkpoint_test")
+    noted = replace(evidence, nodes=[replace(node, lines=[
+        line.replace("weights_only=False)", "weights_only=False)  # note: ours") for line in node.lines])
+        for node in evidence.nodes])
+    assert "`ckpt = torch.load(best_path" in diagnose(noted)[0].title
+
+
 def test_a_weights_only_refusal_of_a_load_that_did_not_ask_otherwise_is_not_forced():
     plain = without_lines(sample("twelfth_best_checkpoint_test"), "weights_only=False")
     assert "weights-only-forced" not in causes(plain)

@@ -1118,7 +1118,7 @@ def _weights_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 def _weights_only_forced(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
     """A weights-only refusal from a torch.load called with weights_only=False: only the environment
     (TORCH_FORCE_WEIGHTS_ONLY_LOAD) overrides the argument, and nodes that loaded the file without it differ."""
-    call = next((other.text.split(":", 1)[-1].strip() for other in ctx.lines if other.node == line.node
+    call = next((other.text.strip() for other in ctx.lines if other.node == line.node
                  and other.rank == line.rank and "load(" in other.text
                  and re.search(r"weights_only\s*=\s*False", other.text)), None)
     if call is None:
