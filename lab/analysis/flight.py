@@ -34,6 +34,7 @@ class Collective:
     dtypes: tuple[str, ...]
     entered_at: float | None = field(default=None, compare=False)  # seconds since the epoch
     timeout_s: float | None = field(default=None, compare=False)  # the group's timeout for it
+    thread: str | None = field(default=None, compare=False)  # the id of the thread that issued it
 
     def __str__(self) -> str:
         tensors = ", ".join(f"{DTYPES.get(dtype, dtype.lower())}[{'x'.join(map(str, shape)) or 'scalar'}]"
@@ -133,7 +134,8 @@ def _collective(entry: dict) -> Collective:
     return Collective(int(entry.get("collective_seq_id") or 0), name.split(":", 1)[-1],
                       tuple(tuple(int(size) for size in shape) for shape in entry.get("input_sizes") or []),
                       tuple(str(dtype) for dtype in entry.get("input_dtypes") or []),
-                      created / 1e9 if created else None, timeout / 1000 if timeout else None)
+                      created / 1e9 if created else None, timeout / 1000 if timeout else None,
+                      str(entry["thread_id"]) if entry.get("thread_id") else None)
 
 
 def _float(value) -> float | None:

@@ -37,12 +37,12 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "parameter-replaced-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "sharded-without-shape", "parameter-replaced-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
-    "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "worker-init-failed", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
     "nonzero-exit",
@@ -224,9 +224,19 @@ CAUSES = {
     "read-only-filesystem": "The job writes into a read-only folder (the lab mounts the workspace read-only).",
     "object-not-picklable": "An object sent through a *_object collective cannot be pickled, or names a class the "
                             "receiving rank does not define (the ranks run different code).",
+    "sharded-without-shape": "DTensor.from_local with a Shard placement and no shape=: pieces of uneven size give a wrong global shape, and "
+                             "gathering them hands all_gather tensors of different sizes",
+    "collective-under-own-condition": "ranks stuck in different collectives because an if (or an if ...: break out of the loop) that does not test the "
+                                      "rank went one way on one rank and the other way on another: it reads each rank's own values (loss, clock, data)",
     "collective-in-cached-function": "A function that runs a collective is cached (functools.lru_cache, cache, "
                                      "cached_property): a rank whose cache holds the answer skips the collective "
                                      "another rank runs.",
+    "pipeline-last-batch-smaller": "a pipeline stage (torch.distributed.pipelining) fed a smaller last batch (no drop_last): its micro-batches do "
+                                   "not fit the sizes the stages were built for",
+    "scheduler-per-micro-batch": "the learning-rate scheduler steps on every micro-batch while the optimizer steps only every N (gradient "
+                                 "accumulation): the schedule runs ahead of the updates",
+    "child-signal-ignored": "SIGCHLD set to SIG_IGN in a process that waits for its children: the kernel reaps them at once and keeps no exit "
+                            "status, so multiprocessing or subprocess finds none",
     "buffer-reused-before-sent": "A loop writes a tensor in place and posts it with isend (or irecv) on every pass, waiting only after the loop: "
                                  "later passes overwrite what earlier ones were still sending.",
     "checkpoint-loaded-into-empty": "torch.distributed.checkpoint's load given an empty dict: it loads in place into the keys the dict already holds, "
@@ -240,6 +250,8 @@ CAUSES = {
                                   "workers share its offset, and their reads interleave.",
     "dataset-length-mismatch": "A Dataset's __len__ returns more than the list its __getitem__ indexes holds (a count from a manifest, records "
                                "filtered out as the list was filled): the sampler hands out indices past its end.",
+    "worker-init-failed": "a DataLoader worker failed in its worker_init_fn, the hook that runs once as each worker starts, before any "
+                          "sample is read (a seed out of range, a file or connection opened there)",
     "sample-is-none": "A DataLoader could not batch a sample that is None: the dataset's `__getitem__` returns None for some records "
                       "(ones it skips as damaged), and the default collate_fn batches every sample it is given.",
     "dtype-mismatch": "An operation got tensors of two dtypes: float64 data (NumPy's default) against float32 "
@@ -336,6 +348,8 @@ CAUSES = {
     "autograd-gradient-count": "A custom autograd Function's backward returns another number of gradients than "
                                "forward has inputs.",
     "backward-twice": "A second backward through a graph the first one freed.",
+    "half-weights-with-scaler": "GradScaler used with a model whose weights were turned to float16 (model.half()): the scaler refuses float16 "
+                                "gradients; mixed precision keeps float32 weights under autocast",
     "unscaled-twice": "GradScaler.unscale_ called twice for one optimizer in one step.",
     "gloo-on-loopback": "gloo connects to 127.0.0.1 across nodes: the ranks advertised their loopback address.",
     "spawn-without-main-guard": "Processes started from the script's top level without `if __name__ == "
@@ -416,6 +430,8 @@ CAUSES = {
     "optimizer-state-mismatch": "The optimizer failed inside torch.optim on a shape after load_state_dict: the state "
                                 "was saved for parameter groups built in another order (or from other parameters), "
                                 "and load_state_dict pairs states with parameters by position.",
+    "checkpoint-keys-differ": "torch.distributed.checkpoint's load was given a state dict shaped otherwise than the one saved (nested under "
+                              "other keys, another prefix): it asks for keys the checkpoint does not hold",
     "state-dict-mismatch": "A checkpoint's keys differ from the model's: saved from a DDP-wrapped model ('module.' "
                            "prefixes) and loaded into the bare one, or another architecture on this node.",
 }

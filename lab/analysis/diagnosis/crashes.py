@@ -543,6 +543,11 @@ def _worker_error(ctx: Context, tb) -> tuple[str, list[str]] | None:
     for text in lines[start + 1:]:
         if frame := TRACEBACK_FRAME.match(text):
             functions.append(frame["function"])
+            # where the worker was: its start-up hook, not a sample, when the loop's line calls init_fn
+            if frame["function"] == "_worker_loop" and len(functions) == 1:
+                code = lines[lines.index(text) + 1].strip() if lines.index(text) + 1 < len(lines) else ""
+                if code.startswith("init_fn("):
+                    functions[0] = "worker_init_fn"
         elif EXCEPTION_LINE.match(text.strip()):
             return text.strip(), functions
     return None
@@ -568,6 +573,21 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
         return Finding(
             "dataset-length-mismatch", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)} in "
             f"__getitem__: {told[0]}", evidence + f"; the worker's error: {error[:200]}", tb.node, rank, told[1])
+    if functions[:1] == ["worker_init_fn"]:
+        hook = functions[1] if len(functions) > 1 else "worker_init_fn"
+        seeding = "2**32" in error
+        from_torch = seeding and any(isinstance(node, ast.Attribute) and node.attr in ("initial_seed", "seed")
+                                     for source in parsed_files(ctx) for node in ast.walk(source.tree))
+        return Finding(
+            "worker-init-failed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)} in "
+            f"{hook}, the DataLoader's worker_init_fn, as the worker started (re-raised{at}): no sample was read"
+            + (f"; {_NUMPY_SEED_RANGE}" if from_torch else "; NumPy's legacy seeding takes a seed below 2**32"
+               if seeding else ""), evidence + f"; the worker's error: {error[:200]}",
+            tb.node, rank,
+            f"fix {hook}: " + ("seed NumPy with a 32-bit value, np.random.seed(torch.initial_seed() % 2**32) (or "
+                               "torch.utils.data.get_worker_info().seed % 2**32)" if seeding else
+                               "it runs once in each worker before any sample; num_workers=0 would not run it at all, "
+                               "so it hides the error rather than showing it"))
     fix = ("the samples of one batch differ in shape and the default collate_fn cannot stack them: pad them in a "
            "collate_fn (torch.nn.utils.rnn.pad_sequence, or cut/pad to one length in the dataset), or batch_size=1"
            if collating else
@@ -576,6 +596,23 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
     return Finding("rank-crashed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)}{inside}"
                                    f" (re-raised{at})", evidence + f"; the worker's error: {error[:200]}", tb.node,
                    rank, fix)
+
+
+def _made_half(ctx: Context) -> str:
+    """ (`model = model.half()`, FILE:LINE): where the job turned a module's weights to float16, if it says."""
+    for source in parsed_files(ctx):
+        for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)):
+            if call_name(call) == "half" or (call_name(call) == "to" and "float16" in ast.unparse(call)):
+                statement = call
+                while not isinstance(statement, ast.stmt) and source.parent(statement) is not None:
+                    statement = source.parent(statement)
+                return f" (`{ast.unparse(statement)[:60]}`, {source.name}:{call.lineno})"
+    return ""
+
+
+# NumPy's legacy seeding takes 32 bits; torch's seeds are 64 (a worker's: base seed + worker id).
+_NUMPY_SEED_RANGE = ("np.random.seed takes a seed below 2**32, and torch.initial_seed() in a DataLoader worker is a "
+                     "64-bit number (the loader's base seed plus the worker's id)")
 
 
 def _length_not_indexed(ctx: Context) -> tuple[str, str] | None:
@@ -1089,6 +1126,35 @@ def _state_dict_keys(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
             "and config on every node), or load with strict=False only for keys you mean to skip")
 
 
+def _checkpoint_keys_differ(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """torch.distributed.checkpoint loads the keys of the dict it is given, flattened ('model.layer.weight' for
+    {'model': {...}}): a dict shaped otherwise than the one saved asks for keys the checkpoint does not have."""
+    saved, loaded = _checkpoint_calls(ctx, "save"), _checkpoint_calls(ctx, "load")
+    said = f"the state dict given to load asks for '{match['key']}', which the checkpoint does not hold"
+    if saved and loaded:
+        said += (f": it was saved from {saved[0]} and is loaded into {loaded[0]}, and load looks each key up by "
+                 "its path through the nested dicts, so the two must be shaped alike")
+    else:
+        said += (": load looks each key up by its path through nested dicts, so a dict nested otherwise than the one "
+                 "saved ({'model': ...} against a bare state_dict()), or keys with another prefix ('module.' from "
+                 "DDP, '_orig_mod.' from torch.compile), asks for keys the checkpoint lacks")
+    return said, ("give dcp.load a dict shaped like the one saved: for dcp.save({'model': model.state_dict()}), "
+                  "state = {'model': fresh.state_dict()}; dcp.load(state, checkpoint_id=...); "
+                  "fresh.load_state_dict(state['model']); and the same module wrapping (DDP, compile) on both sides")
+
+
+def _checkpoint_calls(ctx: Context, verb: str) -> list[str]:
+    """The first argument of each torch.distributed.checkpoint save (or load) call in the job's code, with its line."""
+    found = []
+    for source in parsed_files(ctx):
+        for call in calls_named(source, {verb}):
+            owner = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+            if ("dcp" in owner or "checkpoint" in owner) and (call.args or call.keywords):
+                argument = call.args[0] if call.args else call.keywords[0].value
+                found.append(f"`{ast.unparse(argument)[:60]}` ({source.name}:{call.lineno})")
+    return found
+
+
 def _rank_not_in_group(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     return (f"a collective on a subgroup was given rank {match['rank']} as its source or destination, and global rank "
             f"{match['rank']} is not in that group: src= and dst= are global ranks even with group=",
@@ -1275,6 +1341,14 @@ PATTERNS = [
                     "compute what the second loss needs after the first backward (a fresh forward), or detach it "
                     "for the first loss (fake.detach() for the discriminator); retain_graph=True only where both "
                     "backward passes must go through the same graph")),
+    PatternRule("half-weights-with-scaler", re.compile(r"Attempting to unscale FP16 gradients"), lambda match, line,
+                ctx: (
+                    "GradScaler was given an optimizer whose parameters are float16" + _made_half(ctx) + ": the "
+                    "scaler keeps float32 weights' gradients in range and refuses to unscale float16 ones (their "
+                    "gradients are float16 too)",
+                    "keep the model's weights in float32 and run its forward under torch.autocast(device_type, "
+                    "dtype=torch.float16) with the GradScaler (mixed precision); for weights meant to be float16 "
+                    "or bfloat16 throughout, drop the GradScaler")),
     PatternRule("unscaled-twice", re.compile(r"unscale_\(\) has already been called on this optimizer"),
                 lambda match, line, ctx: (
                     "GradScaler.unscale_ was called twice for one optimizer in one step (a helper, such as a "
@@ -1360,6 +1434,8 @@ PATTERNS = [
         r"source rank must provide non-None scatter_object_input_list|(?:``?)?scatter_list(?:``?)? must NOT be specified on non-source"
         r"|Argument ``?scatter_list``? must be specified on source rank"
         r"|``?gather_list``? must (?P<gather>NOT )?be specified on (?:non-)?destination rank"), _scatter_source),
+    PatternRule("checkpoint-keys-differ", re.compile(r"Missing key in checkpoint state_dict: (?P<key>\S+?)\.?$"),
+                _checkpoint_keys_differ),
     PatternRule("state-dict-mismatch", re.compile(
         r"(?:Missing|Unexpected) key\(s\) in state_dict"), _state_dict_keys),
     PatternRule("collective-list-length", re.compile(

@@ -819,7 +819,13 @@ def _own_collective(ctx: Context, met: LogLine) -> str | None:
     return None
 
 
+# A list that only the root holds (scatter's inputs, gather's outputs): the other ranks record none.
+ROOT_ONLY_LISTS = {"scatter", "gather"}
+
+
 def _kind(call) -> tuple:
+    if call.operation in ROOT_ONLY_LISTS:
+        return (call.operation,)
     return call.operation, call.dtypes, tuple(len(shape) for shape in call.sizes)
 
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import ast
 
-from lab.analysis.diagnosis.context import Context
+from lab.analysis.diagnosis.context import Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
-                                            caller_place, failure_summary, holds, parsed_files)
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
+                                            calls_named, caller_place, failure_summary, holds,
+                                            parsed_files)
+from lab.analysis.stacks import MAIN_THREAD
 
 # The findings that say the ranks disagreed in a collective without saying why.
 AT_ODDS = {"shape-mismatch", "collective-mismatch", "collective-output-size", "reduce-op-dtype", "root-mismatch",
@@ -40,10 +42,112 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         return []
     files = parsed_files(ctx)
     evidence = next((finding.evidence for finding in found if finding.cause in AT_ODDS), None) or failure_summary(ctx)
-    return [finding for finding in (_unordered_loop(ctx, files, evidence), _from_two_threads(ctx, evidence),
+    return [finding for finding in (_unordered_loop(ctx, files, evidence), _from_two_threads(ctx, files, evidence),
                                     _own_collective_in_join(files, evidence),
                                     _set_up_on_some_ranks(files, found, evidence),
-                                    _collective_in_cached_function(files, evidence)) if finding is not None]
+                                    _collective_in_cached_function(files, evidence),
+                                    _branch_on_own_values(ctx, files, evidence),
+                                    _sharded_without_shape(files, found, evidence)) if finding is not None]
+
+
+def _sharded_without_shape(files: list[SourceFile], found: list[Finding], evidence: str) -> Finding | None:
+    """DTensor.from_local with a Shard placement and no shape=: torch takes every rank's piece to be as large as
+    this rank's, so uneven pieces give a wrong global shape and gathering them passes other sizes to all_gather."""
+    if not any(finding.cause in ("shape-mismatch", "collective-output-size") for finding in found):
+        return None
+    for source in files:
+        for call in calls_named(source, {"from_local"}):
+            if "Shard" in ast.unparse(call) and not any(keyword.arg == "shape" for keyword in call.keywords):
+                return Finding(
+                    "sharded-without-shape", f"`{ast.unparse(call)[:70]}` ({source.name}:{call.lineno}) makes a "
+                    "sharded DTensor from each rank's own piece without shape=: torch then takes every piece to be as "
+                    "large as this rank's, so pieces of uneven size (a length the ranks do not divide evenly) give a "
+                    "wrong global shape, and gathering it (full_tensor, redistribute) hands all_gather tensors of "
+                    "different sizes", evidence, None, None,
+                    "pass the global shape and stride: DTensor.from_local(local, mesh, [Shard(0)], shape=full_shape, "
+                    "stride=full_stride), or make the pieces even (pad the dimension "
+                    "to a multiple of the world size), or let distribute_tensor(full, mesh, [Shard(0)]) split it")
+    return None
+
+
+AGREED_BY = {"all_reduce", "broadcast", "all_gather", "all_gather_object", "broadcast_object_list",
+             "all_gather_into_tensor"}
+
+
+def _branch_on_own_values(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """Two ranks stuck at different lines because an `if` (or an `if ...: break` out of their loop) that does not test
+    the rank went one way on one rank and the other way on another: the test reads each rank's own values (its own
+    loss, its own clock, its own data), so the ranks took different branches and the collectives under them."""
+    places: dict[int, tuple[str, int, str]] = {}
+    for name, line, op, _, rank in _collective_lines(ctx):
+        if rank is not None:
+            places.setdefault(rank, (name, line, op))
+    waits = {trace.rank: trace.waiting_in.operation for trace in ctx.evidence.traces if trace.waiting_in}
+    for process in ctx.evidence.processes:  # the user's line each rank's stack stood at, when the lab took it
+        if process.rank is not None and process.role != "agent" and process.rank not in places and \
+                (where := process.waiting()) and where.user_frame:
+            frame = where.user_frame
+            places[process.rank] = (frame.file.rsplit("/", 1)[-1], frame.line, waits.get(process.rank, "its own code"))
+    for rank, (name, line, op) in sorted(places.items()):
+        for other, (other_name, other_line, other_op) in sorted(places.items()):
+            if other == rank or other_name != name or other_line == line:
+                continue
+            source = next((source for source in files if source.name == name), None)
+            if source is None:
+                continue
+            told = _branch_between(source, line, other_line)
+            if told is None:
+                continue
+            branch, how = told
+            test = ast.unparse(branch.test)
+            return Finding(
+                "collective-under-own-condition", f"rank {rank} waits in {op} at {name}:{line} and rank {other} in "
+                f"{other_op} at line {other_line}: {how.format(test=test, line=branch.lineno, rank=rank, other=other)}"
+                f"; `{test[:70]}` reads each rank's own values (its own loss, clock or data), not the rank, so it "
+                "went one way on one rank and the other way on another, and the ranks' collectives no longer pair",
+                evidence, node_of_rank(ctx, rank), rank,
+                f"decide `{test[:60]}` together, so every rank takes the same branch: reduce what it tests first "
+                "(all_reduce the value, or a flag with op=MAX: stop when any rank would), or let rank 0 decide and "
+                "broadcast the decision; then the collectives under it run on every rank or on none")
+    return None
+
+
+def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast.If, str] | None:
+    """The `if` that put `line` and `other_line` on different paths, with how, unless it tests the rank or values
+    the ranks agreed on."""
+    for node in ast.walk(source.tree):
+        if not isinstance(node, ast.If) or _agreed(source, node):
+            continue
+        if _holds_line(node.body, line) != _holds_line(node.body, other_line) and (
+                _holds_line(node.body, line) or _holds_line(node.body, other_line)):
+            inside = line if _holds_line(node.body, line) else other_line
+            return node, ("line {inside} runs only where `{{test}}` holds (line {{line}})".format(inside=inside))
+    for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
+        if _holds_line(loop.body, other_line) and not _holds_line(loop.body, line):
+            exit_branch = next((node for node in ast.walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
+                                and any(isinstance(part, ast.Break) and source.loop_of(part) is loop
+                                        for statement in node.body for part in ast.walk(statement))), None)
+            if exit_branch is not None:
+                return exit_branch, ("rank {rank} left the loop (line " + str(loop.lineno) + ") at `if {test}: break` "
+                                     "(line {line}) while rank {other} is still in it")
+    return None
+
+
+def _holds_line(body: list[ast.stmt], line: int) -> bool:
+    return any(statement.lineno <= line <= (statement.end_lineno or statement.lineno) for statement in body)
+
+
+def _agreed(source: SourceFile, branch: ast.If) -> bool:
+    """The test reads the rank itself (other findings tell those), or names a collective gave every rank alike before
+    it (all_reduce(t) then `if t.item() > x`). Values only computed from the rank's own shard are not agreed."""
+    if holds(branch.test, RANK_NAMES, RANK_VARIABLES, RANK_CALLS):
+        return True
+    names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name)}
+    scope = source.function_of(branch)
+    shared = {part.id for node in ast.walk(scope) if isinstance(node, ast.Call) and call_name(node) in AGREED_BY
+              and node.lineno < branch.lineno for argument in node.args[:1] for part in ast.walk(argument)
+              if isinstance(part, ast.Name)}
+    return bool(names) and bool(names & shared)
 
 
 def group_made_again_findings(ctx: Context) -> list[Finding]:
@@ -145,23 +249,47 @@ NOT_COLLECTIVES = {"init_process_group", "new_group", "new_subgroups", "destroy_
                    "isend", "irecv", "batch_isend_irecv"}
 
 
-def _from_two_threads(ctx: Context, evidence: str) -> Finding | None:
-    """A rank whose collectives on one group came from two threads: which runs first differs per rank."""
+def _from_two_threads(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A rank whose collectives on one group came from two threads: which runs first differs per rank. Seen in the
+    calls the hooks recorded, or in a call of another thread than the main one while the recorder holds the default
+    group's collectives from two threads (torch's own, such as DDP's gradients, are not among the recorded calls)."""
     for trace in ctx.evidence.traces:
+        calls = trace.calls
         threads: dict[tuple, dict[str, str]] = {}
-        for call in trace.calls.made if trace.calls else ():
+        for call in calls.made if calls else ():
             if call.op not in NOT_COLLECTIVES:
                 threads.setdefault(call.group or (), {}).setdefault(call.thread, call.caller or call.op)
+        issuers = {collective.thread for collective in trace.history if collective.thread}
+        recorded = (*calls.made, *calls.failed, *calls.pending) if calls else ()
+        side = next((call for call in recorded if call.op not in NOT_COLLECTIVES and call.thread != MAIN_THREAD
+                     and not call.group), None)
+        if side is not None and len(issuers) > 1 and len(threads.get((), {})) < 2:
+            threads[()] = {MAIN_THREAD: "the training loop's, such as DDP's gradients",
+                           side.thread: side.caller or side.op}
         for group, callers in threads.items():
             if len(callers) > 1:
                 shown = ", ".join(f"{thread} ({caller})" for thread, caller in callers.items())
+                saver = _async_save_without_group(files)
                 return Finding(
                     "collectives-from-threads", f"rank {trace.rank} ran collectives on one process group from "
-                    f"{len(callers)} threads: {shown}: which thread's call comes first differs from rank to rank, so "
-                    "the ranks pair different collectives", evidence, trace.node, trace.rank,
-                    "run every collective of a group from one thread (hand the other thread's values to it through a "
-                    "queue), or give the other thread a process group of its own (dist.new_group(...), made on every "
-                    "rank in the same order) and run its collectives there")
+                    f"{len(callers)} threads: {shown}" + (f"; {saver} runs the checkpoint's collectives in a thread of "
+                                                          "its own, on the default group" if saver else "")
+                    + ": which thread's call comes first differs from rank to rank, so the ranks pair different "
+                    "collectives", evidence, trace.node, trace.rank,
+                    ("give the asynchronous save a process group of its own, made on every rank at the start: "
+                     "ckpt_group = dist.new_group(backend='gloo'), then dcp.async_save(..., process_group=ckpt_group)"
+                     if saver else "run every collective of a group from one thread (hand the other thread's values "
+                     "to it through a queue), or give the other thread a process group of its own "
+                     "(dist.new_group(...), made on every rank in the same order) and run its collectives there"))
+    return None
+
+
+def _async_save_without_group(files: list[SourceFile]) -> str | None:
+    """'`dcp.async_save(...)` (FILE:LINE)' where the code saves asynchronously on the default group."""
+    for source in files:
+        for call in calls_named(source, {"async_save"}):
+            if not any(keyword.arg == "process_group" for keyword in call.keywords):
+                return f"`{ast.unparse(call)[:60]}` ({source.name}:{call.lineno})"
     return None
 
 

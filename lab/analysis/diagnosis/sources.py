@@ -62,14 +62,16 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
                 _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
                 _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence),
-                _loaded_into_empty(ctx, files, evidence), _buffer_reused_before_sent(files, evidence))
+                _loaded_into_empty(ctx, files, evidence), _buffer_reused_before_sent(files, evidence),
+                _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
               _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
               _sampler_seed_per_rank(files, evidence), _gathered_without_gradient(files, evidence),
-              _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(ctx, files, evidence)
+              _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(ctx, files, evidence),
+              _scheduler_per_micro_batch(ctx, files, evidence)
               ) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
 
@@ -176,6 +178,15 @@ class SourceFile:
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(id(node))
+
+    def loop_of(self, node: ast.AST) -> ast.AST | None:
+        """The innermost for or while loop of the same function that holds `node` (a `break`'s loop)."""
+        while (node := self.parent(node)) is not None:
+            if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+                return node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return None
+        return None
 
     def function_of(self, node: ast.AST) -> ast.AST:
         """The innermost function (or the module) `node` is in."""
@@ -558,6 +569,58 @@ def _layers(value: ast.AST) -> bool:
         return False
     return bool(items) and all(isinstance(item, ast.Call) and call_name(item) and call_name(item)[0].isupper()
                                for item in items)
+
+
+SIZES_DIFFER = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)")
+
+
+def _last_batch_into_pipeline(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A pipeline stage (torch.distributed.pipelining) fed a smaller last batch: the stages size what they send and
+    receive from the first batch's micro-batches, so the last step's smaller micro-batches meet buffers of the first
+    size."""
+    tb = next((tb for tb in ctx.tracebacks if SIZES_DIFFER.search(tb.message)
+               and any("/distributed/pipelining/" in frame.file for frame in tb.frames)), None)
+    if tb is None:
+        return None
+    sizes = SIZES_DIFFER.search(tb.message)
+    for source in files:
+        loader = next((call for call in calls_named(source, {"DataLoader"}) if not any(
+            keyword.arg == "drop_last" and ast.unparse(keyword.value) == "True" for keyword in call.keywords)), None)
+        if loader is not None:
+            return Finding(
+                "pipeline-last-batch-smaller", f"rank {tb.rank if tb.rank is not None else '?'}'s pipeline stage met "
+                f"micro-batches of {sizes['b']} rows where it was built for {sizes['a']} (or the reverse): the stages "
+                "size what they send and receive from the first batch split into micro-batches, and the DataLoader at "
+                f"{source.name}:{loader.lineno} keeps the last, smaller batch (no drop_last), so the last step of the "
+                "epoch splits into smaller micro-batches that do not fit", evidence, tb.node, tb.rank,
+                "give every stage full batches only: DataLoader(..., drop_last=True) on every stage (or a dataset "
+                "length that is a multiple of batch_size), so each batch splits into n_microbatches of the size the "
+                "pipeline was built for")
+    return None
+
+
+CHILD_WAITERS = re.compile(r"/multiprocessing/|/subprocess\.py$")
+
+
+def _child_signal_ignored(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """SIGCHLD set to SIG_IGN: the kernel then reaps every child as it exits and keeps no exit status, so code that
+    waits for its children (multiprocessing's join, subprocess's wait) finds none (exitcode None, ECHILD)."""
+    if not any(any(CHILD_WAITERS.search(frame.file) for frame in tb.frames) or "No child processes" in tb.message
+               for tb in ctx.tracebacks):
+        return None
+    for source in files:
+        for call in calls_named(source, {"signal"}):
+            if len(call.args) == 2 and "SIGCHLD" in ast.unparse(call.args[0]) and "SIG_IGN" in ast.unparse(call.args[1]):
+                return Finding(
+                    "child-signal-ignored", f"`{ast.unparse(call)}` ({source.name}:{call.lineno}) makes the kernel "
+                    "reap every child of the process the moment it exits, keeping no exit status: code that waits for "
+                    "its children (multiprocessing's join in mp.spawn, a DataLoader's workers, subprocess's wait) then "
+                    "finds none (an exit code of None, 'No child processes') and fails, though the children did their "
+                    "work", evidence, None, None,
+                    "do not ignore SIGCHLD in a process that starts children it waits for: keep the helper's Popen "
+                    "and wait() or poll() it yourself, or put signal.signal(signal.SIGCHLD, signal.SIG_DFL) back "
+                    "before spawning")
+    return None
 
 
 def _exit_status_returned(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
@@ -998,6 +1061,57 @@ def _gathered_without_gradient(files: list[SourceFile], evidence: str) -> Findin
 
 HALF_TYPES = {"bfloat16", "float16", "half", "bf16"}
 MIXED_PRECISION = {"autocast", "GradScaler", "MixedPrecision", "MixedPrecisionPolicy", "master_params", "amp"}
+SCHEDULER_WARNING = "Detected call of `lr_scheduler.step()` before `optimizer.step()`"
+
+
+def _is_scheduler(value: ast.AST) -> bool:
+    """A learning-rate scheduler made here: torch's (LambdaLR, OneCycleLR, ...) or a get_*_schedule* helper."""
+    name = call_name(value) if isinstance(value, ast.Call) else ""
+    return bool(name) and (name.endswith("LR") or "schedule" in name.lower() or "Scheduler" in name)
+
+
+def _scheduler_per_micro_batch(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A loop that steps the optimizer only under a condition (every N micro-batches: gradient accumulation) and the
+    learning-rate scheduler on every pass: the schedule runs N times faster than the updates it is meant for."""
+    warned = next((line.text for line in ctx.lines if SCHEDULER_WARNING in line.text), None)
+    for source in files:
+        named = dict(assignments(source))
+        optimizers = {name for name, value in named.items() if isinstance(value, ast.Call)
+                      and call_name(value) in OPTIMIZERS}
+        schedulers = {name for name, value in named.items() if _is_scheduler(value)}
+        for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
+            steps = [node for statement in loop.body for node in ast.walk(statement) if isinstance(node, ast.Call)
+                     and call_name(node) == "step" and isinstance(node.func, ast.Attribute)
+                     and isinstance(node.func.value, ast.Name)]
+            # both in this loop itself, not in one nested in it (a scheduler stepped once per epoch is right)
+            updates = [call for call in steps if call.func.value.id in optimizers and source.loop_of(call) is loop]
+            schedules = [call for call in steps if call.func.value.id in schedulers and source.loop_of(call) is loop]
+            if not updates or not schedules:
+                continue
+            guard = _guard_in(source, updates[0], loop)
+            if guard is None or any(_guard_in(source, call, loop) is guard for call in schedules):
+                continue
+            update, schedule = updates[0], schedules[0]
+            return Finding(
+                "scheduler-per-micro-batch", f"`{ast.unparse(schedule)}` ({source.name}:{schedule.lineno}) runs on "
+                f"every pass of the loop at line {loop.lineno}, but `{ast.unparse(update)}` (line {update.lineno}) "
+                f"only where `{ast.unparse(guard.test)[:50]}` holds (line {guard.lineno}): the learning-rate schedule "
+                "advances once per micro-batch, faster than the updates it was sized for, so the rate reaches the "
+                "schedule's end (its floor, 0 for a decay to zero) early and the later updates barely move the model",
+                evidence + (f"; torch warned: {warned.strip()[:160]}" if warned else ""), None, None,
+                f"step the scheduler with the optimizer: move {ast.unparse(schedule)} into the `if "
+                f"{ast.unparse(guard.test)[:40]}:` block, right after {ast.unparse(update)}")
+    return None
+
+
+def _guard_in(source: SourceFile, node: ast.AST, loop: ast.AST) -> ast.If | None:
+    """The innermost `if` between `node` and `loop` that holds it."""
+    while (node := source.parent(node)) is not None and node is not loop:
+        if isinstance(node, ast.If):
+            return node
+    return None
+
+
 EPS_OPTIMIZERS = {"Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"}
 FLOAT16_TINIEST = 6e-8  # float16's smallest subnormal: a smaller eps is 0 there
 
