@@ -97,3 +97,10 @@ def test_a_scheduler_stepped_with_the_optimizer_or_once_an_epoch_is_not_ahead_of
     per_epoch = with_source(evidence, "                    loss.backward()\n            scheduler.step()\n",
                             "                    loss.backward()\n        scheduler.step()\n")
     assert "scheduler-per-micro-batch" not in causes(per_epoch)
+
+
+def test_a_branch_on_a_loop_counter_or_a_constant_is_not_the_ranks_own_values():
+    evidence = sample("fourteenth_best_ckpt_local_val")
+    for test in ("epoch % 3 == 0", "epoch == EPOCHS - 1"):
+        counted = with_source(evidence, "        if val_loss < best:\n", f"        if {test}:\n")
+        assert "collective-under-own-condition" not in causes(counted), test

@@ -116,7 +116,8 @@ def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast
     """The `if` that put `line` and `other_line` on different paths, with how, unless it tests the rank or values
     the ranks agreed on."""
     for node in ast.walk(source.tree):
-        if not isinstance(node, ast.If) or _agreed(source, node):
+        if not isinstance(node, ast.If) or not _spans(source.function_of(node), line, other_line) or \
+                _agreed(source, node):
             continue
         if _holds_line(node.body, line) != _holds_line(node.body, other_line) and (
                 _holds_line(node.body, line) or _holds_line(node.body, other_line)):
@@ -133,6 +134,12 @@ def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast
     return None
 
 
+def _spans(scope: ast.AST, *lines: int) -> bool:
+    """Both lines are in `scope` (a function, or the module): an `if` of another function says nothing of them."""
+    return isinstance(scope, ast.Module) or all(scope.lineno <= line <= (scope.end_lineno or scope.lineno)
+                                                for line in lines)
+
+
 def _holds_line(body: list[ast.stmt], line: int) -> bool:
     return any(statement.lineno <= line <= (statement.end_lineno or statement.lineno) for statement in body)
 
@@ -143,11 +150,26 @@ def _agreed(source: SourceFile, branch: ast.If) -> bool:
     if holds(branch.test, RANK_NAMES, RANK_VARIABLES, RANK_CALLS):
         return True
     names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name)}
+    if names <= _counters(source, branch) | {name for name in names if name.isupper()}:
+        return True  # `if step % 10 == 0`, `if epoch == EPOCHS - 1`: every rank counts alike
     scope = source.function_of(branch)
     shared = {part.id for node in ast.walk(scope) if isinstance(node, ast.Call) and call_name(node) in AGREED_BY
               and node.lineno < branch.lineno for argument in node.args[:1] for part in ast.walk(argument)
               if isinstance(part, ast.Name)}
     return bool(names) and bool(names & shared)
+
+
+def _counters(source: SourceFile, node: ast.AST) -> set[str]:
+    """The names the loops around `node` count with (`for step in range(...)`, `for i, batch in enumerate(...)`'s i)."""
+    counted = set()
+    while (node := source.parent(node)) is not None:
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call):
+            if call_name(node.iter) == "range" and isinstance(node.target, ast.Name):
+                counted.add(node.target.id)
+            elif call_name(node.iter) == "enumerate" and isinstance(node.target, ast.Tuple) and \
+                    isinstance(node.target.elts[0], ast.Name):
+                counted.add(node.target.elts[0].id)
+    return counted
 
 
 def group_made_again_findings(ctx: Context) -> list[Finding]:
