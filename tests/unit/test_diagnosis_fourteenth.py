@@ -104,3 +104,12 @@ def test_a_branch_on_a_loop_counter_or_a_constant_is_not_the_ranks_own_values():
     for test in ("epoch % 3 == 0", "epoch == EPOCHS - 1"):
         counted = with_source(evidence, "        if val_loss < best:\n", f"        if {test}:\n")
         assert "collective-under-own-condition" not in causes(counted), test
+
+
+def test_a_crash_the_rank_was_warned_of_starts_the_fix_from_the_warning_but_not_from_an_api_change():
+    evidence = sample("fourteenth_pipeline_last_batch")
+    crashed = next(finding for finding in diagnose(evidence) if finding.cause == "rank-crashed")
+    assert "warned of first: \"Using a target size (torch.Size([2, 1]))" in crashed.fix and "schedules.py:587" in crashed.fix
+    future = with_log(evidence, "UserWarning: Using a target size", "FutureWarning: Using a target size")
+    crashed = next(finding for finding in diagnose(future) if finding.cause == "rank-crashed")
+    assert "warned of first" not in crashed.fix

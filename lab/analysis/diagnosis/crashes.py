@@ -13,7 +13,7 @@ from lab.analysis.diagnosis.addresses import job_own_port
 from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, near, quote,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, LogLine
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, calls_named, parsed_files,
                                             self_attribute)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
@@ -702,8 +702,27 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
     for a crash inside a torch.distributed call, what the ranks passed to it differently; and what the message itself
     advises, where it does."""
     advice = message_advice(tb.message)
-    return f"as the message advises: {advice}; " + _what_to_change(ctx, tb, frame) if advice else \
+    fix = f"as the message advises: {advice}; " + _what_to_change(ctx, tb, frame) if advice else \
         _what_to_change(ctx, tb, frame)
+    warned = _warned_first(ctx, tb)
+    return f"{fix}; start from what the rank was warned of first: {warned}" if warned else fix
+
+
+# Warnings about what a program did (not that an API will change): printed by a rank before it crashed, they often
+# name the cause that the crash's own message only shows the end of.
+NOT_ABOUT_THE_RUN = re.compile(r"Deprecation|Future|PendingDeprecation", re.IGNORECASE)
+
+
+def _warned_first(ctx: Context, tb) -> str:
+    """'"TEXT" (FILE:LINE)': the last UserWarning-like warning the crashing rank printed before its traceback."""
+    warned = ""
+    for line in ctx.lines:
+        if line is tb.line:
+            return warned
+        if line.node == tb.node and line.rank == tb.rank and (match := WARNING_LINE.search(line.text)) and not (
+                NOT_ABOUT_THE_RUN.search(match["category"]) or "deprecat" in match["text"].lower()):
+            warned = f"\"{match['text'][:200]}\" ({match['file'].rsplit('/', 1)[-1]}:{match['line']})"
+    return ""
 
 
 def _what_to_change(ctx: Context, tb, frame) -> str:

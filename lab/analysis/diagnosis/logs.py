@@ -20,6 +20,9 @@ TRACEBACK_START = "Traceback (most recent call last):"
 TRACEBACK_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
+# A warning as Python's warnings module prints it: 'FILE.py:LINE: CategoryWarning: text'.
+WARNING_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<category>\w*Warning): (?P<text>.*)")
+
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|NotMet|Warning|BdbQuit))"
                             r"(?::\s?(?P<message>.*))?$")
 

@@ -14,7 +14,7 @@ import signal
 from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
 from lab.analysis.diagnosis.crashes import message_advice
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, last_own_line
+from lab.analysis.diagnosis.logs import EXCEPTION_LINE, WARNING_LINE, LogLine, last_own_line
 from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, LIBRARY_FILE as LIBRARY, MAIN_THREAD, Frame
 
 FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
@@ -159,9 +159,9 @@ def signal_findings(ctx: Context) -> list[Finding]:
     return found
 
 
-# A warning a library prints when it lets a program do what may crash it later (torch on a read-only NumPy array,
-# a tensor shared without a copy, ...): printed by the same process before a fatal signal, it names the cause.
-WARNING_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<category>\w*Warning): (?P<text>.*)")
+# The words of a warning a library prints when it lets a program do what may crash it later (torch on a read-only
+# NumPy array, a tensor shared without a copy, ...): printed by the same process before a fatal signal, it names the
+# cause.
 UNDEFINED = re.compile(r"undefined behaviou?r|not writable|non-writable|unsafe|out of bounds|dangling|"
                        r"use after free", re.IGNORECASE)
 
