@@ -113,3 +113,11 @@ def test_a_crash_the_rank_was_warned_of_starts_the_fix_from_the_warning_but_not_
     future = with_log(evidence, "UserWarning: Using a target size", "FutureWarning: Using a target size")
     crashed = next(finding for finding in diagnose(future) if finding.cause == "rank-crashed")
     assert "warned of first" not in crashed.fix
+
+
+def test_a_while_loop_on_each_ranks_own_clock_is_told_like_its_break():
+    evidence = with_source(sample("fourteenth_time_budget_stop"), "    while True:\n",
+                           "    while time.monotonic() <= deadline:\n")
+    evidence = with_source(evidence, "        if time.monotonic() > deadline:\n            break\n", "")
+    top = diagnose(evidence)[0]
+    assert top.cause == "collective-under-own-condition" and "`while time.monotonic() <= deadline`" in top.title

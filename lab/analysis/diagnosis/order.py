@@ -112,7 +112,7 @@ def _branch_on_own_values(ctx: Context, files: list[SourceFile], evidence: str) 
     return None
 
 
-def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast.If, str] | None:
+def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast.If | ast.While, str] | None:
     """The `if` that put `line` and `other_line` on different paths, with how, unless it tests the rank or values
     the ranks agreed on."""
     for node in ast.walk(source.tree):
@@ -125,6 +125,8 @@ def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast
             return node, ("line {inside} runs only where `{{test}}` holds (line {{line}})".format(inside=inside))
     for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
         if _holds_line(loop.body, other_line) and not _holds_line(loop.body, line):
+            if isinstance(loop, ast.While) and not _agreed(source, loop):
+                return loop, "rank {rank} left the loop `while {test}` (line {line}) while rank {other} is still in it"
             exit_branch = next((node for node in ast.walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
                                 and any(isinstance(part, ast.Break) and source.loop_of(part) is loop
                                         for statement in node.body for part in ast.walk(statement))), None)
@@ -144,7 +146,7 @@ def _holds_line(body: list[ast.stmt], line: int) -> bool:
     return any(statement.lineno <= line <= (statement.end_lineno or statement.lineno) for statement in body)
 
 
-def _agreed(source: SourceFile, branch: ast.If) -> bool:
+def _agreed(source: SourceFile, branch: ast.If | ast.While) -> bool:
     """The test reads the rank itself (other findings tell those), or names a collective gave every rank alike before
     it (all_reduce(t) then `if t.item() > x`). Values only computed from the rank's own shard are not agreed."""
     if holds(branch.test, RANK_NAMES, RANK_VARIABLES, RANK_CALLS):
