@@ -121,3 +121,10 @@ def test_a_while_loop_on_each_ranks_own_clock_is_told_like_its_break():
     evidence = with_source(evidence, "        if time.monotonic() > deadline:\n            break\n", "")
     top = diagnose(evidence)[0]
     assert top.cause == "collective-under-own-condition" and "`while time.monotonic() <= deadline`" in top.title
+
+
+def test_a_break_on_a_step_count_or_an_option_is_one_every_rank_takes_alike():
+    evidence = sample("fourteenth_time_budget_stop")
+    for test in ("step >= 500", "step >= args.max_steps"):
+        counted = with_source(evidence, "        if time.monotonic() > deadline:\n", f"        if {test}:\n")
+        assert "collective-under-own-condition" not in causes(counted), test

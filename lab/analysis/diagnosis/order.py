@@ -152,8 +152,9 @@ def _agreed(source: SourceFile, branch: ast.If | ast.While) -> bool:
     if holds(branch.test, RANK_NAMES, RANK_VARIABLES, RANK_CALLS):
         return True
     names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name)}
-    if names <= _counters(source, branch) | {name for name in names if name.isupper()}:
-        return True  # `if step % 10 == 0`, `if epoch == EPOCHS - 1`: every rank counts alike
+    alike = _counters(source, branch) | {name for name in names if name.isupper() or name in CONFIGS}
+    if names <= alike:
+        return True  # `if step % 10 == 0`, `if epoch == EPOCHS - 1`, `if step >= args.max_steps`: alike everywhere
     scope = source.function_of(branch)
     shared = {part.id for node in ast.walk(scope) if isinstance(node, ast.Call) and call_name(node) in AGREED_BY
               and node.lineno < branch.lineno for argument in node.args[:1] for part in ast.walk(argument)
@@ -161,9 +162,14 @@ def _agreed(source: SourceFile, branch: ast.If | ast.While) -> bool:
     return bool(names) and bool(names & shared)
 
 
+# Names that hold a run's options, the same on every rank (a setting that differs per node is told elsewhere).
+CONFIGS = {"args", "opts", "options", "cfg", "config", "conf", "hparams", "params", "settings", "flags"}
+
+
 def _counters(source: SourceFile, node: ast.AST) -> set[str]:
-    """The names the loops around `node` count with (`for step in range(...)`, `for i, batch in enumerate(...)`'s i)."""
-    counted = set()
+    """The names the loops around `node` count with (`for step in range(...)`, `for i, batch in enumerate(...)`'s i),
+    and names only ever set to a constant or stepped by one (`step = 0` ... `step += 1`)."""
+    counted = {name for name in _stepped_names(source) if _only_counts(source, name)}
     while (node := source.parent(node)) is not None:
         if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call):
             if call_name(node.iter) == "range" and isinstance(node.target, ast.Name):
@@ -172,6 +178,25 @@ def _counters(source: SourceFile, node: ast.AST) -> set[str]:
                     isinstance(node.target.elts[0], ast.Name):
                 counted.add(node.target.elts[0].id)
     return counted
+
+
+def _stepped_names(source: SourceFile) -> set[str]:
+    """The names an augmented assignment changes (`step += 1`)."""
+    return {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)}
+
+
+def _only_counts(source: SourceFile, name: str) -> bool:
+    """Every write of `name` is a constant (`step = 0`) or a constant added (`step += 1`)."""
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            if not isinstance(node.value, ast.Constant):
+                return False
+        elif isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == name
+                                                  for target in node.targets):
+            if not isinstance(node.value, ast.Constant):
+                return False
+    return True
 
 
 def group_made_again_findings(ctx: Context) -> list[Finding]:
