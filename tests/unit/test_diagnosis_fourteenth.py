@@ -128,3 +128,10 @@ def test_a_break_on_a_step_count_or_an_option_is_one_every_rank_takes_alike():
     for test in ("step >= 500", "step >= args.max_steps"):
         counted = with_source(evidence, "        if time.monotonic() > deadline:\n", f"        if {test}:\n")
         assert "collective-under-own-condition" not in causes(counted), test
+
+
+def test_ranks_that_ended_themselves_after_a_warning_start_the_fix_from_it():
+    evidence = with_source(sample("fourteenth_accum_scheduler_microstep"), "            scheduler.step()\n",
+                           "            sched.step()\n")  # no scheduler the code rule knows: the ending's finding
+    top = diagnose(evidence)[0]
+    assert top.cause == "rank-exited" and "warned of first: \"Detected call of `lr_scheduler.step()`" in top.fix

@@ -704,7 +704,7 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
     advice = message_advice(tb.message)
     fix = f"as the message advises: {advice}; " + _what_to_change(ctx, tb, frame) if advice else \
         _what_to_change(ctx, tb, frame)
-    warned = _warned_first(ctx, tb)
+    warned = last_warning(ctx, tb.node, tb.rank, tb.line)
     return f"{fix}; start from what the rank was warned of first: {warned}" if warned else fix
 
 
@@ -713,16 +713,16 @@ def _crash_fix(ctx: Context, tb, frame) -> str:
 NOT_ABOUT_THE_RUN = re.compile(r"Deprecation|Future|PendingDeprecation", re.IGNORECASE)
 
 
-def _warned_first(ctx: Context, tb) -> str:
-    """'"TEXT" (FILE:LINE)': the last UserWarning-like warning the crashing rank printed before its traceback."""
+def last_warning(ctx: Context, node: int, rank: int | None, before: LogLine | None = None) -> str:
+    """'"TEXT" (FILE:LINE)': the last UserWarning-like warning a rank printed (before `before`, its traceback)."""
     warned = ""
     for line in ctx.lines:
-        if line is tb.line:
+        if line is before:
             return warned
-        if line.node == tb.node and line.rank == tb.rank and (match := WARNING_LINE.search(line.text)) and not (
+        if line.node == node and line.rank == rank and (match := WARNING_LINE.search(line.text)) and not (
                 NOT_ABOUT_THE_RUN.search(match["category"]) or "deprecat" in match["text"].lower()):
             warned = f"\"{match['text'][:200]}\" ({match['file'].rsplit('/', 1)[-1]}:{match['line']})"
-    return ""
+    return warned if before is None else ""
 
 
 def _what_to_change(ctx: Context, tb, frame) -> str:

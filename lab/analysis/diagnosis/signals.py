@@ -12,7 +12,7 @@ import re
 import signal
 
 from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
-from lab.analysis.diagnosis.crashes import message_advice
+from lab.analysis.diagnosis.crashes import last_warning, message_advice
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, WARNING_LINE, LogLine, last_own_line
 from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, LIBRARY_FILE as LIBRARY, MAIN_THREAD, Frame
@@ -278,6 +278,8 @@ def exit_findings(ctx: Context) -> list[Finding]:
             continue  # an exception or an error a rule reads ended it: those rules say which
         said = last_own_line([line.text for line in own])
         who = f"rank {rank}" if rank is not None else f"the process on node{node}"
+        warned = last_warning(ctx, node, rank)
+        warned = f"; start from what the rank was warned of first: {warned}" if warned else ""
         if exited_alike(ctx) == code:
             found.append(Finding(
                 "rank-exited", f"every rank ended itself alike, with exit status {code} and no Python error"
@@ -287,7 +289,7 @@ def exit_findings(ctx: Context) -> list[Finding]:
                 "no rank is the odd one out, so nothing differs between the nodes: the cause is in what every rank "
                 "computes (the training or evaluation the check tests: a step left out such as model.eval() or "
                 "optimizer.zero_grad(), a setting, a dtype, a loaded state); find the sys.exit the check reached and "
-                "fix what it measures"))
+                "fix what it measures" + warned))
             break
         found.append(Finding(
             "rank-exited", f"{who} ended itself with exit status {code} and no Python error"
@@ -296,7 +298,7 @@ def exit_findings(ctx: Context) -> list[Finding]:
             + (f"; its last output: {said}" if said else "; it printed nothing"), node, rank,
             "find the sys.exit / os._exit (or the failing command) that this rank reached: its last output names the "
             "check that failed; make what that check reads the same on every node (a file, a variable, a count), or "
-            "let every rank take the same decision (all_reduce the flag) so no rank leaves alone"))
+            "let every rank take the same decision (all_reduce the flag) so no rank leaves alone" + warned))
     return found
 
 
