@@ -640,12 +640,20 @@ def _write_dumps(folder: str):
             failed = getattr(sys, "last_value", None) if reason == "exit" else None
             with open(path + ".tmp", "w") as out:
                 json.dump({**identity, "reason": reason, "time": time.time(), "started": STARTED,
-                           "exception": type(failed).__name__ if failed is not None else None, "trace": trace,
+                           "exception": type(failed).__name__ if failed is not None else None,
+                           "error": _error_text(failed) if failed is not None else None, "trace": trace,
                            "calls": CALLS.snapshot(),
                            **({"sources": _user_sources()} if reason in ("exit", "live") else {})}, out)
             os.replace(path + ".tmp", path)
         except (OSError, TypeError, ValueError):
             pass
+
+    def _error_text(failed: BaseException) -> str:
+        """The traceback that ended the process, as Python printed it: where its output went elsewhere (torchrun's
+        --redirects, a log file of the job's own), the lab still reads it."""
+        import traceback
+
+        return "".join(traceback.format_exception(type(failed), failed, failed.__traceback__))[-6000:]
 
     def watch() -> None:
         answered, written = None, frozenset()

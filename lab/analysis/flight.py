@@ -62,6 +62,7 @@ class RankTrace:
     started_at: float | None = None  # when the process started (dumps of older records lack it)
     calls: CallLog | None = None  # its torch.distributed calls and store operations (lab/analysis/calls.py)
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # its user's files: path -> text
+    error: str | None = field(default=None, compare=False)  # the traceback that ended it, as Python printed it
 
     def entered(self, seq: int) -> Collective | None:
         return next((collective for collective in self.history if collective.seq == seq), None)
@@ -97,7 +98,8 @@ def read_trace(data: dict) -> RankTrace | None:
                      collectives[-1] if collectives else None, pending[0] if live and pending else None,
                      str(data["exception"]) if data.get("exception") else None, tuple(collectives),
                      _float(data.get("started")), calls,
-                     {str(path): str(text) for path, text in (data.get("sources") or {}).items()})
+                     {str(path): str(text) for path, text in (data.get("sources") or {}).items()},
+                     str(data["error"]) if data.get("error") else None)
 
 
 def load_traces(folder: Path) -> list[RankTrace]:
@@ -121,8 +123,9 @@ def load_traces(folder: Path) -> list[RankTrace]:
         history = tuple(seen[seq] for seq in sorted(seen))
         known = next((trace for _, _, trace in found if trace.rank is not None), state)  # one written before init
         sources = next((trace.sources for _, _, trace in found if trace.sources), {})
+        error = next((trace.error for _, _, trace in found if trace.error), None)
         traces.append(replace(state, history=history, calls=freshest_calls, reached=max([state.reached, *seen]),
-                              sources=sources,
+                              sources=sources, error=error,
                               last=state.last or (history[-1] if history else None), rank=known.rank,
                               world_size=known.world_size))
     return sorted(traces, key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))

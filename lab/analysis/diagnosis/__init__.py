@@ -20,7 +20,7 @@ from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, lau
 from lab.analysis.diagnosis.context import Context, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
-from lab.analysis.diagnosis.logs import failure_report_ranks, read_lines, read_tracebacks
+from lab.analysis.diagnosis.logs import errors_not_printed, failure_report_ranks, read_lines, read_tracebacks
 
 __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagnose", "evidence_from_launch",
            "failure_report_ranks", "findings_json", "format_findings", "read_lines", "CAUSES", "PRIORITY"]
@@ -29,19 +29,19 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "cache-built-on-one-node", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
+    "rendezvous-path-not-shared", "executable-missing", "socket-path-too-long", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "cache-built-on-one-node", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
-    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "link-target-relative", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "sharded-without-shape", "parameter-replaced-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "unfrozen-after-ddp", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "worker-init-failed", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -111,6 +111,8 @@ CAUSES = {
                                      "method ending in _): backward refuses the changed values.",
     "scheduler-stepped-past-total": "A OneCycleLR-style scheduler was stepped more times than the total it was "
                                     "built for (epochs x steps_per_epoch computed by hand, smaller than the loop).",
+    "unfrozen-after-ddp": "parameters frozen when DDP wrapped the model and unfrozen after: DDP never averages their gradients, so each "
+                          "rank trains its own copy",
     "parameter-replaced-after-ddp": "A parameter of the model was replaced after DDP wrapped it (weights tied, a new "
                                     "nn.Parameter assigned): DDP reduces the Parameter it registered, which forward no "
                                     "longer uses.",
@@ -122,6 +124,8 @@ CAUSES = {
                                 "checkpoint thread beside the training loop): which comes first differs per rank.",
     "locale-missing": "locale.setlocale() asked for a locale the node does not have (LC_ALL or LANG forwarded from "
                       "a laptop by ssh, or named in the code).",
+    "link-target-relative": "a symbolic link made with a target relative to the working directory: a link's relative target is read from the "
+                            "link's own folder, so it points at nothing",
     "file-written-by-every-rank": "Several ranks open one file for writing where they share it (the shared folder, "
                                   "or one node's disk): each open empties what the others wrote, and a reader finds "
                                   "it cut short, mixed or empty.",
@@ -224,6 +228,8 @@ CAUSES = {
     "read-only-filesystem": "The job writes into a read-only folder (the lab mounts the workspace read-only).",
     "object-not-picklable": "An object sent through a *_object collective cannot be pickled, or names a class the "
                             "receiving rank does not define (the ranks run different code).",
+    "sharded-unit-skipped": "each module of a list sharded on its own (fully_shard per expert) and a forward that skips one on a condition of "
+                            "each rank's own data: the skipped unit's collectives run on some ranks only",
     "sharded-without-shape": "DTensor.from_local with a Shard placement and no shape=: pieces of uneven size give a wrong global shape, and "
                              "gathering them hands all_gather tensors of different sizes",
     "collective-under-own-condition": "ranks stuck in different collectives because an if (or an if ...: break out of the loop) that does not test the "
@@ -348,6 +354,14 @@ CAUSES = {
     "autograd-gradient-count": "A custom autograd Function's backward returns another number of gradients than "
                                "forward has inputs.",
     "backward-twice": "A second backward through a graph the first one freed.",
+    "recomputation-took-another-path": "activation checkpointing reran a forward that took another path (a draw from Python's or NumPy's random, which "
+                                       "checkpoint does not restore)",
+    "needs-a-terminal": "a call that asks the process's terminal (os.get_terminal_size, os.getlogin) in a launched rank, whose output is "
+                        "a pipe or a file",
+    "stream-replaced-incompletely": "sys.stdout or sys.stderr replaced by an object of the job's own that lacks a method every stream has (flush, "
+                                    "fileno, isatty)",
+    "socket-path-too-long": "a Unix socket path under a long TMPDIR exceeds the 107 bytes the system allows: multiprocessing's sockets "
+                            "(DataLoader workers, shared tensors) fail",
     "half-weights-with-scaler": "GradScaler used with a model whose weights were turned to float16 (model.half()): the scaler refuses float16 "
                                 "gradients; mixed precision keeps float32 weights under autocast",
     "unscaled-twice": "GradScaler.unscale_ called twice for one optimizer in one step.",
@@ -445,6 +459,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     if not evidence.failed:
         return []
     lines = read_lines(evidence)
+    lines += errors_not_printed(evidence, lines)
     ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines), PATTERNS)
     # of two findings of one cause the first is kept: the Flight Recorder's sequence numbers, then the ranks' calls
     # with their arguments, then the messages

@@ -598,6 +598,30 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
                    rank, fix)
 
 
+def _module_added_after_sharding(ctx: Context) -> tuple[str, str] | None:
+    """A module put on the model (`model.head = nn.Linear(...)`) after fully_shard sharded it, directly or in a
+    function of the job's that the same function called before: its parameters stay plain tensors."""
+    for source in parsed_files(ctx):
+        sharding = {function.name for function in map(source.function_of, calls_named(source, {"fully_shard"}))
+                    if isinstance(function, ast.FunctionDef)}  # the job's functions that shard
+        for scope in (node for node in ast.walk(source.tree) if isinstance(node, (ast.FunctionDef, ast.Module))):
+            sharded_at = None
+            for statement in scope.body:
+                calls = {call_name(call) for call in ast.walk(statement) if isinstance(call, ast.Call)}
+                if "fully_shard" in calls or calls & sharding:
+                    sharded_at = sharded_at or statement.lineno
+                elif sharded_at and isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call) and \
+                        any(isinstance(target, ast.Attribute) for target in statement.targets) and \
+                        ast.unparse(statement.value.func).startswith(("nn.", "torch.nn.")):
+                    return (f"`{ast.unparse(statement)[:60]}` ({source.name}:{statement.lineno}) puts a new module on "
+                            f"the model after fully_shard sharded it (line {sharded_at}): its parameters stay plain "
+                            "tensors among the model's DTensors, so an operation over every parameter "
+                            "(clip_grad_norm_, the optimizer's step) gets both",
+                            "change the model before sharding it: build it, replace the module, then fully_shard "
+                            "(the new module too, if it is a unit of its own); build the optimizer after sharding")
+    return None
+
+
 def _made_half(ctx: Context) -> str:
     """ (`model = model.half()`, FILE:LINE): where the job turned a module's weights to float16, if it says."""
     for source in parsed_files(ctx):
@@ -607,6 +631,65 @@ def _made_half(ctx: Context) -> str:
                 while not isinstance(statement, ast.stmt) and source.parent(statement) is not None:
                     statement = source.parent(statement)
                 return f" (`{ast.unparse(statement)[:60]}`, {source.name}:{call.lineno})"
+    return ""
+
+
+# What asks the process's terminal, and what to use where there may be none.
+TERMINAL_CALLS = {"get_terminal_size": "shutil.get_terminal_size(fallback=(80, 24)), which falls back where there is "
+                                       "no terminal",
+                  "getlogin": "getpass.getuser() (it reads the environment, then the password database)",
+                  "ttyname": "a check of sys.stdout.isatty() first", "tcgetattr": "a check of sys.stdin.isatty() first",
+                  "setraw": "a check of sys.stdin.isatty() first", "setcbreak": "a check of sys.stdin.isatty() first"}
+
+
+def _needs_a_terminal(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """A call that asks the controlling terminal (os.get_terminal_size, os.getlogin): a launched rank has none."""
+    for source in parsed_files(ctx):
+        for call in calls_named(source, set(TERMINAL_CALLS)):
+            owner = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+            if call_name(call) == "get_terminal_size" and owner == "shutil":
+                continue  # shutil's falls back by itself
+            return (f"`{ast.unparse(call)[:50]}` ({source.name}:{call.lineno}) asks the process's terminal, and a "
+                    "launched rank has none: its output goes to a pipe or a file (torchrun's workers, ssh without a "
+                    "tty, a scheduler), so the call fails" + (" on the ranks that make it" if ctx.multi_node else ""),
+                    f"replace {ast.unparse(call.func)}() with {TERMINAL_CALLS[call_name(call)]}")
+    return None
+
+
+def _temporary_folder(ctx: Context) -> str:
+    """ (TMPDIR is '...', N characters): the temporary folder the job's processes read, where one was read."""
+    value = next((trace.calls.env_read.get("TMPDIR") for trace in ctx.evidence.traces
+                  if trace.calls and trace.calls.env_read.get("TMPDIR")), None)
+    return f" (TMPDIR is '{value[:60]}...', {len(value)} characters, before the socket's own name)" if value else ""
+
+
+def _stream_replaced(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """sys.stdout (or stderr) replaced by an object of the job's own that lacks a method a stream has."""
+    for source in parsed_files(ctx):
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Assign) and any(ast.unparse(target) in ("sys.stdout", "sys.stderr")
+                                                    for target in node.targets) and match["cls"] in ast.unparse(node):
+                stream = ast.unparse(node.targets[0])
+                return (f"`{ast.unparse(node)[:50]}` ({source.name}:{node.lineno}) replaces {stream} with an object "
+                        f"that has no {match['attr']}(): whatever then flushes or asks {stream} for it (print(..., "
+                        "flush=True), logging, a progress bar, torch's warnings) raises on the ranks that replaced it",
+                        f"silence a rank with a real stream: {stream} = open(os.devnull, 'w') (or contextlib."
+                        "redirect_stdout(io.StringIO())), or make the class a stream (subclass io.TextIOBase and "
+                        "override write)")
+    return None
+
+
+def _drawn_outside_torch(ctx: Context) -> str:
+    """ (`random.random() < self.p`, FILE:LINE): a draw from Python's or NumPy's generator in the job's code."""
+    for source in parsed_files(ctx):
+        for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)):
+            owner = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+            if owner in ("random", "np.random", "numpy.random") and call_name(call) != "seed":
+                statement = call
+                while not isinstance(statement, ast.stmt) and source.parent(statement) is not None:
+                    statement = source.parent(statement)
+                shown = ast.unparse(statement.test if isinstance(statement, (ast.If, ast.While)) else statement)
+                return f" (`{shown[:60]}`, {source.name}:{call.lineno}, draws from {owner}'s generator)"
     return ""
 
 
@@ -1368,6 +1451,26 @@ PATTERNS = [
                     "keep the model's weights in float32 and run its forward under torch.autocast(device_type, "
                     "dtype=torch.float16) with the GradScaler (mixed precision); for weights meant to be float16 "
                     "or bfloat16 throughout, drop the GradScaler")),
+    PatternRule("socket-path-too-long", re.compile(r"AF_UNIX path too long"), lambda match, line, ctx: (
+        "a Unix socket's path is longer than the 107 bytes the system allows" + _temporary_folder(ctx) + ": "
+        "multiprocessing makes its sockets in the temporary folder (a DataLoader's workers, a Manager, torch's "
+        "shared tensors between processes), so a long TMPDIR breaks them on every node alike",
+        "point TMPDIR at a short folder for the job (TMPDIR=/tmp, or tempfile.tempdir = '/tmp' before the "
+        "DataLoader starts), and keep the long scratch folder for the job's own files")),
+    PatternRule("stream-replaced-incompletely", re.compile(
+        r"'(?P<cls>\w+)' object has no attribute '(?P<attr>flush|write|fileno|isatty|encoding|buffer|writable|"
+        r"readable|errors|closed)'"), _stream_replaced),
+    PatternRule("needs-a-terminal", re.compile(r"\[Errno (?:25|6)\] (?:Inappropriate ioctl for device|"
+                                               r"No such device or address)"), _needs_a_terminal),
+    PatternRule("recomputation-took-another-path", re.compile(
+        r"A different number of tensors was saved during the original forward and recomputation|"
+        r"Recomputed values for the following tensors have different metadata"), lambda match, line, ctx: (
+        "activation checkpointing reran the forward during backward and it took another path than the first time"
+        + _drawn_outside_torch(ctx) + ": torch.utils.checkpoint restores torch's random state for the rerun, not "
+        "Python's or NumPy's, nor anything else the forward reads that changed",
+        "make the checkpointed forward come out the same when it is rerun: draw from torch's generator "
+        "(torch.rand(()) < p, which checkpoint restores), or take the decision outside the checkpointed function and "
+        "pass it in")),
     PatternRule("unscaled-twice", re.compile(r"unscale_\(\) has already been called on this optimizer"),
                 lambda match, line, ctx: (
                     "GradScaler.unscale_ was called twice for one optimizer in one step (a helper, such as a "
@@ -1416,7 +1519,7 @@ PATTERNS = [
                     "function runs, or use torch.no_grad(), which makes ordinary tensors), or .clone() it outside "
                     "inference mode before changing it")),
     PatternRule("plain-tensor-into-dtensor", re.compile(r"got mixed torch\.Tensor and DTensor"),
-                lambda match, line, ctx: (
+                lambda match, line, ctx: _module_added_after_sharding(ctx) or (
                     ("a full (unsharded) state dict was loaded with load_state_dict into a model whose parameters are "
                      "DTensors, sharded by fully_shard (FSDP2) or tensor parallelism: copying a plain tensor into a "
                      "DTensor is refused" if "While copying the parameter" in line.text else

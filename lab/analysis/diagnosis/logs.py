@@ -93,6 +93,17 @@ def read_lines(evidence: Evidence) -> list[LogLine]:
     return lines
 
 
+def errors_not_printed(evidence: Evidence, lines: list[LogLine]) -> list[LogLine]:
+    """The traceback each rank's last words hold, as log lines, for the ranks whose logs hold none: its output went
+    elsewhere (torchrun's --redirects, a log file of its own), so the rules read it from there."""
+    printed = {(line.node, line.rank) for line in lines if line.text.strip() == TRACEBACK_START}
+    added = []
+    for trace in evidence.traces:
+        if trace.error and trace.node is not None and trace.rank is not None and (trace.node, trace.rank) not in printed:
+            added += [LogLine(trace.node, trace.rank, text) for text in trace.error.rstrip().splitlines()]
+    return added
+
+
 THREAD_DIED = re.compile(r"^Exception in thread (?P<name>.+?)(?: \(\w+\))?:$")  # threading.excepthook's first line
 
 

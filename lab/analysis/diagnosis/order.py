@@ -47,7 +47,8 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _set_up_on_some_ranks(files, found, evidence),
                                     _collective_in_cached_function(files, evidence),
                                     _branch_on_own_values(ctx, files, evidence),
-                                    _sharded_without_shape(files, found, evidence)) if finding is not None]
+                                    _sharded_without_shape(files, found, evidence),
+                                    _sharded_unit_skipped(files, evidence)) if finding is not None]
 
 
 def _sharded_without_shape(files: list[SourceFile], found: list[Finding], evidence: str) -> Finding | None:
@@ -67,6 +68,41 @@ def _sharded_without_shape(files: list[SourceFile], found: list[Finding], eviden
                     "pass the global shape and stride: DTensor.from_local(local, mesh, [Shard(0)], shape=full_shape, "
                     "stride=full_stride), or make the pieces even (pad the dimension "
                     "to a multiple of the world size), or let distribute_tensor(full, mesh, [Shard(0)]) split it")
+    return None
+
+
+SHARDS = {"fully_shard", "FSDP", "FullyShardedDataParallel"}
+
+
+def _sharded_unit_skipped(files: list[SourceFile], evidence: str) -> Finding | None:
+    """Each module of a list sharded on its own (fully_shard in a loop over model.experts), and a forward that skips
+    one of them on a condition of its own data: a skipped unit's all-gather and reduce-scatter do not run on that
+    rank, while the ranks that ran it wait in them."""
+    for source in files:
+        for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor))):
+            shard = next((call for statement in loop.body for call in ast.walk(statement)
+                          if isinstance(call, ast.Call) and call_name(call) in SHARDS), None)
+            if shard is None or not isinstance(loop.iter, ast.Attribute):
+                continue
+            listed = loop.iter.attr  # model.moe.experts -> experts
+            for use in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor))
+                        and listed in {part.attr for part in ast.walk(node.iter) if isinstance(part, ast.Attribute)}
+                        and node is not loop):
+                skip = next((branch for branch in ast.walk(use) if isinstance(branch, ast.If) and
+                             not _agreed(source, branch) and any(isinstance(part, ast.Continue)
+                                                                   for part in branch.body)), None)
+                if skip is None:
+                    continue
+                return Finding(
+                    "sharded-unit-skipped", f"each of `{ast.unparse(loop.iter)}` is a sharded unit of its own "
+                    f"(`{ast.unparse(shard)[:40]}`, {source.name}:{shard.lineno}), and the loop at line {use.lineno} "
+                    f"skips one where `{ast.unparse(skip.test)[:50]}` (line {skip.lineno}), which each rank decides "
+                    "from its own data: a unit skipped on one rank does not run its all-gather (forward, backward) "
+                    "or its gradients' reduce-scatter there, while the ranks that ran it wait in them",
+                    evidence, None, None,
+                    f"run every sharded unit on every rank each step: call it on an empty batch where "
+                    f"`{ast.unparse(skip.test)[:40]}` instead of skipping it, or shard the list together (fully_shard "
+                    "the layer that holds it, not each item)")
     return None
 
 

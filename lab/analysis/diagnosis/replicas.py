@@ -12,6 +12,7 @@ error raised in its own code, not in torch): what the jobs' hooks saw each proce
 
 from __future__ import annotations
 
+import ast
 import re
 
 from lab.analysis.calls import CallLog, DistCall
@@ -19,6 +20,7 @@ from lab.analysis.diagnosis.context import Context, raised_by_own_check
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.signals import exited_alike
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
+from lab.analysis.diagnosis.sources import calls_named, parsed_files
 
 
 def replica_findings(ctx: Context) -> list[Finding]:
@@ -210,8 +212,19 @@ def _different_start(ctx: Context, raised: list[Traceback], logs: dict[int, tupl
         return None
     seeds = {rank: calls.torch_seed for rank, (_, calls) in sorted(logs.items()) if calls.torch_seed is not None}
     synced = any(calls.counts.get("broadcast") or sum(calls.ddp_forwards.values()) for _, calls in logs.values())
-    if len(set(seeds.values())) < 2 or synced:
+    unsynced_ddp = _ddp_without_init_sync(ctx)
+    if len(set(seeds.values())) < 2 or (synced and not unsynced_ddp):
         return None
+    shown = ", ".join(f"rank {rank} {seed}" for rank, seed in list(seeds.items())[:4])
+    if unsynced_ddp:
+        rank = min(seeds)
+        return Finding(
+            "initial-weights-differ", f"the ranks started from different weights: torch's seed differs per rank "
+            f"({shown}) and {unsynced_ddp} skips what DDP does when it wraps a model, broadcasting rank 0's "
+            "parameters and buffers; DDP then averages the gradients, so every update is the same and the weights "
+            "stay as far apart as they began", evidence, logs[rank][0], rank,
+            "let DDP broadcast rank 0's weights (drop init_sync=False), or build the model under one seed on every "
+            "rank and seed per rank only what must differ (the augmentation, dropout)")
     # averaged by hand: all_reduce of floating tensors of several shapes (a model's gradients), not one metric
     averaged = {rank: {call.tensors[0] for call in (*calls.recent, *calls.failed)
                        if call.op == "all_reduce" and call.tensors and "float" in call.tensors[0].dtype}
@@ -219,7 +232,6 @@ def _different_start(ctx: Context, raised: list[Traceback], logs: dict[int, tupl
     rank = min(seeds)
     if len(averaged.get(rank, ())) < 2:
         return None
-    shown = ", ".join(f"rank {rank} {seed}" for rank, seed in list(seeds.items())[:4])
     shapes = ", ".join(sorted(map(str, averaged[rank]))[:4])
     return Finding(
         "initial-weights-differ", f"the ranks started from different weights: torch's seed differs per rank "
@@ -228,6 +240,15 @@ def _different_start(ctx: Context, raised: list[Traceback], logs: dict[int, tupl
         "start every rank from rank 0's weights: after building the model, `for p in model.parameters(): "
         "dist.broadcast(p.data, src=0)` (DDP does this when it wraps the model), or build the model under the same "
         "seed on every rank and seed per rank only what must differ (the data order)")
+
+
+def _ddp_without_init_sync(ctx: Context) -> str | None:
+    """'`DDP(model, init_sync=False)` (FILE:LINE)' where the job wraps a model without DDP's first broadcast."""
+    for source in parsed_files(ctx):
+        for call in calls_named(source, {"DDP", "DistributedDataParallel"}):
+            if any(keyword.arg == "init_sync" and ast.unparse(keyword.value) == "False" for keyword in call.keywords):
+                return f"`{ast.unparse(call)[:60]}` ({source.name}:{call.lineno})"
+    return None
 
 
 SHARING = ("broadcast", "broadcast_object_list", "scatter", "scatter_object_list")

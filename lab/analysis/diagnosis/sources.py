@@ -63,7 +63,8 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
                 _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence),
                 _loaded_into_empty(ctx, files, evidence), _buffer_reused_before_sent(files, evidence),
-                _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence))
+                _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence),
+                _link_target_relative(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -71,7 +72,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
               _sampler_seed_per_rank(files, evidence), _gathered_without_gradient(files, evidence),
               _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(ctx, files, evidence),
-              _scheduler_per_micro_batch(ctx, files, evidence)
+              _scheduler_per_micro_batch(ctx, files, evidence), _unfrozen_after_ddp(files, evidence)
               ) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
 
@@ -571,6 +572,33 @@ def _layers(value: ast.AST) -> bool:
                                for item in items)
 
 
+ANCHORED = {"abspath", "realpath", "resolve", "absolute", "basename", "relpath", "name"}  # a target a link can hold
+
+
+def _link_target_relative(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A symbolic link made with a target relative to the working directory: a link's relative target is read from
+    the link's own folder, so the link points at a path that does not exist, and opening it is FileNotFoundError."""
+    if not any(tb.short_type == "FileNotFoundError" for tb in ctx.tracebacks):
+        return None
+    for source in files:
+        for call in calls_named(source, {"symlink", "symlink_to"}):
+            target = call.args[0] if call.args else None
+            if target is None or (isinstance(target, ast.Constant) and str(target.value).startswith("/")) or any(
+                    isinstance(part, ast.Call) and call_name(part) in ANCHORED for part in ast.walk(target)) or \
+                    isinstance(target, ast.Attribute) and target.attr == "name":
+                continue
+            shown = ast.unparse(target)[:30]
+            return Finding(
+                "link-target-relative", f"`{ast.unparse(call)[:50]}` ({source.name}:{call.lineno}) makes a link whose "
+                f"target, {shown}, is a path from the working directory, but a link's relative target is read from "
+                "the link's own folder: the link points at that folder joined with the path again, which does not "
+                "exist, so opening the link fails though the link is there", evidence, None, None,
+                "give the link a target relative to its own folder (os.symlink(os.path.basename(path), link), or "
+                "os.path.relpath(path, os.path.dirname(link))) or an absolute one (os.path.abspath(path)); check the "
+                "target with os.path.exists(link), which follows the link")
+    return None
+
+
 SIZES_DIFFER = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)")
 
 
@@ -1044,7 +1072,8 @@ def _gathered_without_gradient(files: list[SourceFile], evidence: str) -> Findin
             slot_put_back = any(isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Subscript) and root_name(target) == parts for target in node.targets)
                 for node in ast.walk(scope))
-            backward_here = "backward" in names_in(scope)
+            backward_here = any(isinstance(node, ast.Call) and call_name(node) == "backward" and
+                                node.lineno > gather.lineno for node in ast.walk(scope))  # not the training before
             if used is None or "detach" in ast.unparse(gather.args[1]) or not (slot_put_back or backward_here):
                 continue
             return Finding(
@@ -1102,6 +1131,42 @@ def _scheduler_per_micro_batch(ctx: Context, files: list[SourceFile], evidence: 
                 f"step the scheduler with the optimizer: move {ast.unparse(schedule)} into the `if "
                 f"{ast.unparse(guard.test)[:40]}:` block, right after {ast.unparse(update)}")
     return None
+
+
+def _unfrozen_after_ddp(files: list[SourceFile], evidence: str) -> Finding | None:
+    """Parameters frozen when DDP wrapped the model and unfrozen after: DDP averages the gradients of the parameters
+    that required one when it was built, so the unfrozen ones train apart on every rank."""
+    for source in files:
+        wraps = sorted(call.lineno for call in calls_named(source, {"DDP", "DistributedDataParallel"}))
+        if not wraps:
+            continue
+        settings = [(node.lineno, _requires_grad_set(node), node) for node in ast.walk(source.tree)
+                    if _requires_grad_set(node) is not None]
+        frozen = [line for line, value, _ in settings if value is False and line < wraps[0]]
+        thawed = next(((line, node) for line, value, node in settings if value is True and line > wraps[0]
+                       and not any(wrap > line for wrap in wraps[1:])), None)  # wrapped again after: the fix
+        if frozen and thawed:
+            return Finding(
+                "unfrozen-after-ddp", f"`{ast.unparse(thawed[1])[:50]}` ({source.name}:{thawed[0]}) unfreezes "
+                f"parameters that were frozen (line {frozen[0]}) when DDP wrapped the model (line {wraps[0]}): DDP "
+                "averages the gradients of the parameters that required one when it was built, so it never averages "
+                "the unfrozen ones, and each rank trains its own copy of them", evidence, None, None,
+                "wrap the model in DDP again after unfreezing (ddp = DDP(model) once the stage begins), or leave every "
+                "parameter that will train requiring grad from the start and keep the frozen stage out of the "
+                "optimizer until it begins (add its param group then)")
+    return None
+
+
+def _requires_grad_set(node: ast.AST) -> bool | None:
+    """True or False where `node` sets requires_grad (`p.requires_grad_(False)`, `p.requires_grad = True`)."""
+    if isinstance(node, ast.Call) and call_name(node) == "requires_grad_":
+        value = node.args[0] if node.args else next((item.value for item in node.keywords), ast.Constant(True))
+    elif isinstance(node, ast.Assign) and any(isinstance(target, ast.Attribute) and target.attr == "requires_grad"
+                                              for target in node.targets):
+        value = node.value
+    else:
+        return None
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
 
 
 def _guard_in(source: SourceFile, node: ast.AST, loop: ast.AST) -> ast.If | None:
