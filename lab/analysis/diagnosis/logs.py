@@ -96,11 +96,14 @@ def read_lines(evidence: Evidence) -> list[LogLine]:
 def errors_not_printed(evidence: Evidence, lines: list[LogLine]) -> list[LogLine]:
     """The traceback each rank's last words hold, as log lines, for the ranks whose logs hold none: its output went
     elsewhere (torchrun's --redirects, a log file of its own), so the rules read it from there."""
-    printed = {(line.node, line.rank) for line in lines if line.text.strip() == TRACEBACK_START}
+    printed = {(tb.node, tb.rank, tb.short_type) for tb in read_tracebacks(lines)}  # torchrun's own are not the rank's
     added = []
     for trace in evidence.traces:
-        if trace.error and trace.node is not None and trace.rank is not None and (trace.node, trace.rank) not in printed:
-            added += [LogLine(trace.node, trace.rank, text) for text in trace.error.rstrip().splitlines()]
+        if not trace.error or trace.node is None or trace.rank is None:
+            continue
+        error = [LogLine(trace.node, trace.rank, text) for text in trace.error.rstrip().splitlines()]
+        if not any((tb.node, tb.rank, tb.short_type) in printed for tb in read_tracebacks(error)):
+            added += error
     return added
 
 
