@@ -48,9 +48,10 @@ $(VENV)/.image-tools: pyproject.toml
 		$(BIN)/pip install -q $$($(IMAGE_DEPENDENCIES)) && $(BIN)/pip install -q --no-deps -e . && touch $@
 
 # numpy with it: the node image pins the venv's numpy too (lab/nodes/image.py host_pins), and it must be there when the
-# build reads it, not come later with matplotlib.
+# build reads it, not come later with matplotlib. lab's other dependencies come in the next part, so pip is told not
+# to report them missing here.
 $(VENV)/.torch: $(VENV)/.image-tools
-	@$(call STEP,torch) $(BIN)/pip install -q "torch==$(TORCH_VERSION)" numpy && touch $@
+	@$(call STEP,torch) $(BIN)/pip install -q --no-warn-conflicts "torch==$(TORCH_VERSION)" numpy && touch $@
 
 $(VENV)/.installed: $(VENV)/.torch
 	@$(call STEP,the other dependencies) $(BIN)/pip install -q $$($(LAB_DEPENDENCIES)) && touch $@
