@@ -48,7 +48,8 @@ def facts(path):
         answer["kind"] = "dir" if os.path.isdir(absolute) else "file" if os.path.isfile(absolute) else "other"
         answer["size"] = st.st_size
     except OSError:
-        pass
+        if os.path.islink(absolute):  # the name is there, as a link to nothing
+            answer["link"] = os.readlink(absolute)
     existing, missing = absolute, ""
     while not os.path.isdir(existing):
         existing, missing = os.path.dirname(existing), os.path.basename(existing)

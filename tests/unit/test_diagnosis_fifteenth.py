@@ -2,6 +2,8 @@
 (the rerun's, for the rank whose output torchrun redirected), with the cause and fix the lab must now give first, and
 the same record changed where the finding must not fire."""
 
+from dataclasses import replace
+
 import pytest
 
 from lab.analysis.diagnosis import diagnose
@@ -89,3 +91,18 @@ def test_a_recomputation_that_draws_from_torch_names_no_other_generator():
                            "torch.rand(()) < self.p_drop")
     top = diagnose(evidence)[0]
     assert top.cause == "recomputation-took-another-path" and "generator)" not in top.title
+
+
+def test_a_missing_file_that_is_a_link_to_nothing_says_where_the_link_points():
+    """The nodes asked after the run find the name as a symbolic link whose target does not exist (made by `ln -s` in
+    a launch line as well as by the job's code): the finding says where a relative target really points."""
+    evidence = with_source(sample("fifteenth_latest_symlink_resume"), "os.symlink(path, latest)",
+                           "make_link(path, latest)")
+    probes = evidence.probes
+    linked = replace(probes, nodes=[replace(facts, paths={
+        path: replace(answer, link="checkpoints/epoch_2.pt") if path.endswith("latest.pt") else answer
+        for path, answer in facts.paths.items()}) for facts in probes.nodes])
+    top = diagnose(replace(evidence, probes=linked))[0]
+    assert top.cause == "file-missing-everywhere"
+    assert "is a symbolic link to 'checkpoints/epoch_2.pt', which does not exist" in top.title
+    assert top.title.endswith("checkpoints/checkpoints/epoch_2.pt") and "os.path.exists(link)" in top.fix

@@ -35,6 +35,7 @@ class PathFacts:
     parent: bool = False  # whether its folder exists
     existing: str = "/"  # the deepest folder of the path that exists
     close: str | None = None  # a name in `existing` close to the missing one (a typo's likely target)
+    link: str | None = None  # where the name is a symbolic link to nothing: the target it holds
 
     @classmethod
     def from_dict(cls, data: dict) -> PathFacts:

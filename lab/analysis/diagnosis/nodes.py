@@ -5,6 +5,7 @@ the run (Evidence.probes, gathered by lab/jobs/probes.py); `questions` says what
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -108,6 +109,8 @@ def _nodes(indices: Iterable[int]) -> str:
 def _describe(facts: PathFacts | None) -> str:
     if facts is None:
         return "not asked"
+    if facts.kind is None and facts.link:
+        return f"a link to '{facts.link}', which does not exist"
     if facts.kind is None:
         return "missing" + ("" if facts.parent else f" (its folder too; {facts.existing} exists)")
     return facts.kind + (f", {facts.size} bytes" if facts.kind == "file" and facts.size is not None else "")
@@ -237,6 +240,17 @@ def file_findings(ctx: Context) -> list[Finding]:
                     "make that name once and give it to every rank (rank 0 builds it, broadcast_object_list sends "
                     "it), or build it from what every node shares (the run's id, UTC rather than local time: the "
                     "nodes' clocks and time zones, TZ, can differ), never from each node's own clock"))
+                continue
+            if dangling := next((facts for facts in answers.values() if facts.link), None):
+                where = posixpath.normpath(posixpath.join(posixpath.dirname(dangling.absolute), dangling.link))
+                found.append(Finding(
+                    "file-missing-everywhere", f"{path} is a symbolic link to '{dangling.link}', which does not exist: "
+                    + (f"a link's relative target is read from the link's own folder, so it points at {where}"
+                       if not dangling.link.startswith("/") else "its target was moved or never written"),
+                    evidence, line.node, line.rank,
+                    "make the link's target right: relative to the link's own folder (os.symlink(os.path.basename("
+                    "target), link), `ln -s name link` inside the folder) or absolute (os.path.abspath(target)); "
+                    "check it with os.path.exists(link), which follows the link"))
                 continue
             if placeholder := PLACEHOLDER.search(path):
                 found.append(Finding(
