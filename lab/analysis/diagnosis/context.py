@@ -133,9 +133,15 @@ SYMPTOM = re.compile(
     r"|failed to pass monitoredBarrier")
 
 
+# Errors about what a call was given, never a peer's failure echoed back, whatever words they hold ("requires
+# timeout == 0" is an argument refused, not a wait that ran out).
+ARGUMENT_ERRORS = {"AssertionError", "ValueError", "TypeError", "KeyError", "IndexError", "AttributeError",
+                   "NameError"}
+
+
 def echoes_a_peer(tb: Traceback) -> bool:
     """The traceback's exception is another rank's failure echoed back (a lost connection, a timeout)."""
-    return bool(SYMPTOM.search(f"{tb.exc_type}: {tb.message}"))
+    return tb.short_type not in ARGUMENT_ERRORS and bool(SYMPTOM.search(f"{tb.exc_type}: {tb.message}"))
 
 
 def on_shared_folder(ctx: Context, path: str) -> bool:

@@ -656,6 +656,16 @@ def _needs_a_terminal(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
     return None
 
 
+def _workers_given(ctx: Context) -> str:
+    """ (num_workers=EXPR at FILE:LINE): what the job's DataLoader was given as its number of workers."""
+    for source in parsed_files(ctx):
+        for call in calls_named(source, {"DataLoader"}):
+            given = next((keyword.value for keyword in call.keywords if keyword.arg == "num_workers"), None)
+            if given is not None and any(keyword.arg == "timeout" for keyword in call.keywords):
+                return f" (num_workers={ast.unparse(given)[:40]} at {source.name}:{call.lineno}, 0 here)"
+    return ""
+
+
 def _temporary_folder(ctx: Context) -> str:
     """ (TMPDIR is '...', N characters): the temporary folder the job's processes read, where one was read."""
     value = next((trace.calls.env_read.get("TMPDIR") for trace in ctx.evidence.traces
@@ -1462,6 +1472,12 @@ PATTERNS = [
         r"readable|errors|closed)'"), _stream_replaced),
     PatternRule("needs-a-terminal", re.compile(r"\[Errno (?:25|6)\] (?:Inappropriate ioctl for device|"
                                                r"No such device or address)"), _needs_a_terminal),
+    PatternRule("loader-timeout-without-workers", re.compile(r"_SingleProcessDataLoaderIter requires timeout == 0"),
+                lambda match, line, ctx: (
+                    "a DataLoader was given a timeout with no worker processes" + _workers_given(ctx) + ": its timeout "
+                    "bounds the wait for a worker's batch, and a loader that reads in the rank itself refuses one",
+                    "give the timeout only with workers (timeout=120 if num_workers > 0 else 0), or keep at least one "
+                    "worker where the count is computed (max(..., 1))")),
     PatternRule("recomputation-took-another-path", re.compile(
         r"A different number of tensors was saved during the original forward and recomputation|"
         r"Recomputed values for the following tensors have different metadata"), lambda match, line, ctx: (

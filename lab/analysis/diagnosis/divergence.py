@@ -138,6 +138,13 @@ def _world_asked_in_stacks(ctx: Context) -> list[Finding]:
         "as the job asks for")]
 
 
+def _loader_worker(process) -> bool:
+    """A DataLoader's worker process: forked from its rank on purpose, it runs no collective (a DistributedSampler's
+    __iter__ in its stack is reading indices, not communicating)."""
+    return any(frame.function == "_worker_loop" and frame.file.endswith("data/_utils/worker.py")
+               for thread in process.threads for frame in thread.frames)
+
+
 def inherited_rank_findings(ctx: Context) -> list[Finding]:
     """A child of a rank's worker (subprocess, os.system, multiprocessing) that inherited the job's RANK and MASTER_*
     and is itself in torch.distributed: it joins the job's rendezvous as a second process of its parent's rank."""
@@ -148,7 +155,7 @@ def inherited_rank_findings(ctx: Context) -> list[Finding]:
         if process.role == "worker" or parent is None or process.env.get("RANK") != parent.env.get("RANK"):
             continue
         waiting = process.waiting()
-        if waiting is None or not waiting.in_distributed_call:
+        if waiting is None or not waiting.in_distributed_call or _loader_worker(process):
             continue
         started = (parent.waiting().user_frame.location if parent.waiting() and parent.waiting().user_frame
                    else "its code")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lab.analysis.calls import DistCall
-from lab.analysis.diagnosis.context import Context, quoted_source, raised_by_own_check
+from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source, raised_by_own_check
 from lab.analysis.diagnosis.findings import Finding
 
 # What these findings may stand in front of: endings that say how a run failed, not why.
@@ -64,7 +64,9 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence),
                 _loaded_into_empty(ctx, files, evidence), _buffer_reused_before_sent(files, evidence),
                 _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence),
-                _link_target_relative(ctx, files, evidence))
+                _link_target_relative(ctx, files, evidence), _share_rounded_up(ctx, files, evidence),
+                _read_before_flushed(ctx, files, evidence), _loop_over_endless_stream(ctx, files, evidence),
+                _global_count_skips_own_indices(files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -570,6 +572,114 @@ def _layers(value: ast.AST) -> bool:
         return False
     return bool(items) and all(isinstance(item, ast.Call) and call_name(item) and call_name(item)[0].isupper()
                                for item in items)
+
+
+ENDLESS_CALLS = {"cycle", "count", "repeat"}  # itertools' iterators without an end
+
+
+def _endless(function: ast.AST) -> ast.AST | None:
+    """The construct that makes an __iter__ endless: iter(f, sentinel), itertools.cycle/count/repeat, `while True`
+    with no break or return in it."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and (call_name(node) in ENDLESS_CALLS or (
+                call_name(node) == "iter" and len(node.args) == 2)):
+            return node
+        if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True and not any(
+                isinstance(part, (ast.Break, ast.Return)) for part in ast.walk(node)):
+            return node
+    return None
+
+
+def _loop_over_endless_stream(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A run stopped at its timeout with every rank computing in one loop of its own code (not waiting in
+    torch.distributed), and an IterableDataset in the job whose __iter__ never ends: the loop runs over that stream."""
+    if not ctx.evidence.timed_out:
+        return None
+    points = [process.waiting() for process in ctx.evidence.processes if process.rank is not None
+              and process.role != "agent"]
+    waiting = any(trace.waiting_in or (trace.calls and trace.calls.pending) for trace in ctx.evidence.traces)
+    if waiting or not points or any(point is None or point.user_frame is None for point in points):
+        return None  # a rank in a collective, a store or a rendezvous: the waits' own findings tell it
+    places = {(point.user_frame.file.rsplit("/", 1)[-1], point.user_frame.line) for point in points}
+    for source in files:
+        streams = [(cls, method) for cls in ast.walk(source.tree) if isinstance(cls, ast.ClassDef)
+                   and any("IterableDataset" in ast.unparse(base) for base in cls.bases)
+                   for method in cls.body if isinstance(method, ast.FunctionDef) and method.name == "__iter__"]
+        endless = next(((cls, found) for cls, method in streams if (found := _endless(method)) is not None), None)
+        loop = next((node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor)) and any(
+            name == source.name and node.lineno <= line <= (node.end_lineno or node.lineno) for name, line in places)),
+            None)
+        if endless is None or loop is None:
+            continue
+        cls, construct = endless
+        return Finding(
+            "loop-over-endless-stream", f"every rank was still computing in the loop at {source.name}:{loop.lineno} "
+            f"(`for ... in {ast.unparse(loop.iter)[:40]}`) when the lab stopped the run, not waiting for a peer: "
+            f"{cls.name}.__iter__ never ends (`{ast.unparse(construct)[:50]}`, line {construct.lineno}), so a loop "
+            "over it runs until something breaks out of it", evidence, None, None,
+            f"give the loop an end: iterate a finite stream where a pass must end (an evaluation: draw each sample "
+            f"once), or stop after a number of batches (itertools.islice(loader, steps)); an endless {cls.name} "
+            "needs the loop to count its steps")
+    return None
+
+
+def _read_before_flushed(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A file a rank read at 0 bytes that the job's code keeps open for writing (`self.fh = open(path, 'a')`, never
+    flushed or closed): what was written sat in the writer's buffer when the file was read."""
+    writes = {op.path: op for trace in ctx.evidence.traces if trace.calls for op in trace.calls.writes}
+    read = next(((trace.rank, op) for trace in ctx.evidence.traces if trace.calls for op in trace.calls.reads
+                 if op.size == 0 and op.path in writes), None)
+    place = caller_place(writes[read[1].path].caller) if read else None
+    source = next((source for source in files if place and source.name == place[0]), None)
+    if source is None:
+        return None
+    opened = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Assign) and node.lineno == place[1]
+                   and isinstance(node.value, ast.Call) and call_name(node.value) == "open"), None)
+    if opened is None:
+        return None
+    handle = ast.unparse(opened.targets[0])
+    tail = handle.rsplit(".", 1)[-1]  # self.fh is log.fh to the code outside the class
+    if any(isinstance(node, ast.Call) and call_name(node) in ("flush", "close") and isinstance(node.func, ast.Attribute)
+           and ast.unparse(node.func.value).rsplit(".", 1)[-1] == tail for node in ast.walk(source.tree)):
+        return None
+    rank, op = read
+    return Finding(
+        "read-before-flushed", f"rank {rank} read {op.path.rsplit('/', 1)[-1]} at 0 bytes ({op.caller}): the job "
+        f"writes it through `{ast.unparse(opened)[:60]}` ({source.name}:{opened.lineno}), kept open and never flushed "
+        "or closed, so what was written sat in the writer's buffer when the file was read", evidence, None, rank,
+        f"flush it where the readers may start ({handle}.flush(), and os.fsync({handle}.fileno()) for a reader on "
+        "another host) or close it before the barrier that lets them read; or open it line-buffered (buffering=1)")
+
+
+def _rounded_up(node: ast.AST, worlds: set[str]) -> bool:
+    """math.ceil(n / world), -(-n // world) or (n + world - 1) // world."""
+    if isinstance(node, ast.Call) and call_name(node) == "ceil" and node.args:
+        return _mentions(node.args[0], worlds)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.BinOp) and isinstance(node.operand.op, ast.FloorDiv) and _mentions(
+            node.operand.right, worlds)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and _mentions(node.right, worlds) and \
+        isinstance(node.left, ast.BinOp) and _mentions(node.left, worlds)
+
+
+def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A share of the data rounded up (ceil of n / world) that the last rank alone crashed on: its window, rank *
+    share to (rank + 1) * share, runs past the end of the data, which holds fewer than world * share items."""
+    world = ctx.evidence.expected_world_size
+    raised = {tb.rank for tb in ctx.tracebacks if not echoes_a_peer(tb)}
+    if not world or world < 2 or raised != {world - 1}:
+        return None
+    for source in files:
+        for name, value in assignments(source):
+            if _rounded_up(value, source.worlds):
+                return Finding(
+                    "share-rounded-up", f"`{name} = {ast.unparse(value)[:50]}` ({source.name}:{value.lineno}) rounds "
+                    f"each rank's share up, so the shares add up to more than the data holds: the last rank, "
+                    f"{world - 1}, the only one that failed, gets a window that runs past the end", evidence,
+                    node_of_rank(ctx, world - 1), world - 1,
+                    f"clip the last rank's window to the data (end = min(start + {name}, total)), or take the shares "
+                    "from torch.tensor_split / np.array_split, which hand the remainder out one item at a time")
+    return None
 
 
 ANCHORED = {"abspath", "realpath", "resolve", "absolute", "basename", "relpath", "name"}  # a target a link can hold
@@ -1130,6 +1240,39 @@ def _scheduler_per_micro_batch(ctx: Context, files: list[SourceFile], evidence: 
                 evidence + (f"; torch warned: {warned.strip()[:160]}" if warned else ""), None, None,
                 f"step the scheduler with the optimizer: move {ast.unparse(schedule)} into the `if "
                 f"{ast.unparse(guard.test)[:40]}:` block, right after {ast.unparse(update)}")
+    return None
+
+
+def _global_count_skips_own_indices(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A count of samples over all ranks (`consumed += len(batch) * world`) given to a sampler that skips that many
+    of each rank's own indices when it resumes: every rank skips world times what it consumed."""
+    for source in files:
+        counts = [node for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign) and isinstance(
+            node.op, ast.Add) and _mentions(node.value, source.worlds)]
+        for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)
+                    and any("Sampler" in ast.unparse(base) for base in node.bases)):
+            methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
+            skip = next((node for node in ast.walk(methods.get("__iter__", cls)) if isinstance(node, ast.Subscript)
+                         and isinstance(node.slice, ast.Slice) and self_attribute(node.slice.lower)), None)
+            if skip is None:
+                continue
+            start = self_attribute(skip.slice.lower)
+            setter = next((method for method in methods.values() if any(
+                isinstance(node, ast.Assign) and any(self_attribute(target) == start for target in node.targets)
+                for node in ast.walk(method)) and method.name != "__init__"), None)
+            for count in counts:
+                counted = ast.unparse(count.target)
+                given = next((call for call in calls_named(source, {setter.name}) if any(
+                    counted in ast.unparse(argument) or ast.unparse(argument) in counted for argument in call.args)),
+                    None) if setter else None
+                if given is not None:
+                    return Finding(
+                        "global-count-skips-own-indices", f"`{ast.unparse(count)[:60]}` ({source.name}:{count.lineno}) "
+                        f"counts the samples of every rank, and `{ast.unparse(given)[:50]}` (line {given.lineno}) "
+                        f"makes {cls.name} skip that many of each rank's own indices (`{ast.unparse(skip)[:40]}`, line "
+                        f"{skip.lineno}): each rank skips world-size times what it consumed", evidence, None, None,
+                        f"skip a rank's share: {setter.name}({counted} // world_size) (or keep a count per rank for "
+                        "resuming), and keep the global count for the logs and the schedule")
     return None
 
 
