@@ -16,6 +16,8 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("sixteenth_val_stream_resampled", "loop-over-endless-stream",
      ["loop at val_stream_resampled.py:67", "ShardStream.__iter__ never ends", "line 49"],
      ["itertools.islice(loader, steps)"]),
+    ("sixteenth_val_stream_resampled_rerun", "loop-over-endless-stream",  # its worker seen in __iter__: producing
+     ["ShardStream.__iter__ never ends"], ["itertools.islice(loader, steps)"]),
     ("sixteenth_metrics_unflushed_readback", "read-before-flushed",
      ["read rank0.jsonl at 0 bytes", "`self.fh = open(METRICS / f'rank{rank}.jsonl', 'a')`"],
      ["self.fh.flush()", "buffering=1"]),

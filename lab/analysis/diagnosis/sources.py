@@ -590,6 +590,16 @@ def _endless(function: ast.AST) -> ast.AST | None:
     return None
 
 
+def endless_stream(source: SourceFile) -> tuple[ast.ClassDef, ast.AST] | None:
+    """(the class, the construct) of an IterableDataset in `source` whose __iter__ never ends."""
+    for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)
+                and any("IterableDataset" in ast.unparse(base) for base in node.bases)):
+        for method in cls.body:
+            if isinstance(method, ast.FunctionDef) and method.name == "__iter__" and (found := _endless(method)):
+                return cls, found
+    return None
+
+
 def _loop_over_endless_stream(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A run stopped at its timeout with every rank computing in one loop of its own code (not waiting in
     torch.distributed), and an IterableDataset in the job whose __iter__ never ends: the loop runs over that stream."""
@@ -602,10 +612,7 @@ def _loop_over_endless_stream(ctx: Context, files: list[SourceFile], evidence: s
         return None  # a rank in a collective, a store or a rendezvous: the waits' own findings tell it
     places = {(point.user_frame.file.rsplit("/", 1)[-1], point.user_frame.line) for point in points}
     for source in files:
-        streams = [(cls, method) for cls in ast.walk(source.tree) if isinstance(cls, ast.ClassDef)
-                   and any("IterableDataset" in ast.unparse(base) for base in cls.bases)
-                   for method in cls.body if isinstance(method, ast.FunctionDef) and method.name == "__iter__"]
-        endless = next(((cls, found) for cls, method in streams if (found := _endless(method)) is not None), None)
+        endless = endless_stream(source)
         loop = next((node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor)) and any(
             name == source.name and node.lineno <= line <= (node.end_lineno or node.lineno) for name, line in places)),
             None)

@@ -20,6 +20,7 @@ from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
 from lab.analysis.diagnosis.context import SYMPTOM, Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
+from lab.analysis.diagnosis.sources import endless_stream, parsed_files
 from lab.analysis.stacks import Frame, ProcessStack
 
 RECEIVES = ("recv", "irecv", "recv_object_list")
@@ -859,7 +860,7 @@ def dataloader_findings(ctx: Context) -> list[Finding]:
             if child.ppid != rank_process.pid or child.node != rank_process.node or child is rank_process:
                 continue
             stuck = _worker_busy_frame(child)
-            if stuck is None:
+            if stuck is None or _producing(ctx, stuck):
                 continue
             waiting = rank_process.waiting()
             at = f" ({waiting.user_frame.location})" if waiting and waiting.user_frame else ""
@@ -877,6 +878,14 @@ def dataloader_findings(ctx: Context) -> list[Finding]:
                 "fills; DataLoader(timeout=SECONDS) makes a stuck worker raise instead of hanging, and num_workers=0 "
                 "runs the same code in the rank to debug it")]
     return []
+
+
+def _producing(ctx: Context, frame: Frame) -> bool:
+    """The worker is inside the __iter__ of an IterableDataset that never ends: producing batches, not stuck (the
+    loop over it is the finding: sources.py, loop-over-endless-stream)."""
+    return frame.function.endswith("__iter__") and any(
+        (found := endless_stream(source)) and frame.function.split(".")[0] in (found[0].name, "__iter__")
+        for source in parsed_files(ctx))
 
 
 def _worker_busy_frame(child: ProcessStack) -> Frame | None:
