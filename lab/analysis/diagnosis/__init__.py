@@ -468,8 +468,10 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     if not evidence.failed:
         return []
     lines = read_lines(evidence)
-    lines += errors_not_printed(evidence, lines)
-    ctx = Context(evidence, lines, read_tracebacks(lines), failure_report_ranks(lines), PATTERNS)
+    tracebacks = read_tracebacks(lines)
+    unprinted_lines, unprinted_tracebacks = errors_not_printed(evidence, tracebacks)
+    lines, tracebacks = lines + unprinted_lines, tracebacks + unprinted_tracebacks
+    ctx = Context(evidence, lines, tracebacks, failure_report_ranks(lines), PATTERNS)
     # of two findings of one cause the first is kept: the Flight Recorder's sequence numbers, then the ranks' calls
     # with their arguments, then the messages
     found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)

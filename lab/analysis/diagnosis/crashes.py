@@ -14,8 +14,8 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, calls_named, parsed_files,
-                                            self_attribute)
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, called_on, calls_named,
+                                            checkpoint_call, parsed_files, self_attribute)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -627,10 +627,7 @@ def _made_half(ctx: Context) -> str:
     for source in parsed_files(ctx):
         for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)):
             if call_name(call) == "half" or (call_name(call) == "to" and "float16" in ast.unparse(call)):
-                statement = call
-                while not isinstance(statement, ast.stmt) and source.parent(statement) is not None:
-                    statement = source.parent(statement)
-                return f" (`{ast.unparse(statement)[:60]}`, {source.name}:{call.lineno})"
+                return f" (`{ast.unparse(source.statement_of(call))[:60]}`, {source.name}:{call.lineno})"
     return ""
 
 
@@ -646,8 +643,7 @@ def _needs_a_terminal(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
     """A call that asks the controlling terminal (os.get_terminal_size, os.getlogin): a launched rank has none."""
     for source in parsed_files(ctx):
         for call in calls_named(source, set(TERMINAL_CALLS)):
-            owner = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
-            if call_name(call) == "get_terminal_size" and owner == "shutil":
+            if call_name(call) == "get_terminal_size" and called_on(call) == "shutil":
                 continue  # shutil's falls back by itself
             return (f"`{ast.unparse(call)[:50]}` ({source.name}:{call.lineno}) asks the process's terminal, and a "
                     "launched rank has none: its output goes to a pipe or a file (torchrun's workers, ssh without a "
@@ -693,11 +689,9 @@ def _drawn_outside_torch(ctx: Context) -> str:
     """ (`random.random() < self.p`, FILE:LINE): a draw from Python's or NumPy's generator in the job's code."""
     for source in parsed_files(ctx):
         for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)):
-            owner = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+            owner = called_on(call)
             if owner in ("random", "np.random", "numpy.random") and call_name(call) != "seed":
-                statement = call
-                while not isinstance(statement, ast.stmt) and source.parent(statement) is not None:
-                    statement = source.parent(statement)
+                statement = source.statement_of(call)
                 shown = ast.unparse(statement.test if isinstance(statement, (ast.If, ast.While)) else statement)
                 return f" (`{shown[:60]}`, {source.name}:{call.lineno}, draws from {owner}'s generator)"
     return ""
@@ -1260,8 +1254,7 @@ def _checkpoint_calls(ctx: Context, verb: str) -> list[str]:
     found = []
     for source in parsed_files(ctx):
         for call in calls_named(source, {verb}):
-            owner = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
-            if ("dcp" in owner or "checkpoint" in owner) and (call.args or call.keywords):
+            if checkpoint_call(call) and (call.args or call.keywords):
                 argument = call.args[0] if call.args else call.keywords[0].value
                 found.append(f"`{ast.unparse(argument)[:60]}` ({source.name}:{call.lineno})")
     return found

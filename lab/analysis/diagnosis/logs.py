@@ -93,18 +93,21 @@ def read_lines(evidence: Evidence) -> list[LogLine]:
     return lines
 
 
-def errors_not_printed(evidence: Evidence, lines: list[LogLine]) -> list[LogLine]:
-    """The traceback each rank's last words hold, as log lines, for the ranks whose logs hold none: its output went
-    elsewhere (torchrun's --redirects, a log file of its own), so the rules read it from there."""
-    printed = {(tb.node, tb.rank, tb.short_type) for tb in read_tracebacks(lines)}  # torchrun's own are not the rank's
-    added = []
+def errors_not_printed(evidence: Evidence, printed: list[Traceback]) -> tuple[list[LogLine], list[Traceback]]:
+    """The traceback each rank's last words hold, as log lines and parsed, for the ranks whose logs (`printed`: their
+    tracebacks) hold none of that type: its output went elsewhere (torchrun's --redirects, a log file of its own), so
+    the rules read it from there. torchrun's own ChildFailedError in a node's log is not the rank's."""
+    seen = {(tb.node, tb.rank, tb.short_type) for tb in printed}
+    lines, tracebacks = [], []
     for trace in evidence.traces:
         if not trace.error or trace.node is None or trace.rank is None:
             continue
         error = [LogLine(trace.node, trace.rank, text) for text in trace.error.rstrip().splitlines()]
-        if not any((tb.node, tb.rank, tb.short_type) in printed for tb in read_tracebacks(error)):
-            added += error
-    return added
+        parsed = read_tracebacks(error)
+        if not any((tb.node, tb.rank, tb.short_type) in seen for tb in parsed):
+            lines += error
+            tracebacks += parsed
+    return lines, tracebacks
 
 
 THREAD_DIED = re.compile(r"^Exception in thread (?P<name>.+?)(?: \(\w+\))?:$")  # threading.excepthook's first line

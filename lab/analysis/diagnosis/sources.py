@@ -110,8 +110,7 @@ def _loaded_into_empty(ctx: Context, files: list[SourceFile], evidence: str) -> 
         return None
     for source in files:
         for load in calls_named(source, {"load"}):
-            if not (load.args and isinstance(load.args[0], ast.Name) and isinstance(load.func, ast.Attribute)
-                    and ("dcp" in ast.unparse(load.func.value) or "checkpoint" in ast.unparse(load.func.value))):
+            if not (load.args and isinstance(load.args[0], ast.Name) and checkpoint_call(load)):
                 continue
             name, scope = load.args[0].id, source.function_of(load)
             empty = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign) and node.lineno < load.lineno
@@ -181,6 +180,12 @@ class SourceFile:
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(id(node))
+
+    def statement_of(self, node: ast.AST) -> ast.AST:
+        """The statement `node` is part of (itself, for a statement)."""
+        while not isinstance(node, ast.stmt) and self.parent(node) is not None:
+            node = self.parent(node)
+        return node
 
     def loop_of(self, node: ast.AST) -> ast.AST | None:
         """The innermost for or while loop of the same function that holds `node` (a `break`'s loop)."""
@@ -323,6 +328,16 @@ def self_attribute(node: ast.AST) -> str | None:
 def call_name(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def called_on(call: ast.Call) -> str:
+    """The text of what a method is called on (`np.random` of `np.random.seed(0)`); '' for a plain function."""
+    return ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+
+
+def checkpoint_call(call: ast.Call) -> bool:
+    """A call of torch.distributed.checkpoint's (dcp.save, torch.distributed.checkpoint.load, ...)."""
+    return "dcp" in called_on(call) or "checkpoint" in called_on(call)
 
 
 def root_name(node: ast.AST | None) -> str | None:
