@@ -82,10 +82,11 @@ demo: image
 
 # What the suite drives besides the engine: Debian's chromium opens the HTML report (tests/unit/test_report.py).
 # Installed like the engine (as root on Debian, apt); elsewhere the test says what is missing.
-test-tools:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+# After the engine (its apt-get holds dpkg's lock), beside the venv and the images (`make test`).
+test-tools: engine
+	@$(call STEP,test tools) command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && echo "installing chromium with apt-get" && \
-		  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } || \
+		  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 --no-install-recommends chromium >/dev/null; } || \
 		echo "note: no chromium (apt-get install chromium): the HTML report's browser test cannot run"
 
 # Three workers (pytest-xdist): most tests wait on containers and timeouts rather than compute; each worker has its
@@ -93,7 +94,8 @@ test-tools:
 # go out one at a time, the long files first (pyproject.toml's --dist loadgroup, tests/conftest.py's order).
 # TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 3
-test: image test-tools
+test:
+	@$(MAKE) --no-print-directory -j4 node-image setup test-tools
 	$(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-long: image

@@ -8,6 +8,7 @@ tests/unit/test_docs.py imports it to check that every cause and every command h
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import sys
@@ -105,11 +106,13 @@ def load_sample(folder: Path) -> Sample:
     return Sample(folder.name, run.get("cause"), findings)
 
 
-def samples() -> list[Sample]:
-    return [load_sample(folder) for folder in sorted(SAMPLES.iterdir()) if (folder / "run.json").is_file()]
+@functools.cache
+def samples() -> tuple[Sample, ...]:
+    """Every sample diagnosed, once per process: the causes page, its tests and the site's build all read them."""
+    return tuple(load_sample(folder) for folder in sorted(SAMPLES.iterdir()) if (folder / "run.json").is_file())
 
 
-def examples(loaded: list[Sample]) -> dict[str, tuple[Sample, Finding]]:
+def examples(loaded: tuple[Sample, ...]) -> dict[str, tuple[Sample, Finding]]:
     """For each cause, a sample that shows it: one whose top finding it is, else one where it comes after another."""
     chosen: dict[str, tuple[Sample, Finding]] = {}
     for top_only in (True, False):
@@ -124,12 +127,11 @@ def patterns_of(cause: str) -> list[str]:
 
 
 def causes_markdown() -> str:
-    loaded = samples()
-    shown = examples(loaded)
     ids = all_cause_ids()
     missing = [cause for cause in ids if cause not in CAUSES]
     if missing:
         raise RuntimeError(f"causes without an entry in CAUSES (lab/analysis/diagnosis/__init__.py): {missing}")
+    shown = examples(samples())
     lines = [
         "# Causes of failure",
         "",
