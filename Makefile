@@ -94,15 +94,17 @@ test-tools: engine
 # go out one at a time, the long files first (pyproject.toml's --dist loadgroup, tests/conftest.py's order).
 # TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 3
+# PYTHONDONTWRITEBYTECODE= : where a shell sets it (this machine's do), every process of the suite would compile
+# lab's modules again and every pytest worker rewrite every test module (5 s of CPU a worker): let Python cache them.
 test:
 	@$(MAKE) --no-print-directory -j4 node-image setup test-tools
-	$(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-long: image
 	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
 
 bench: image
 	$(BIN)/lab bench

@@ -24,6 +24,8 @@ def pytest_configure(config):
         home = tempfile.mkdtemp(prefix="lab-test-home-")
         os.environ[SESSION_HOME] = home
     os.environ["LAB_HOME"] = home
+    # a diagnosis rule that raises fails its test (users get the other rules' findings and a log of it)
+    os.environ.setdefault("LAB_DIAGNOSIS_STRICT", "1")
     # lab's plugin names the session's labs PREFIX-<token>-<n>: the suite's prefix, on an engine shared with others.
     if config.getoption("lab_name_prefix", default="unset") is None:
         config.option.lab_name_prefix = os.environ.get("LAB_TEST_NAME_PREFIX", "it")

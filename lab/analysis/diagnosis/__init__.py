@@ -17,7 +17,7 @@ from __future__ import annotations
 from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, launches, nodes, order, replicas,
                                     pitfalls, resources, settings, shared_files, signals, sources, threads, waits,
                                     wrapping)
-from lab.analysis.diagnosis.context import Context, pattern_findings
+from lab.analysis.diagnosis.context import Context, guarded, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
 from lab.analysis.diagnosis.logs import errors_not_printed, failure_report_ranks, read_lines, read_tracebacks
@@ -37,11 +37,11 @@ PRIORITY = [
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "unfrozen-after-ddp", "global-count-skips-own-indices", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
-    "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "tensor-not-contiguous", "group-non-member",
+    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "request-polled-not-waited", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "unfrozen-after-ddp", "global-count-skips-own-indices", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "reduce-op-not-in-backend", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "worker-init-failed", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -80,6 +80,8 @@ CAUSES = {
     "group-non-member": "A rank ran a collective on a group it is not in: torch skips the call with a warning, so the "
                         "rank goes on without the data.",
     "batch-of-one": "A batch of one sample reached BatchNorm in training: the leftover last batch of an epoch.",
+    "reduce-op-not-in-backend": "The process group's backend has no such reduction (gloo has no PREMUL_SUM, which FSDP2 uses once a custom "
+                                "gradient divide factor is set, and some backends no AVG): the collective fails on every rank.",
     "reduce-op-dtype": "A reduce op was given a dtype it cannot reduce (the bitwise BOR, BAND, BXOR on floats).",
     "socket-ifname-missing": "`GLOO_SOCKET_IFNAME` or `NCCL_SOCKET_IFNAME` names a network interface the node "
                              "lacks.",
@@ -239,6 +241,9 @@ CAUSES = {
                             "each rank's own data: the skipped unit's collectives run on some ranks only",
     "sharded-without-shape": "DTensor.from_local with a Shard placement and no shape=: pieces of uneven size give a wrong global shape, and "
                              "gathering them hands all_gather tensors of different sizes",
+    "request-polled-not-waited": "A rank polls a request's is_completed() in a loop (an irecv, an isend, an async collective) instead of calling "
+                                 "wait(): with gloo a send's or recv's work is marked completed only inside wait(), so the loop never ends while "
+                                 "its peers wait for it.",
     "collective-under-own-condition": "ranks stuck in different collectives because an if (or an if ...: break out of the loop) that does not test the "
                                       "rank went one way on one rank and the other way on another: it reads each rank's own values (loss, clock, data)",
     "collective-in-cached-function": "A function that runs a collective is cached (functools.lru_cache, cache, "
@@ -305,6 +310,8 @@ CAUSES = {
                      "localhost rendezvous on every node.",
     "killed-by-the-job": "A process of the job was killed with SIGKILL by another process of the same job, which "
                          "named its pid in its output just before (a clean-up of \"stale\" workers by name).",
+    "sampler-rank-outside-replicas": "A DistributedSampler got a rank past its num_replicas: the two count different ranks (num_replicas a data-"
+                                     "parallel group's size, rank the global rank), so the sampler refuses the ranks past the group's size.",
     "sampler-with-shuffle": "A DataLoader given both a sampler (DistributedSampler) and shuffle=True.",
     "inference-tensor-updated": "A tensor made under torch.inference_mode() was changed in place after inference mode ended (a collective writing "
                                 "its result into it, an in-place op): inference tensors may not be.",
@@ -474,24 +481,29 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     ctx = Context(evidence, lines, tracebacks, failure_report_ranks(lines), PATTERNS)
     # of two findings of one cause the first is kept: the Flight Recorder's sequence numbers, then the ranks' calls
     # with their arguments, then the messages
-    found = (endings.fault_findings(ctx) + resources.memory_findings(ctx) + addresses.loopback_findings(ctx)
-             + signals.signal_findings(ctx) + signals.self_signalled_findings(ctx) + signals.sent_signal_findings(ctx) + divergence.flight_findings(ctx) + divergence.out_of_step_findings(ctx)
-             + launches.launch_findings(ctx) + order.group_made_again_findings(ctx) + threads.thread_findings(ctx) + waits.reasoning_findings(ctx) + replicas.meta_tensor_findings(ctx)
-             + pattern_findings(ctx)
-             + divergence.inherited_rank_findings(ctx)
-             + divergence.duplicate_rank_findings(ctx)
-             + divergence.late_rank_findings(ctx)
-             + divergence.world_size_findings(ctx)
-             + divergence.collective_findings(ctx) + nodes.node_findings(ctx) + settings.settings_findings(ctx))
-    found += (replicas.replica_findings(ctx) + crashes.traceback_findings(ctx) + crashes.run_module_findings(ctx) + signals.exit_findings(ctx)
-              + divergence.uneven_findings(ctx)
-              + addresses.unreachable_findings(ctx) + endings.peer_lost_findings(ctx))
-    found += endings.ending_findings(ctx)
-    found += sources.source_findings(ctx, found) + replicas.resume_findings(ctx, found) + order.order_findings(ctx, found)
-    found += wrapping.wrapping_findings(ctx, found) + shared_files.shared_write_findings(ctx, found) + \
-        shared_files.handle_shared_with_workers_findings(ctx, found)
-    found += pitfalls.pitfall_findings(ctx, found)
+    found = _findings(ctx, (
+        endings.fault_findings, resources.memory_findings, addresses.loopback_findings, signals.signal_findings,
+        signals.self_signalled_findings, signals.sent_signal_findings, divergence.flight_findings,
+        divergence.out_of_step_findings, launches.launch_findings, order.group_made_again_findings,
+        threads.thread_findings, waits.reasoning_findings, replicas.meta_tensor_findings, pattern_findings,
+        divergence.inherited_rank_findings, divergence.duplicate_rank_findings, divergence.late_rank_findings,
+        divergence.world_size_findings, divergence.collective_findings, nodes.node_findings,
+        settings.settings_findings))
+    found += _findings(ctx, (
+        replicas.replica_findings, crashes.object_list_findings, crashes.traceback_findings, crashes.run_module_findings, signals.exit_findings,
+        divergence.uneven_findings, addresses.unreachable_findings, endings.peer_lost_findings))
+    found += _findings(ctx, (endings.ending_findings,))
+    # these read the code behind what was found so far (each given the same findings)
+    found += _findings(ctx, (sources.source_findings, replicas.resume_findings, order.order_findings), found)
+    found += _findings(ctx, (wrapping.wrapping_findings, shared_files.shared_write_findings,
+                             shared_files.handle_shared_with_workers_findings), found)
+    found += _findings(ctx, (pitfalls.pitfall_findings,), found)
     return _rank(found, ctx)
+
+
+def _findings(ctx: Context, rules, *found: list[Finding]) -> list[Finding]:
+    """What the rules find, in their order; a rule that raises loses its own findings only (context.guarded)."""
+    return [finding for rule in rules for finding in guarded(rule, ctx, *found) or []]
 
 
 def _rank(found: list[Finding], ctx: Context) -> list[Finding]:

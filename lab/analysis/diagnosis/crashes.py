@@ -912,6 +912,37 @@ def _nodes_lacking(ctx: Context, module: str) -> set[int]:
 
 
 # `python -m NAME` when NAME cannot be found: one line, no traceback.
+# Object collectives that fill a list the caller made, one entry per member of the group.
+OBJECT_GATHERS = ("all_gather_object", "gather_object")
+
+
+def object_list_findings(ctx: Context) -> list[Finding]:
+    """An object collective given a list of another length than its group has ranks: torch fills one entry per member,
+    so a longer list keeps None in the rest (which the code then reads), and a shorter one fails inside torch."""
+    for trace in ctx.evidence.traces:
+        for call in reversed(trace.calls.made if trace.calls else ()):
+            length, members = call.object_list_length, len(call.group) if call.group else trace.world_size
+            if call.op not in OBJECT_GATHERS or length is None or not members or length == members:
+                continue
+            failed = next((tb for tb in ctx.tracebacks if tb.rank == trace.rank), None) or next(iter(ctx.tracebacks),
+                                                                                             None)
+            if failed is None or (length > members and "NoneType" not in failed.message) or (
+                    length < members and failed.collective() not in OBJECT_GATHERS):
+                continue
+            group = f"its group of {members} ranks {list(call.group)}" if call.group else f"the {members} ranks"
+            left = (f"fills the first {members} entries and leaves the other {length - members} None, which the code "
+                    "then read" if length > members else f"has no entry for ranks past the {length}th")
+            return [Finding(
+                "collective-list-length", f"rank {trace.rank} gave {call.op} a list of {length} on {group}"
+                f"{f' ({call.caller})' if call.caller else ''}: it {left} ({failed.short_type}: {failed.message})",
+                f"rank {trace.rank}: {call.op}(object_list={call.argument('object_list')}, group of {members})"
+                f"{f' at {call.caller}' if call.caller else ''}; then {failed.short_type}: {failed.message}",
+                trace.node, trace.rank,
+                f"size the list by the group the call runs on: [None] * dist.get_world_size({'group' if call.group else ''})"
+                " (a subgroup's size, not the world's), and read only the entries of its members")]
+    return []
+
+
 RUN_MODULE_MISSING = re.compile(
     r"python[\d.]*: (?:Error while finding module specification for '(?P<asked>[^']+)' \(ModuleNotFoundError: "
     r"No module named '(?P<missing>[^']+)'\)|No module named (?P<bare>[\w.]+)$)")
@@ -1153,6 +1184,51 @@ def _reduce_op_dtype(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
             "integer tensors only",
             f"reduce an integer tensor (torch.tensor([int(flag)], dtype=torch.int32)) with ReduceOp.{match['op']}, or "
             "keep the float and use ReduceOp.MAX (any rank's 1 wins) or MIN (every rank must agree)")
+
+
+def _op_not_in_backend(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """The backend has no such reduction: say which line of the job asked for it, or which library call did."""
+    op, backend = match["op"], match["backend"]
+    for source in parsed_files(ctx):
+        if op == "PREMUL_SUM" and (divide := next(iter(calls_named(source, {"set_gradient_divide_factor"})), None)):
+            return (f"{backend} has no ReduceOp.{op}: FSDP2 reduces the gradients with PREMUL_SUM (NCCL's pre-multiplied "
+                    f"sum) once a custom divide factor is set (`{ast.unparse(divide)[:60]}`, {source.name}:"
+                    f"{divide.lineno})", "have FSDP reduce with a plain sum and scale apart: "
+                    "model.set_force_sum_reduction_for_comms(True) after fully_shard (or drop the divide factor and "
+                    "scale the loss instead: loss * world_size / total_count with FSDP's default averaging)")
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Attribute) and node.attr == op and "ReduceOp" in ast.unparse(node.value):
+                return (f"{backend} has no ReduceOp.{op}, which the job passes at {source.name}:{node.lineno}",
+                        f"reduce with an op {backend} has (SUM, then divide by the group's size for an average; MAX, "
+                        f"MIN, PRODUCT) or run that collective on a backend that has {op} (nccl on GPUs)")
+    return (f"{backend} has no ReduceOp.{op}: a library the job calls asked for it (the traceback shows which)",
+            f"configure that library to reduce with SUM (and scale apart), or run it on a backend that has {op}")
+
+
+def _sampler_rank(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """A DistributedSampler given a rank of the whole world and a count of fewer replicas (a data-parallel group)."""
+    replicas = int(match["last"]) + 1
+    raised_at = {(frame.file.rsplit("/", 1)[-1], frame.line) for tb in ctx.tracebacks if "Invalid rank" in tb.message
+                 for frame in tb.frames}
+    for source in parsed_files(ctx):
+        for sampler in sorted(calls_named(source, {"DistributedSampler"}), key=lambda call: not any(
+                (source.name, line) in raised_at for line in range(call.lineno, (call.end_lineno or call.lineno) + 1))):
+            given = {keyword.arg: ast.unparse(keyword.value) for keyword in sampler.keywords}
+            if "num_replicas" not in given and "rank" not in given:
+                continue
+            within = re.search(r"mesh|group|dp|data_parallel|replica", given.get("num_replicas", ""), re.I)
+            return (f"DistributedSampler ({source.name}:{sampler.lineno}) was given num_replicas="
+                    f"{given.get('num_replicas', 'the world size')} ({replicas} here) and rank="
+                    f"{given.get('rank', 'the global rank')} ({match['rank']} on this rank): the two count different "
+                    "ranks" + (", the replicas of one group and the whole world" if within else ""),
+                    "give it the rank within the group it counts: rank=mesh['dp'].get_local_rank() with a DeviceMesh, "
+                    "or dist.get_rank(group=dp_group), so the ranks of one replica (its tensor- or pipeline-parallel "
+                    "peers) read the same shard; or both from the world (dist.get_world_size(), dist.get_rank())"
+                    if within else "pass num_replicas and rank that count the same ranks: dist.get_world_size() and "
+                    "dist.get_rank() (the whole world), or a group's size and the rank within that group")
+    return (f"a DistributedSampler got rank {match['rank']} with only {replicas} replicas: its rank and num_replicas "
+            "count different ranks", "pass num_replicas and rank that count the same ranks: the world's size and "
+            "rank, or a group's size and the rank within that group")
 
 
 def _device_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -1611,6 +1687,10 @@ PATTERNS = [
         r"|[Ii]nput tensor size must be equal to world_size times output tensor size)"), _output_size),
     PatternRule("reduce-op-dtype", re.compile(
         r"Cannot use ReduceOp\.(?P<op>\w+) with (?P<what>non-integral|boolean|complex) dtype"), _reduce_op_dtype),
+    PatternRule("reduce-op-not-in-backend", re.compile(
+        r"Cannot use ReduceOp\.(?P<op>\w+) with (?P<backend>(?!non-integral|boolean|complex)\w+)"), _op_not_in_backend),
+    PatternRule("sampler-rank-outside-replicas", re.compile(
+        r"Invalid rank (?P<rank>\d+), rank should be in the interval \[0, (?P<last>-?\d+)\]"), _sampler_rank),
     PatternRule("process-group-not-initialized", re.compile(
         r"Default process group has not been initialized|Process group cannot be None"), _not_initialized),
     PatternRule("script-not-found", re.compile(

@@ -20,7 +20,7 @@ import ast
 
 from lab.analysis.diagnosis.context import Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name, called_on,
                                             calls_named, caller_place, failure_summary, holds,
                                             parsed_files)
 from lab.analysis.stacks import MAIN_THREAD
@@ -46,6 +46,7 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _own_collective_in_join(files, evidence),
                                     _set_up_on_some_ranks(files, found, evidence),
                                     _collective_in_cached_function(files, evidence),
+                                    _polls_work_completion(ctx, files, evidence),
                                     _branch_on_own_values(ctx, files, evidence),
                                     _sharded_without_shape(files, found, evidence),
                                     _sharded_unit_skipped(files, evidence)) if finding is not None]
@@ -106,6 +107,35 @@ def _sharded_unit_skipped(files: list[SourceFile], evidence: str) -> Finding | N
     return None
 
 
+def _polls_work_completion(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A rank in its own code, in a loop that polls a request's is_completed() (an irecv, an async collective) instead
+    of wait(): gloo marks a send's or recv's work completed inside wait() only, so the loop can spin for ever while
+    its peer waits for what the rank does after it."""
+    for process in ctx.evidence.processes:
+        where = process.waiting() if process.role != "agent" and process.rank is not None else None
+        if where is None or where.in_distributed_call or where.user_frame is None:
+            continue
+        frame = where.user_frame
+        source = next((source for source in files if source.name == frame.file.rsplit("/", 1)[-1]), None)
+        loop = next((node for node in ast.walk(source.tree) if isinstance(node, (ast.While, ast.For))
+                     and _holds_line(node.body, frame.line) or isinstance(node, ast.While)
+                     and node.lineno == frame.line), None) if source else None
+        polled = next((call for call in ast.walk(loop) if isinstance(call, ast.Call)
+                       and call_name(call) == "is_completed"), None) if loop else None
+        if polled is None:
+            continue
+        request = called_on(polled)
+        return Finding(
+            "request-polled-not-waited", f"rank {process.rank} polls `{ast.unparse(polled)}` in a loop "
+            f"({source.name}:{loop.lineno}) and does not call {request}.wait(): with gloo the work of a send or recv "
+            "(isend/irecv, batch_isend_irecv) is marked completed inside wait() only, so is_completed() stays False "
+            "though the data arrived, and the loop spins while the peers wait for what the rank does after it",
+            evidence, process.node, process.rank,
+            f"call {request}.wait() where the loop polls (it returns at once when the data is there); to overlap "
+            "work with the transfer, do that work between the isend/irecv and the wait(), not in a polling loop")
+    return None
+
+
 AGREED_BY = {"all_reduce", "broadcast", "all_gather", "all_gather_object", "broadcast_object_list",
              "all_gather_into_tensor"}
 
@@ -160,7 +190,10 @@ def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast
             inside = line if _holds_line(node.body, line) else other_line
             return node, ("line {inside} runs only where `{{test}}` holds (line {{line}})".format(inside=inside))
     for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
-        if _holds_line(loop.body, other_line) and not _holds_line(loop.body, line):
+        # both lines in the loop's function: a line of another function (a rank that runs other code, as a
+        # pipeline's stages do) never was in the loop
+        if _holds_line(loop.body, other_line) and not _holds_line(loop.body, line) and \
+                _spans(source.function_of(loop), line, other_line):
             if isinstance(loop, ast.While) and not _agreed(source, loop):
                 return loop, "rank {rank} left the loop `while {test}` (line {line}) while rank {other} is still in it"
             exit_branch = next((node for node in ast.walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)

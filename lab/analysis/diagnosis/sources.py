@@ -325,7 +325,10 @@ def self_attribute(node: ast.AST) -> str | None:
         node.value.id == "self" else None
 
 
-def call_name(call: ast.Call) -> str | None:
+def call_name(call: ast.AST) -> str | None:
+    """The name of the function or method called; None for what is not a call (a bare `@staticmethod`)."""
+    if not isinstance(call, ast.Call):
+        return None
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 

@@ -378,6 +378,14 @@ ROOT_FIX = ("pass the same root to {op} on every rank: the global rank that hold
             "node); within a subgroup, a member's global rank (or group_src=)")
 
 
+def _one_partition(made: dict[int, DistCall]) -> bool:
+    """new_subgroups returns each rank its own subgroup, so they differ by design: they agree when each rank's holds
+    it and is the one every other member of it got."""
+    return all(call.op in GROUP_CREATION[1:] and call.group and rank in call.group
+               and all(made[other].group == call.group for other in call.group if other in made)
+               for rank, call in made.items())
+
+
 def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
     """Subgroups that differ: the ranks created them with different members, a rank waits in new_group that another
     never calls, or ranks meet in one collective on groups with other members."""
@@ -389,7 +397,7 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
         for index in range(longest):
             made = {rank: calls[index] for rank, calls in created.items() if index < len(calls)}
             members = Counter(call.group for call in made.values())
-            if len(members) > 1:
+            if len(members) > 1 and not _one_partition(made):
                 usual = members.most_common(1)[0][0] if len(set(members.values())) > 1 else None
                 odd_rank = next(rank for rank, call in sorted(made.items()) if usual is None or call.group != usual)
                 said = "; ".join(f"rank {rank}: new_group({list(call.group) if call.group else 'all'})"
