@@ -911,7 +911,6 @@ def _nodes_lacking(ctx: Context, module: str) -> set[int]:
                and (found["missing"] or found["bare"]).split(".")[0] == module})
 
 
-# `python -m NAME` when NAME cannot be found: one line, no traceback.
 # Object collectives that fill a list the caller made, one entry per member of the group.
 OBJECT_GATHERS = ("all_gather_object", "gather_object")
 
@@ -943,6 +942,7 @@ def object_list_findings(ctx: Context) -> list[Finding]:
     return []
 
 
+# `python -m NAME` when NAME cannot be found: one line, no traceback.
 RUN_MODULE_MISSING = re.compile(
     r"python[\d.]*: (?:Error while finding module specification for '(?P<asked>[^']+)' \(ModuleNotFoundError: "
     r"No module named '(?P<missing>[^']+)'\)|No module named (?P<bare>[\w.]+)$)")

@@ -20,8 +20,8 @@ import ast
 
 from lab.analysis.diagnosis.context import Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name, called_on,
-                                            calls_named, caller_place, failure_summary, holds,
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
+                                            called_on, calls_named, caller_place, failure_summary, holds,
                                             parsed_files)
 from lab.analysis.stacks import MAIN_THREAD
 
@@ -117,9 +117,9 @@ def _polls_work_completion(ctx: Context, files: list[SourceFile], evidence: str)
             continue
         frame = where.user_frame
         source = next((source for source in files if source.name == frame.file.rsplit("/", 1)[-1]), None)
-        loop = next((node for node in ast.walk(source.tree) if isinstance(node, (ast.While, ast.For))
-                     and _holds_line(node.body, frame.line) or isinstance(node, ast.While)
-                     and node.lineno == frame.line), None) if source else None
+        at = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt)
+                   and node.lineno == frame.line), None) if source else None
+        loop = at if isinstance(at, ast.While) else source.loop_of(at) if at else None  # the innermost
         polled = next((call for call in ast.walk(loop) if isinstance(call, ast.Call)
                        and call_name(call) == "is_completed"), None) if loop else None
         if polled is None:
