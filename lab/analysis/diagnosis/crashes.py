@@ -55,7 +55,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
                 or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
-                or _optimizer_state_mismatch(ctx, tb)) is not None:
+                or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -247,6 +247,63 @@ def _an_optimizer(source: SourceFile, load: ast.Call) -> bool:
 
 
 JSON_CALLS = re.compile(r"\bjson\.(?:loads?|dumps?)\(")
+
+
+NON_LEAF_WARNING = "is not a leaf Tensor"
+LEAF_MAKING = {"requires_grad_", "detach", "clone", "Parameter", "zeros", "ones", "empty", "randn", "rand", "tensor",
+               "zeros_like", "ones_like", "empty_like", "randn_like", "full"}
+
+
+def _grad_of_non_leaf(ctx: Context, tb) -> Finding | None:
+    """None where the user's line reads `X.grad` of a tensor that is not a leaf (a view or a result of a tensor that
+    requires grad): backward() fills .grad only for leaves. Known from torch's warning on that rank, or from X's
+    assignment in the same function (an operation applied after requires_grad_())."""
+    frame = tb.user_frame()
+    if frame is None or "NoneType" not in tb.message:
+        return None
+    for source in parsed_files(ctx):
+        if source.name != frame.file.rsplit("/", 1)[-1]:
+            continue
+        for node in ast.walk(source.tree):
+            if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name)
+                    and node.lineno <= frame.line <= (node.end_lineno or node.lineno)):
+                continue
+            name = node.value.id
+            made = _last_assignment(source, name, node)
+            warned = any(NON_LEAF_WARNING in line.text for line in ctx.lines
+                         if line.node == tb.node and line.rank == tb.rank)
+            if not warned and not (made is not None and _makes_non_leaf(made.value)):
+                continue
+            rank = _rank_of(ctx, tb)
+            shown = f"`{ast.unparse(made)[:90]}` (line {made.lineno})" if made is not None else f"`{name}`"
+            return Finding(
+                "grad-of-non-leaf", f"rank {rank if rank is not None else '?'} read {name}.grad at "
+                f"{source.name}:{frame.line}, which is None: {name} is not a leaf tensor ({shown}: the result of an "
+                "operation on a tensor that requires grad, such as a view), and backward() fills .grad only for "
+                "leaves", f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300] + f" at {frame.location}", tb.node, rank,
+                f"make {name} the leaf: do the view or reshape first and then detach it and ask for its gradient "
+                f"({name} = ....view(...).detach().requires_grad_()), or call {name}.retain_grad() before backward(), "
+                "or read the gradient of the leaf it was made from")
+    return None
+
+
+def _last_assignment(source: SourceFile, name: str, before: ast.AST) -> ast.Assign | None:
+    """The last `name = ...` of the function that holds `before`, above it."""
+    scope = source.function_of(before)
+    assigned = [node for node in ast.walk(scope) if isinstance(node, ast.Assign) and node.lineno <= before.lineno
+                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)]
+    return max(assigned, key=lambda node: node.lineno, default=None)
+
+
+def _makes_non_leaf(value: ast.AST) -> bool:
+    """An operation applied after requires_grad_() (`buf.requires_grad_().view(...)`), or arithmetic on one."""
+    if isinstance(value, ast.Call) and call_name(value) not in LEAF_MAKING:
+        inner = value.func.value if isinstance(value.func, ast.Attribute) else None
+        return any(isinstance(part, ast.Call) and call_name(part) == "requires_grad_" for part in ast.walk(inner)) \
+            if inner is not None else False
+    if isinstance(value, ast.BinOp):
+        return any(isinstance(part, ast.Call) and call_name(part) == "requires_grad_" for part in ast.walk(value))
+    return False
 
 
 def _json_int_keys(ctx: Context, tb) -> Finding | None:

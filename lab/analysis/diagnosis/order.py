@@ -22,14 +22,12 @@ from lab.analysis.diagnosis.context import Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
                                             called_on, calls_named, caller_place, failure_summary, holds,
-                                            parsed_files)
+                                            parsed_files, unordered)
 from lab.analysis.stacks import MAIN_THREAD
 
 # The findings that say the ranks disagreed in a collective without saying why.
 AT_ODDS = {"shape-mismatch", "collective-mismatch", "collective-output-size", "reduce-op-dtype", "root-mismatch",
            "p2p-mismatch", "ddp-parameter-mismatch", "group-mismatch"}
-UNORDERED_CALLS = {"set": "a set", "frozenset": "a set", "listdir": "os.listdir()", "scandir": "os.scandir()",
-                   "glob": "a glob", "iglob": "a glob", "iterdir": "Path.iterdir()", "rglob": "a glob"}
 # What sets up how a rank communicates: run on some ranks only, the ranks send different things.
 SETS_UP_COMMUNICATION = {"register_comm_hook", "_register_comm_hook", "DistributedDataParallel", "DDP",
                          "FullyShardedDataParallel", "FSDP", "new_group", "new_subgroups", "_set_static_graph",
@@ -320,9 +318,9 @@ def _unordered_loop(ctx: Context, files: list[SourceFile], evidence: str) -> Fin
             if source.name != name:
                 continue
             for loop in _loops_around(source, line):
-                if (unordered := _unordered(source, loop.iter)) is None:
+                if (found := unordered(source, loop.iter)) is None:
                     continue
-                what, text = unordered
+                what, text = found
                 why = ("a set's order follows its items' hashes, and strings hash with a salt of each process's own "
                        "(unless PYTHONHASHSEED is set)" if what == "a set" else
                        f"{what} lists entries in the filesystem's own order, which differs between nodes and runs")
@@ -345,22 +343,6 @@ def _loops_around(source: SourceFile, line: int) -> list[ast.For | ast.comprehen
                 node.lineno <= line <= (node.end_lineno or node.lineno):
             loops.extend((node.lineno, generator) for generator in node.generators)
     return [loop for _, loop in sorted(loops, key=lambda item: -item[0])]
-
-
-def _unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | None:
-    """(what kind, its text) when `expression` iterates without an order the ranks share; a sorted() one is ordered."""
-    if isinstance(expression, (ast.Set, ast.SetComp)):
-        return "a set", ast.unparse(expression)[:60]
-    if isinstance(expression, ast.Call) and (called := call_name(expression)) in UNORDERED_CALLS:
-        return UNORDERED_CALLS[called], ast.unparse(expression)[:60]
-    if isinstance(expression, ast.Name):  # a name the same function (or the module) set to one
-        scope = source.function_of(expression)
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == expression.id
-                                                    for target in node.targets) and node.lineno < expression.lineno:
-                if (found := _unordered(source, node.value)) is not None:
-                    return found[0], f"{expression.id} = {found[1]}"
-    return None
 
 
 NOT_COLLECTIVES = {"init_process_group", "new_group", "new_subgroups", "destroy_process_group", "send", "recv",

@@ -66,7 +66,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence),
                 _link_target_relative(ctx, files, evidence), _share_rounded_up(ctx, files, evidence),
                 _read_before_flushed(ctx, files, evidence), _loop_over_endless_stream(ctx, files, evidence),
-                _global_count_skips_own_indices(files, evidence))
+                _global_count_skips_own_indices(files, evidence), _rate_scaled_by_world(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -77,6 +77,74 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
               _scheduler_per_micro_batch(ctx, files, evidence), _unfrozen_after_ddp(files, evidence)
               ) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
+
+
+NON_FINITE = re.compile(r"\b(?:nan|inf|infinite|non-?finite|not finite|diverg\w*)\b", re.IGNORECASE)
+WARM_UP = re.compile(r"warm_?up|LinearLR|LambdaLR|OneCycleLR|SequentialLR", re.IGNORECASE)
+RATE_NAME = re.compile(r"(?:^|_)lr$|^lr_|learning_rate", re.IGNORECASE)
+
+
+def _rate_scaled_by_world(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A loss that went nan or inf, in a job whose learning rate is multiplied by the world size (the linear scaling
+    rule): DDP averages the gradients, so each step is world-size times the one the rate was tuned for, and a model
+    that was stable in one process diverges."""
+    said = next((f"{tb.exc_type}: {tb.message}".strip()[:120] for tb in ctx.tracebacks
+                 if NON_FINITE.search(tb.message) or tb.short_type == "FloatingPointError"), None)
+    world = ctx.evidence.expected_world_size
+    if said is None or world < 2:
+        return None
+    for source in files:
+        for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+                     and call_name(node) in OPTIMIZERS):
+            rate = next((item.value for item in call.keywords if item.arg == "lr"), None) or (
+                call.args[1] if len(call.args) > 1 else None)
+            if rate is None or (made := _scaled_up(source, rate)) is None:
+                continue
+            steps = " -> ".join(f"`{ast.unparse(node)[:80]}` (line {node.lineno})" for node in made)
+            warmed = WARM_UP.search(ast.unparse(source.tree)) is not None
+            return Finding(
+                "learning-rate-scaled-by-world", f"the loss went non-finite ({said}), and the learning rate grows "
+                f"with the world size: {steps}, given to {call_name(call)} at {source.name}:{call.lineno}: with "
+                f"{world} ranks each step is {world}x the one a single process takes (DDP averages the gradients, "
+                "so the larger rate is the whole step)" + ("" if warmed else ", with no warm-up"), evidence, None,
+                None, "keep the learning rate the single process was tuned with, or scale it by sqrt(world size); "
+                "where you scale it, warm up to it over the first hundreds of steps (torch.optim.lr_scheduler."
+                "LinearLR(opt, start_factor=1 / world_size, total_iters=N)) and clip the gradient norm "
+                "(torch.nn.utils.clip_grad_norm_)")
+    return None
+
+
+def _scaled_up(source: SourceFile, rate: ast.AST) -> list[ast.AST] | None:
+    """The assignments by which `rate` grows with the world size (`base_lr * world`, `base * global_batch / ref` with
+    `global_batch = per_rank * world`), outermost first; None where it does not grow with it (a rate divided by it)."""
+    chain: list[ast.AST] = []
+
+    def sign(node: ast.AST, depth: int = 0) -> int:
+        """+1 where `node` grows with the world size, -1 where it shrinks, 0 where it does not hold it."""
+        if isinstance(node, ast.Name):
+            if node.id in WORLD_NAMES:
+                return 1
+            if node.id not in source.worlds or depth > 3:
+                return 0
+            made = [item for item in ast.walk(source.tree) if isinstance(item, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == node.id for target in item.targets)]
+            if len(made) != 1:
+                return 0
+            found = sign(made[0].value, depth + 1)
+            if found:
+                chain.append(made[0])
+            return found
+        if isinstance(node, ast.BinOp):
+            left, right = sign(node.left, depth), sign(node.right, depth)
+            if isinstance(node.op, ast.Div | ast.FloorDiv):
+                right = -right
+            total = left + right
+            return (total > 0) - (total < 0)
+        if isinstance(node, ast.Call) and call_name(node) == "get_world_size" or _env_read(node) in WORLD_VARIABLES:
+            return 1
+        return 0
+
+    return sorted(chain, key=lambda node: -node.lineno) or [rate] if sign(rate) > 0 else None
 
 
 def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
@@ -496,6 +564,26 @@ def assignments(source: SourceFile):
                         target.elts) == len(node.value.elts):
                     yield from ((item.id, value) for item, value in zip(target.elts, node.value.elts)
                                 if isinstance(item, ast.Name))
+
+
+UNORDERED_CALLS = {"set": "a set", "frozenset": "a set", "listdir": "os.listdir()", "scandir": "os.scandir()",
+                   "glob": "a glob", "iglob": "a glob", "iterdir": "Path.iterdir()", "rglob": "a glob"}
+
+
+def unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | None:
+    """(what kind, its text) when `expression` iterates without an order the ranks share; a sorted() one is ordered."""
+    if isinstance(expression, (ast.Set, ast.SetComp)):
+        return "a set", ast.unparse(expression)[:60]
+    if isinstance(expression, ast.Call) and (called := call_name(expression)) in UNORDERED_CALLS:
+        return UNORDERED_CALLS[called], ast.unparse(expression)[:60]
+    if isinstance(expression, ast.Name):  # a name the same function (or the module) set to one
+        scope = source.function_of(expression)
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == expression.id
+                                                    for target in node.targets) and node.lineno < expression.lineno:
+                if (found := unordered(source, node.value)) is not None:
+                    return found[0], f"{expression.id} = {found[1]}"
+    return None
 
 
 def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tuple[str, ...]) -> set[str]:

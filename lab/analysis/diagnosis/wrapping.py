@@ -5,7 +5,9 @@
 - a copy of the model (an EMA, deepcopy, AveragedModel) taken before DDP(model), in a job that seeds torch per
   rank: DDP's broadcast of rank 0's weights at construction makes the model alike, not the copy taken before;
 - a loss divided by the world size before backward() through DDP, which already averages the gradients: they come
-  out 1/world of their size.
+  out 1/world of their size;
+- layers made in a loop over a set (or a directory listing): each process registers them in its own order, so DDP
+  finds parameters whose shapes differ by position.
 
 Each fires only where the rest of the diagnosis found what these cause (a parameter without a gradient, a check
 that the ranks differ) and nothing more specific.
@@ -18,7 +20,7 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name, calls_named,
-                                            failure_summary, holds, parsed_files, self_attribute)
+                                            failure_summary, holds, parsed_files, self_attribute, unordered)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -37,9 +39,10 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         failure_summary(ctx)
     replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
                                                                        "ddp-parameter-mismatch"} else None
+    reordered = _layers_in_unordered_loop(files, evidence) if "ddp-parameter-mismatch" in causes else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
     divided = _loss_divided_by_world(ctx, files, evidence) if causes <= UNEXPLAINED else None
-    return [finding for finding in (replaced, copied, divided) if finding is not None]
+    return [finding for finding in (replaced, reordered, copied, divided) if finding is not None]
 
 
 BUFFER_SYNC = ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced")
@@ -131,6 +134,86 @@ def _replaced_after_wrapping(files: list[SourceFile], evidence: str) -> Finding 
                     "change the model's parameters before wrapping it: build, tie the weights (load a checkpoint), "
                     "then DDP(model); after wrapping, change values in place under torch.no_grad() (p.copy_(...)) "
                     "rather than assigning a new Parameter")
+    return None
+
+
+CONTAINERS = {"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"}
+REGISTERING = {"append", "add_module", "register_module", "register_parameter", "setattr", "update", "extend"}
+
+
+def _layers_in_unordered_loop(files: list[SourceFile], evidence: str) -> Finding | None:
+    """DDP found parameter shapes that differ by position, and the model's layers are made in a loop over a set or a
+    directory listing (directly, or over an argument its caller built so): each process registers them in its own
+    order. Python salts string hashes per process, so a set of names iterates in another order on every rank."""
+    for source in files:
+        for loop in _registering_loops(source):
+            found = unordered(source, loop.iter) or _unordered_argument(files, source, loop)
+            if found is None:
+                continue
+            (what, text), where = found if isinstance(found[0], tuple) else (found, "")
+            why = ("a set's order follows its items' hashes, and strings hash with a salt of each process's own "
+                   "(PYTHONHASHSEED)" if what == "a set" else
+                   f"{what} lists entries in the filesystem's own order, which differs between nodes")
+            iterated = ast.unparse(loop.iter)
+            return Finding(
+                "layers-in-unordered-loop", f"the model's layers are made in a loop over {iterated} "
+                f"({source.name}:{loop.lineno}){where}, {text}: {why}, so each rank registers the same layers in "
+                "another order and DDP finds parameters whose shapes differ by position", evidence, None, None,
+                f"make the layers in an order every rank shares: loop over sorted({iterated}) (or keep the names in "
+                "a list: dict.fromkeys(items) drops repeats and keeps their order, set(items) does not); a "
+                "PYTHONHASHSEED set alike for every process hides it, but a checkpoint saved in one order still "
+                "loads wrongly in another")
+    return None
+
+
+def _registering_loops(source: SourceFile) -> list[ast.For | ast.comprehension]:
+    """Loops that make layers: a for loop whose body stores a call's result into self's attributes (`self.heads[n] =
+    nn.Linear(...)`, `self.blocks.append(...)`, add_module), or a comprehension given to ModuleList/ModuleDict."""
+    loops = []
+    for node in ast.walk(source.tree):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and any(_registers(part) for statement in node.body
+                                                                for part in ast.walk(statement)):
+            loops.append(node)
+        elif isinstance(node, ast.Call) and call_name(node) in CONTAINERS:
+            for argument in node.args:
+                if isinstance(argument, (ast.ListComp, ast.DictComp, ast.GeneratorExp)):
+                    loops.extend(argument.generators)
+    return loops
+
+
+def _registers(node: ast.AST) -> bool:
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        return any(isinstance(target, ast.Subscript) and self_attribute(target.value) is not None
+                   for target in node.targets)
+    if not (isinstance(node, ast.Call) and call_name(node) in REGISTERING and node.args):
+        return False
+    if isinstance(node.func, ast.Name):  # setattr(self, name, layer)
+        return isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+    return (isinstance(receiver, ast.Name) and receiver.id == "self" or self_attribute(receiver) is not None) and any(
+        isinstance(argument, ast.Call) for argument in node.args)
+
+
+def _unordered_argument(files: list[SourceFile], source: SourceFile, loop) -> tuple[tuple[str, str], str] | None:
+    """A loop over a parameter of a class's __init__, where a call of that class passes a set (or a listing) built
+    there: ((what, its text), ' with CLASS(ARG) at file:line')."""
+    iterated = loop.iter
+    method = source.function_of(iterated)
+    if not isinstance(iterated, ast.Name) or not isinstance(method, ast.FunctionDef):
+        return None
+    parameters = [argument.arg for argument in method.args.args]
+    if iterated.id not in parameters:
+        return None
+    owner = source.parent(method)
+    name = owner.name if isinstance(owner, ast.ClassDef) and method.name == "__init__" else method.name
+    index = parameters.index(iterated.id) - (1 if isinstance(owner, ast.ClassDef) else 0)
+    for other in files:
+        for call in calls_named(other, {name}):
+            given = next((keyword.value for keyword in call.keywords if keyword.arg == iterated.id), None)
+            if given is None and 0 <= index < len(call.args):
+                given = call.args[index]
+            if given is not None and (found := unordered(other, given)) is not None:
+                return found, f" with {ast.unparse(call)[:60]} at {other.name}:{call.lineno}"
     return None
 
 
