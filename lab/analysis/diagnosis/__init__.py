@@ -33,7 +33,7 @@ PRIORITY = [
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
-    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
@@ -447,6 +447,10 @@ CAUSES = {
     "learning-rate-scaled-by-world": "The loss went nan or inf, and the learning rate is multiplied by the world "
                                      "size (the linear scaling rule): DDP averages the gradients, so each step is "
                                      "world-size times the one the rate was tuned for.",
+    "created-by-every-rank": "Every rank creates the same path (os.makedirs without exist_ok, mkdir, open(..., 'x')): "
+                             "the first one wins and the others crash with FileExistsError.",
+    "service-at-localhost": "The job addresses a service (a metrics sink, a database, a server rank 0 starts) as "
+                            "localhost: on the other nodes localhost is that node itself, where nothing listens.",
     "hash-differs-per-process": "The script assigns or shards with `hash()` of strings, which Python salts per "
                                 "process (PYTHONHASHSEED unset): every rank computed another assignment.",
     "initial-weights-differ": "Every rank's own check failed alike after the ranks started from different weights: "

@@ -55,7 +55,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
                 or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
-                or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb)) is not None:
+                or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb) or _created_by_every_rank(ctx, tb)
+                or _service_at_localhost(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -247,6 +248,82 @@ def _an_optimizer(source: SourceFile, load: ast.Call) -> bool:
 
 
 JSON_CALLS = re.compile(r"\bjson\.(?:loads?|dumps?)\(")
+
+
+CREATING = {"makedirs", "mkdir", "symlink", "link", "symlink_to", "hardlink_to", "mkfifo"}
+
+
+def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
+    """FileExistsError from a call that creates a path (makedirs without exist_ok, mkdir, open(..., 'x')), on some
+    ranks and not on another: every rank runs the creation, the first one wins, and the rest find it made."""
+    frame = tb.user_frame()
+    if tb.short_type != "FileExistsError" or frame is None or ctx.evidence.expected_world_size < 2:
+        return None
+    quoted = quoted_source(ctx, tb, frame)
+    try:
+        call = next((node for node in ast.walk(ast.parse(quoted.strip())) if isinstance(node, ast.Call)
+                     and (call_name(node) in CREATING or call_name(node) == "open" and "'x" in ast.unparse(node)
+                          or call_name(node) == "open" and '"x' in ast.unparse(node))), None)
+    except SyntaxError:
+        call = None
+    if call is None:
+        return None
+    raised = sorted({other.rank for other in ctx.tracebacks if other.short_type == "FileExistsError"
+                     and other.rank is not None})
+    made = [rank for rank in range(ctx.evidence.expected_world_size) if rank not in raised]
+    if not raised or not made:
+        return None
+    shared = ctx.evidence.probes.shared if ctx.evidence.probes else []
+    on_shared = next((folder for folder in shared if frame.file.startswith(folder + "/")), None)
+    where = (f"; the job's folder is on {on_shared}, which every node shares, so every rank of every node races"
+             if on_shared else "; the ranks of a node share its disk, so they race")
+    return Finding(
+        "created-by-every-rank", f"ranks {', '.join(map(str, raised))} crashed with FileExistsError at "
+        f"`{quoted.strip()[:80]}` ({frame.location} in {frame.function}) that rank{'s' if len(made) > 1 else ''} "
+        f"{', '.join(map(str, made))} had made first: every rank runs this creation, and all but the first find the "
+        f"path there{where}", f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        "make it once: on rank 0 (local rank 0 per node where each node has its own disk), then dist.barrier() "
+        "before the other ranks use it; or let any rank make it (os.makedirs(path, exist_ok=True)); to refuse an "
+        "earlier run's folder, check on that one rank and broadcast the answer")
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "0.0.0.0")
+CONNECT_FAILED = re.compile(r"Errno (?:111|99|113|110)\b|Connection refused|Cannot assign requested address|"
+                            r"Failed to establish a new connection|No route to host")
+
+
+def _service_at_localhost(ctx: Context, tb) -> Finding | None:
+    """A connection refused (or no address) in the job's own client code, on some nodes only, where the job's files
+    address a service as localhost: on the other nodes localhost is that node itself, where nothing listens."""
+    if not ctx.multi_node or not CONNECT_FAILED.search(tb.message) or echoes_a_peer(tb) or tb.collective():
+        return None
+    failing = {other.node for other in ctx.tracebacks if CONNECT_FAILED.search(other.message)}
+    reached = {node.index for node in ctx.evidence.nodes} - failing
+    if not reached:
+        return None
+    candidates = []  # (a URL first, the file, the statement) of each loopback name in the job's strings
+    for source in parsed_files(ctx):
+        for node in ast.walk(source.tree):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+            if text is None or not any(name in text for name in LOOPBACK_NAMES[:3]):
+                continue
+            statement = source.statement_of(node)
+            if not re.search(r"MASTER_ADDR|init_process_group|init_method", ast.unparse(statement)):
+                candidates.append(("://" not in text, statement.lineno, source, statement))
+    for _, _, source, statement in sorted(candidates, key=lambda found: found[:2]):
+        shown = ast.unparse(statement).splitlines()[0][:100]
+        nodes = ", ".join(f"node{index}" for index in sorted(failing))
+        return Finding(
+            "service-at-localhost", f"the ranks of {nodes} could not connect ({_said(tb.message, 90)}) to a "
+            f"service the job addresses as localhost: `{shown}` ({source.name}:{statement.lineno}); on {nodes} "
+            f"localhost is that node itself, where nothing listens, while the ranks of "
+            f"{', '.join(f'node{index}' for index in sorted(reached))} reached it",
+            f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+            "address the service by the host that runs it, the same name on every node: build the address from "
+            "MASTER_ADDR where rank 0 serves it (f\"http://{os.environ['MASTER_ADDR']}:PORT/...\"), or "
+            "broadcast the serving rank's hostname first; or gather the values to rank 0 with a collective and "
+            "let only rank 0 talk to the service")
+    return None
 
 
 NON_LEAF_WARNING = "is not a leaf Tensor"

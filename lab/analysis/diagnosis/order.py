@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import ast
 
-from lab.analysis.diagnosis.context import Context, node_of_rank
+from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
                                             called_on, calls_named, caller_place, failure_summary, holds,
                                             parsed_files, unordered)
+from lab.analysis.diagnosis.logs import collective_in
+from lab.analysis.diagnosis.signals import FATAL_ERROR, faulthandler_stack
 from lab.analysis.stacks import MAIN_THREAD
 
 # The findings that say the ranks disagreed in a collective without saying why.
@@ -305,8 +307,18 @@ def _collective_lines(ctx: Context) -> list[tuple[str, int, str, int | None, int
     for tb in ctx.tracebacks:
         op = tb.collective()
         frame = tb.user_frame()
+        if frame and not op and echoes_a_peer(tb):  # a collective torch ran for the line: DDP's in backward/forward
+            quoted = quoted_source(ctx, tb, frame)
+            op = "DDP's gradient all_reduce (in backward)" if ".backward(" in quoted else \
+                f"a collective torch runs in `{quoted[:40]}`" if quoted else None
         if op and frame:
             lines.append((frame.file.rsplit("/", 1)[-1], frame.line, op, tb.node, tb.rank))
+    known = {rank for *_, rank in lines}
+    for node, rank in {(line.node, line.rank) for line in ctx.lines if FATAL_ERROR.search(line.text)}:
+        frames, _ = faulthandler_stack(ctx, node, rank)  # a rank a fatal signal ended inside a collective
+        op, own = collective_in(list(reversed(frames)))
+        if op and own and rank not in known:
+            lines.append((own.file.rsplit("/", 1)[-1], own.line, op, node, rank))
     return lines
 
 

@@ -133,7 +133,7 @@ def signal_findings(ctx: Context) -> list[Finding]:
             continue  # an abort whose message a rule already reads (gloo's checks on sizes, NCCL's errors)
         if number == signal.SIGABRT and any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks):
             continue  # gloo aborting in its teardown after the process had raised: the exception is the story
-        frames, reason = _faulthandler_stack(ctx, node, rank)
+        frames, reason = faulthandler_stack(ctx, node, rank)
         name = signal.Signals(number).name
         own = next((frame for frame in frames if not LIBRARY.search(frame.file)), None)
         native = next((frame for frame in frames if LIBRARY.search(frame.file)), None) if frames else None
@@ -235,7 +235,7 @@ def _report_rank(ctx: Context, node: int, code: int) -> int | None:
                 node if ctx.evidence.nproc_per_node == 1 else None)
 
 
-def _faulthandler_stack(ctx: Context, node: int, rank: int | None) -> tuple[list[Frame], str | None]:
+def faulthandler_stack(ctx: Context, node: int, rank: int | None) -> tuple[list[Frame], str | None]:
     """The crashing thread's frames (most recent call first) faulthandler wrote for that process, and what native
     code printed before it (an abort's reason)."""
     lines = [line for line in ctx.lines if line.node == node and (rank is None or line.rank in (rank, None))]
