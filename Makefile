@@ -92,13 +92,12 @@ test-tools: engine
 # Three workers (pytest-xdist): most tests wait on containers and timeouts rather than compute; each worker has its
 # own labs (lab's pytest plugin: tests/integration/conftest.py), the session one LAB_HOME (tests/conftest.py). Tests
 # go out one at a time, the long files first (pyproject.toml's --dist loadgroup, tests/conftest.py's order).
-# TEST_WORKERS=0 runs the suite in one process. Where the node image is missing (a fresh machine), the session builds it
-# while the tests without Docker run first (tests/conftest.py), rather than `make` building it before pytest starts.
+# TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 3
 # PYTHONDONTWRITEBYTECODE= : where a shell sets it (this machine's do), every process of the suite would compile
 # lab's modules again and every pytest worker rewrite every test module (5 s of CPU a worker): let Python cache them.
 test:
-	@$(MAKE) --no-print-directory -j4 setup test-tools
+	@$(MAKE) --no-print-directory -j4 node-image setup test-tools
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-long: image
