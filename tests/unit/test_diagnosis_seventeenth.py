@@ -5,6 +5,8 @@ from dataclasses import replace
 
 import pytest
 
+from lab.analysis.diagnosis import diagnose
+
 from tests.unit.test_diagnosis_fourteenth import with_log
 from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
@@ -37,6 +39,16 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 @pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
 def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
     assert_told(name, cause, title, fix)
+
+
+def test_layers_made_in_a_comprehension_over_the_set_are_told_too():
+    evidence = sample("seventeenth_multitask_heads_finetune")
+    comprehension = with_source(evidence, "        self.heads = nn.ModuleDict()\n        for name in tasks:\n"
+                                "            self.heads[name] = nn.Linear(HIDDEN, TASK_LABELS[name])\n",
+                                "        self.heads = nn.ModuleDict({name: nn.Linear(HIDDEN, TASK_LABELS[name]) "
+                                "for name in tasks})\n")
+    top = diagnose(comprehension)[0]
+    assert top.cause == "layers-in-unordered-loop" and "loop over tasks (multitask_heads_finetune.py:50)" in top.title
 
 
 def test_layers_made_in_a_sorted_order_are_no_unordered_loop():

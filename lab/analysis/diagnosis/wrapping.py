@@ -154,10 +154,10 @@ def _layers_in_unordered_loop(files: list[SourceFile], evidence: str) -> Finding
             why = ("a set's order follows its items' hashes, and strings hash with a salt of each process's own "
                    "(PYTHONHASHSEED)" if what == "a set" else
                    f"{what} lists entries in the filesystem's own order, which differs between nodes")
-            iterated = ast.unparse(loop.iter)
+            iterated, line = ast.unparse(loop.iter), getattr(loop, "lineno", loop.iter.lineno)  # a comprehension's
             return Finding(
                 "layers-in-unordered-loop", f"the model's layers are made in a loop over {iterated} "
-                f"({source.name}:{loop.lineno}){where}, {text}: {why}, so each rank registers the same layers in "
+                f"({source.name}:{line}){where}, {text}: {why}, so each rank registers the same layers in "
                 "another order and DDP finds parameters whose shapes differ by position", evidence, None, None,
                 f"make the layers in an order every rank shares: loop over sorted({iterated}) (or keep the names in "
                 "a list: dict.fromkeys(items) drops repeats and keeps their order, set(items) does not); a "
