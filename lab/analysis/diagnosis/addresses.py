@@ -26,7 +26,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _endpoint_host(value: str) -> str:
+def endpoint_host(value: str) -> str:
     """'tcp://h:1', 'h:1', '[::1]:1', 'h' -> the host part."""
     value = re.sub(r"^\w+://", "", value)
     if value.startswith("["):
@@ -49,10 +49,10 @@ def configured_master_addrs(evidence: Evidence) -> list[tuple[str, str, int | No
     for position, arg in enumerate(argv):
         if match := ADDRESS_OPTION.match(arg):
             value = match["value"] or (argv[position + 1] if position + 1 < len(argv) else "")
-            found.append((_endpoint_host(value), " ".join(argv[position:position + (1 if match["value"] else 2)]),
+            found.append((endpoint_host(value), " ".join(argv[position:position + (1 if match["value"] else 2)]),
                           None, None))
         elif tcp := re.search(r"tcp://([^\s'\"]+)", arg):
-            found.append((_endpoint_host(tcp.group(1)), arg, None, None))
+            found.append((endpoint_host(tcp.group(1)), arg, None, None))
     for process in evidence.processes:
         if "MASTER_ADDR" in process.env:
             found.append((process.env["MASTER_ADDR"], f"MASTER_ADDR={process.env['MASTER_ADDR']} "

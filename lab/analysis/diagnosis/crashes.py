@@ -7,15 +7,16 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from urllib.parse import urlsplit
 
 from lab.analysis.calls import DistCall, arguments_that_differ
-from lab.analysis.diagnosis.addresses import job_own_port
+from lab.analysis.diagnosis.addresses import endpoint_host, is_loopback, job_own_port
 from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, near, quote,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, called_on, calls_named,
-                                            checkpoint_call, parsed_files, self_attribute)
+                                            checkpoint_call, parsed_files, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -262,8 +263,7 @@ def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
     quoted = quoted_source(ctx, tb, frame)
     try:
         call = next((node for node in ast.walk(ast.parse(quoted.strip())) if isinstance(node, ast.Call)
-                     and (call_name(node) in CREATING or call_name(node) == "open" and "'x" in ast.unparse(node)
-                          or call_name(node) == "open" and '"x' in ast.unparse(node))), None)
+                     and (call_name(node) in CREATING or call_name(node) == "open" and "x" in _open_mode(node))), None)
     except SyntaxError:
         call = None
     if call is None:
@@ -287,7 +287,19 @@ def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
         "earlier run's folder, check on that one rank and broadcast the answer")
 
 
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "0.0.0.0")
+def _open_mode(call: ast.Call) -> str:
+    """open()'s mode as written ('r' where it is not a literal)."""
+    mode = call.args[1] if len(call.args) > 1 else next((item.value for item in call.keywords if item.arg == "mode"),
+                                                          None)
+    return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
+
+
+def _addresses_loopback(text: str) -> bool:
+    """A string that names this host: a URL whose host is loopback, or a host (with a port) that is."""
+    host = urlsplit(text).hostname if "://" in text else endpoint_host(text)
+    return bool(host) and is_loopback(host)
+
+
 CONNECT_FAILED = re.compile(r"Errno (?:111|99|113|110)\b|Connection refused|Cannot assign requested address|"
                             r"Failed to establish a new connection|No route to host")
 
@@ -305,25 +317,26 @@ def _service_at_localhost(ctx: Context, tb) -> Finding | None:
     for source in parsed_files(ctx):
         for node in ast.walk(source.tree):
             text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-            if text is None or not any(name in text for name in LOOPBACK_NAMES[:3]):
+            if text is None or not _addresses_loopback(text):
                 continue
             statement = source.statement_of(node)
             if not re.search(r"MASTER_ADDR|init_process_group|init_method", ast.unparse(statement)):
                 candidates.append(("://" not in text, statement.lineno, source, statement))
-    for _, _, source, statement in sorted(candidates, key=lambda found: found[:2]):
-        shown = ast.unparse(statement).splitlines()[0][:100]
-        nodes = ", ".join(f"node{index}" for index in sorted(failing))
-        return Finding(
-            "service-at-localhost", f"the ranks of {nodes} could not connect ({_said(tb.message, 90)}) to a "
-            f"service the job addresses as localhost: `{shown}` ({source.name}:{statement.lineno}); on {nodes} "
-            f"localhost is that node itself, where nothing listens, while the ranks of "
-            f"{', '.join(f'node{index}' for index in sorted(reached))} reached it",
-            f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
-            "address the service by the host that runs it, the same name on every node: build the address from "
-            "MASTER_ADDR where rank 0 serves it (f\"http://{os.environ['MASTER_ADDR']}:PORT/...\"), or "
-            "broadcast the serving rank's hostname first; or gather the values to rank 0 with a collective and "
-            "let only rank 0 talk to the service")
-    return None
+    if not candidates:
+        return None
+    _, _, source, statement = min(candidates, key=lambda found: found[:2])
+    shown = ast.unparse(statement).splitlines()[0][:100]
+    nodes = ", ".join(f"node{index}" for index in sorted(failing))
+    return Finding(
+        "service-at-localhost", f"the ranks of {nodes} could not connect ({_said(tb.message, 90)}) to a "
+        f"service the job addresses as localhost: `{shown}` ({source.name}:{statement.lineno}); on {nodes} "
+        f"localhost is that node itself, where nothing listens, while the ranks of "
+        f"{', '.join(f'node{index}' for index in sorted(reached))} reached it",
+        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        "address the service by the host that runs it, the same name on every node: build the address from "
+        "MASTER_ADDR where rank 0 serves it (f\"http://{os.environ['MASTER_ADDR']}:PORT/...\"), or "
+        "broadcast the serving rank's hostname first; or gather the values to rank 0 with a collective and "
+        "let only rank 0 talk to the service")
 
 
 NON_LEAF_WARNING = "is not a leaf Tensor"
@@ -338,38 +351,30 @@ def _grad_of_non_leaf(ctx: Context, tb) -> Finding | None:
     frame = tb.user_frame()
     if frame is None or "NoneType" not in tb.message:
         return None
-    for source in parsed_files(ctx):
-        if source.name != frame.file.rsplit("/", 1)[-1]:
+    source = source_named(parsed_files(ctx), frame.file)
+    if source is None:
+        return None
+    warned = any(NON_LEAF_WARNING in line.text for line in ctx.lines if line.node == tb.node and line.rank == tb.rank)
+    for node in ast.walk(source.tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name)
+                and node.lineno <= frame.line <= (node.end_lineno or node.lineno)):
             continue
-        for node in ast.walk(source.tree):
-            if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name)
-                    and node.lineno <= frame.line <= (node.end_lineno or node.lineno)):
-                continue
-            name = node.value.id
-            made = _last_assignment(source, name, node)
-            warned = any(NON_LEAF_WARNING in line.text for line in ctx.lines
-                         if line.node == tb.node and line.rank == tb.rank)
-            if not warned and not (made is not None and _makes_non_leaf(made.value)):
-                continue
-            rank = _rank_of(ctx, tb)
-            shown = f"`{ast.unparse(made)[:90]}` (line {made.lineno})" if made is not None else f"`{name}`"
-            return Finding(
-                "grad-of-non-leaf", f"rank {rank if rank is not None else '?'} read {name}.grad at "
-                f"{source.name}:{frame.line}, which is None: {name} is not a leaf tensor ({shown}: the result of an "
-                "operation on a tensor that requires grad, such as a view), and backward() fills .grad only for "
-                "leaves", f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300] + f" at {frame.location}", tb.node, rank,
-                f"make {name} the leaf: do the view or reshape first and then detach it and ask for its gradient "
-                f"({name} = ....view(...).detach().requires_grad_()), or call {name}.retain_grad() before backward(), "
-                "or read the gradient of the leaf it was made from")
+        name = node.value.id
+        made = max(source.assignments_to(name, source.function_of(node), before=node.lineno + 1),
+                   key=lambda assigned: assigned.lineno, default=None)  # the last above the read, or on its line
+        if not warned and not (made is not None and _makes_non_leaf(made.value)):
+            continue
+        rank = _rank_of(ctx, tb)
+        shown = f"`{ast.unparse(made)[:90]}` (line {made.lineno})" if made is not None else f"`{name}`"
+        return Finding(
+            "grad-of-non-leaf", f"rank {rank if rank is not None else '?'} read {name}.grad at "
+            f"{source.name}:{frame.line}, which is None: {name} is not a leaf tensor ({shown}: the result of an "
+            "operation on a tensor that requires grad, such as a view), and backward() fills .grad only for "
+            "leaves", f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300] + f" at {frame.location}", tb.node, rank,
+            f"make {name} the leaf: do the view or reshape first and then detach it and ask for its gradient "
+            f"({name} = ....view(...).detach().requires_grad_()), or call {name}.retain_grad() before backward(), "
+            "or read the gradient of the leaf it was made from")
     return None
-
-
-def _last_assignment(source: SourceFile, name: str, before: ast.AST) -> ast.Assign | None:
-    """The last `name = ...` of the function that holds `before`, above it."""
-    scope = source.function_of(before)
-    assigned = [node for node in ast.walk(scope) if isinstance(node, ast.Assign) and node.lineno <= before.lineno
-                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)]
-    return max(assigned, key=lambda node: node.lineno, default=None)
 
 
 def _makes_non_leaf(value: ast.AST) -> bool:

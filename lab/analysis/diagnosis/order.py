@@ -22,7 +22,7 @@ from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
                                             called_on, calls_named, caller_place, failure_summary, holds,
-                                            parsed_files, unordered)
+                                            parsed_files, source_named, unordered)
 from lab.analysis.diagnosis.logs import collective_in
 from lab.analysis.diagnosis.signals import FATAL_ERROR, faulthandler_stack
 from lab.analysis.stacks import MAIN_THREAD
@@ -116,7 +116,7 @@ def _polls_work_completion(ctx: Context, files: list[SourceFile], evidence: str)
         if where is None or where.in_distributed_call or where.user_frame is None:
             continue
         frame = where.user_frame
-        source = next((source for source in files if source.name == frame.file.rsplit("/", 1)[-1]), None)
+        source = source_named(files, frame.file)
         at = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt)
                    and node.lineno == frame.line), None) if source else None
         loop = at if isinstance(at, ast.While) else source.loop_of(at) if at else None  # the innermost
@@ -158,7 +158,7 @@ def _branch_on_own_values(ctx: Context, files: list[SourceFile], evidence: str) 
         for other, (other_name, other_line, other_op) in sorted(places.items()):
             if other == rank or other_name != name or other_line == line:
                 continue
-            source = next((source for source in files if source.name == name), None)
+            source = source_named(files, name)
             if source is None:
                 continue
             told = _branch_between(source, line, other_line)

@@ -30,7 +30,8 @@ from lab.analysis.diagnosis.replicas import SHARING
 from lab.analysis.stacks import MAIN_THREAD
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, a_module,
                                             assignments, call_name, caller_place, calls_named, failure_summary, holds,
-                                            names_in, parsed_files, root_name, self_attribute)
+                                            names_in, parsed_files, root_name, self_attribute,
+                                            source_named)
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
@@ -331,8 +332,7 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
     for process in ctx.evidence.processes:
         main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
         for frame in reversed(main.frames if main else []):
-            name = frame.file.rsplit("/", 1)[-1]
-            source = next((source for source in files if source.name == name), None)
+            source = source_named(files, frame.file)
             if source is None:
                 continue
             loop = next((node for node in ast.walk(source.tree) if isinstance(node, ast.While) and node.lineno <=
@@ -346,7 +346,7 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
                 save, saved_as = suffixed
                 return Finding(
                     "waits-on-a-file", f"{who} on node{process.node} was still in `while "
-                    f"{ast.unparse(loop.test)[:60]}:` ({name}:{loop.lineno}) waiting for {saved_as}, but "
+                    f"{ast.unparse(loop.test)[:60]}:` ({source.name}:{loop.lineno}) waiting for {saved_as}, but "
                     f"`{ast.unparse(save)[:50]}` (line {save.lineno}) wrote {saved_as} + '.npy': numpy adds the suffix "
                     "to a name without one, so the name waited for never appears", evidence, process.node,
                     process.rank,
@@ -355,7 +355,7 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
                     "saves, not a loop over the file system")
             return Finding(
                 "waits-on-a-file", f"{who} on node{process.node} was still in `while {ast.unparse(loop.test)[:60]}:` "
-                f"({name}:{loop.lineno}) when the run ended: the file it waits on never changed there (a lock or "
+                f"({source.name}:{loop.lineno}) when the run ended: the file it waits on never changed there (a lock or "
                 f"marker left on node{process.node}'s own disk by an earlier run, or written where this node cannot "
                 "see it)", evidence, process.node, process.rank,
                 f"remove the stale file on node{process.node}, and do not wait on files without an end: put the "

@@ -81,7 +81,6 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
 
 NON_FINITE = re.compile(r"\b(?:nan|inf|infinite|non-?finite|not finite|diverg\w*)\b", re.IGNORECASE)
 WARM_UP = re.compile(r"warm_?up|LinearLR|LambdaLR|OneCycleLR|SequentialLR", re.IGNORECASE)
-RATE_NAME = re.compile(r"(?:^|_)lr$|^lr_|learning_rate", re.IGNORECASE)
 
 
 def _rate_scaled_by_world(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
@@ -101,7 +100,7 @@ def _rate_scaled_by_world(ctx: Context, files: list[SourceFile], evidence: str) 
             if rate is None or (made := _scaled_up(source, rate)) is None:
                 continue
             steps = " -> ".join(f"`{ast.unparse(node)[:80]}` (line {node.lineno})" for node in made)
-            warmed = WARM_UP.search(ast.unparse(source.tree)) is not None
+            warmed = any(WARM_UP.search(name) for name in source.names)
             return Finding(
                 "learning-rate-scaled-by-world", f"the loss went non-finite ({said}), and the learning rate grows "
                 f"with the world size: {steps}, given to {call_name(call)} at {source.name}:{call.lineno}: with "
@@ -126,8 +125,7 @@ def _scaled_up(source: SourceFile, rate: ast.AST) -> list[ast.AST] | None:
                 return 1
             if node.id not in source.worlds or depth > 3:
                 return 0
-            made = [item for item in ast.walk(source.tree) if isinstance(item, ast.Assign) and any(
-                isinstance(target, ast.Name) and target.id == node.id for target in item.targets)]
+            made = source.assignments_to(node.id)
             if len(made) != 1:
                 return 0
             found = sign(made[0].value, depth + 1)
@@ -144,7 +142,9 @@ def _scaled_up(source: SourceFile, rate: ast.AST) -> list[ast.AST] | None:
             return 1
         return 0
 
-    return sorted(chain, key=lambda node: -node.lineno) or [rate] if sign(rate) > 0 else None
+    if sign(rate) <= 0:
+        return None
+    return sorted(chain, key=lambda node: -node.lineno) or [rate]
 
 
 def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
@@ -181,9 +181,8 @@ def _loaded_into_empty(ctx: Context, files: list[SourceFile], evidence: str) -> 
             if not (load.args and isinstance(load.args[0], ast.Name) and checkpoint_call(load)):
                 continue
             name, scope = load.args[0].id, source.function_of(load)
-            empty = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign) and node.lineno < load.lineno
-                          and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
-                          and isinstance(node.value, ast.Dict) and not node.value.keys), None)
+            empty = next((node for node in source.assignments_to(name, scope, before=load.lineno)
+                           if isinstance(node.value, ast.Dict) and not node.value.keys), None)
             if empty is not None:
                 return Finding(
                     "checkpoint-loaded-into-empty", f"`{ast.unparse(load)[:60]}` ({source.name}:{load.lineno}) loads "
@@ -271,6 +270,12 @@ class SourceFile:
                 return node
         return self.tree
 
+    def assignments_to(self, name: str, scope: ast.AST | None = None, before: int | None = None) -> list[ast.Assign]:
+        """The `name = ...` statements in `scope` (the whole file by default), above line `before` where given."""
+        return [node for node in ast.walk(scope or self.tree) if isinstance(node, ast.Assign)
+                and (before is None or node.lineno < before)
+                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)]
+
     @cached_property
     def names(self) -> set[str]:
         """The names and attribute names the code uses (not its strings, docstrings or comments)."""
@@ -284,6 +289,12 @@ class SourceFile:
     @cached_property
     def worlds(self) -> set[str]:
         return _derived(self, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
+
+
+def source_named(files: list[SourceFile], path: str) -> SourceFile | None:
+    """The job's file that `path` (a frame's full path, or a file name) names."""
+    name = path.rsplit("/", 1)[-1]
+    return next((source for source in files if source.name == name), None)
 
 
 def parsed_files(ctx: Context) -> list[SourceFile]:
@@ -577,12 +588,9 @@ def unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | None
     if isinstance(expression, ast.Call) and (called := call_name(expression)) in UNORDERED_CALLS:
         return UNORDERED_CALLS[called], ast.unparse(expression)[:60]
     if isinstance(expression, ast.Name):  # a name the same function (or the module) set to one
-        scope = source.function_of(expression)
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == expression.id
-                                                    for target in node.targets) and node.lineno < expression.lineno:
-                if (found := unordered(source, node.value)) is not None:
-                    return found[0], f"{expression.id} = {found[1]}"
+        for node in source.assignments_to(expression.id, source.function_of(expression), before=expression.lineno):
+            if (found := unordered(source, node.value)) is not None:
+                return found[0], f"{expression.id} = {found[1]}"
     return None
 
 
@@ -743,7 +751,7 @@ def _read_before_flushed(ctx: Context, files: list[SourceFile], evidence: str) -
     read = next(((trace.rank, op) for trace in ctx.evidence.traces if trace.calls for op in trace.calls.reads
                  if op.size == 0 and op.path in writes), None)
     place = caller_place(writes[read[1].path].caller) if read else None
-    source = next((source for source in files if place and source.name == place[0]), None)
+    source = source_named(files, place[0]) if place else None
     if source is None:
         return None
     opened = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Assign) and node.lineno == place[1]

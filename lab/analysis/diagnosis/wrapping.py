@@ -147,10 +147,12 @@ def _layers_in_unordered_loop(files: list[SourceFile], evidence: str) -> Finding
     order. Python salts string hashes per process, so a set of names iterates in another order on every rank."""
     for source in files:
         for loop in _registering_loops(source):
-            found = unordered(source, loop.iter) or _unordered_argument(files, source, loop)
+            found, where = unordered(source, loop.iter), ""
+            if found is None and (passed := _unordered_argument(files, source, loop)) is not None:
+                found, where = passed
             if found is None:
                 continue
-            (what, text), where = found if isinstance(found[0], tuple) else (found, "")
+            what, text = found
             why = ("a set's order follows its items' hashes, and strings hash with a salt of each process's own "
                    "(PYTHONHASHSEED)" if what == "a set" else
                    f"{what} lists entries in the filesystem's own order, which differs between nodes")
