@@ -1,4 +1,5 @@
 import os
+import shutil
 import tempfile
 import uuid
 
@@ -29,6 +30,19 @@ def pytest_configure(config):
     # lab's plugin names the session's labs PREFIX-<token>-<n>: the suite's prefix, on an engine shared with others.
     if config.getoption("lab_name_prefix", default="unset") is None:
         config.option.lab_name_prefix = os.environ.get("LAB_TEST_NAME_PREFIX", "it")
+
+
+@pytest.hookimpl(trylast=True)  # after lab's plugin has taken the session's labs down
+def pytest_sessionfinish(session, exitstatus):
+    """The session's LAB_HOME (its runs, logs and cached wheels: about 300 MB) goes with a session that passed; a
+    failed one keeps it, named, for the records of what failed."""
+    home = os.environ.get(SESSION_HOME)
+    if os.environ.get("PYTEST_XDIST_WORKER") or not home:
+        return
+    if exitstatus == 0:
+        shutil.rmtree(home, ignore_errors=True)
+    else:
+        print(f"\nthe session's LAB_HOME, with its run records, is kept: {home}")
 
 
 def pytest_collection_modifyitems(config, items):
