@@ -464,8 +464,10 @@ def _record_dist_calls(dist, c10d) -> None:
 
         @functools.wraps(function)
         def recorded(*args, **kwargs):
+            if compiling():  # first: dynamo traces this wrapper and cannot trace threading's calls
+                return function(*args, **kwargs)
             ident = threading.get_ident()
-            if ident in CALLS.inside or compiling():
+            if ident in CALLS.inside:
                 return function(*args, **kwargs)
             try:
                 given = {**defaults, **dict(zip(names, args)), **kwargs}

@@ -442,3 +442,39 @@ if rank == 0:
     assert not traces[1].calls.failed  # torch's own store (init_process_group) is not the user's
     [init] = [call for call in traces[1].calls.recent if call.op == "init_process_group"]
     assert init.argument("init_method").startswith("tcp://127.0.0.1:")  # where the ranks meet, as given
+
+
+
+COMPILED_COLLECTIVES = """
+@torch.compile(fullgraph=True, backend="eager")
+def summed(t):
+    dist.all_reduce(t)
+    return t * 2
+
+@torch.compile(fullgraph=True, backend="eager")
+def broadcast(t):
+    dist.broadcast(t, src=0)
+    return t
+
+print("compiled:", summed(torch.ones(2) * (rank + 1)).tolist(), flush=True)
+try:
+    broadcast(torch.ones(2))
+except Exception as error:
+    where = [line for line in str(error).splitlines() if line.strip().startswith("File ")][-1]
+    print("untraceable:", type(error).__name__, "in", where.split('"')[1].rsplit("/", 1)[-1])
+dist.destroy_process_group()
+"""
+
+
+@SLOW
+def test_collectives_inside_torch_compile_trace_or_fail_as_they_do_without_the_hook(tmp_path):
+    """dynamo traces the wrapper the hook puts around each call: anything in it that dynamo cannot trace (threading's
+    calls) would make the lab's hook the failure of a job that compiles its collectives, and the diagnosis blame it."""
+    ended = run_ranks(tmp_path, COMPILED_COLLECTIVES, timeout=60)
+    assert all("compiled: [6.0, 6.0]" in end.stdout for end in ended), ended[0].stdout[-3000:]
+    unhooked = run_ranks(tmp_path, COMPILED_COLLECTIVES, timeout=60, hooked=False)
+
+    def untraceable(end: subprocess.CompletedProcess) -> str:
+        return next(line for line in end.stdout.splitlines() if line.startswith("untraceable:"))
+
+    assert [untraceable(end) for end in ended] == [untraceable(end) for end in unhooked], ended[0].stdout[-3000:]
