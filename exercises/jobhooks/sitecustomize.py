@@ -154,16 +154,18 @@ class _CallLog:
         self.ddp_forwards = {"synced": 0, "no_sync": 0}
         self.optimizer = {"steps": 0, "lrs": []}  # optimizer steps taken, and the learning rates of the last one
         self.env_read: dict[str, str | None] = {}  # variable -> the value the job's first read of it got (None: unset)
+        self.launch: dict[str, str] = {}  # a torchrun agent's launch settings (run id, endpoint, nodes), and its error
 
     def __bool__(self) -> bool:
-        return bool(self.counts or self.kept["store"] or self.kept["files"])
+        return bool(self.counts or self.kept["store"] or self.kept["files"] or "error" in self.launch)
 
     def snapshot(self) -> dict:
         with self.lock:
             return {"pending": [dict(record) for record in self.pending.values()],
                     **{name: [dict(record) for record in kept] for name, kept in self.kept.items()},
                     "counts": dict(self.counts), "ddp_forwards": dict(self.ddp_forwards),
-                    "optimizer": dict(self.optimizer), "env_read": dict(self.env_read), **_process_seeds()}
+                    "optimizer": dict(self.optimizer), "env_read": dict(self.env_read),
+                    **({"launch": dict(self.launch)} if self.launch else {}), **_process_seeds()}
 
     def left(self, record: dict, error: BaseException | None = None) -> None:
         """A call's end: when, the error it raised, and from the pending calls to the failed or the returned ones."""
@@ -282,6 +284,17 @@ def _caller(frame) -> str | None:
 
 def _error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:ERROR_CHARS]
+
+
+def _raised_at(error: BaseException) -> str | None:
+    """'train.py:41 in step': the innermost frame of the user's code that `error` passed through."""
+    where, step = None, error.__traceback__
+    while step is not None:
+        code = step.tb_frame.f_code
+        if _is_user_file(code.co_filename):
+            where = f"{_file_names[code.co_filename]}:{step.tb_lineno} in {code.co_name}"
+        step = step.tb_next
+    return where
 
 
 def _record_dist_calls(dist, c10d) -> None:
@@ -475,6 +488,9 @@ def _record_dist_calls(dist, c10d) -> None:
                 record = {"op": op, "caller": _caller(sys._getframe(1)), "thread": threading.current_thread().name,
                           "entered_at": now}
                 describe(op, given, args + tuple(kwargs.values()), record)
+                handling = sys.exc_info()[1]
+                if handling is not None:  # called from an except or finally block: what the rank was handling
+                    record["handling"] = {"error": _error(handling), "raised_at": _raised_at(handling)}
                 if op in RESULT_ARGUMENTS and thrown_away(op, given, RESULT_ARGUMENTS[op] in kwargs):
                     record["discarded"] = RESULT_ARGUMENTS[op]
                     CALLS.kept["discarded"].append(record)
@@ -680,6 +696,30 @@ def _write_dumps(folder: str):
     threading.Thread(target=watch, name="lab-flight-recorder", daemon=True).start()
     atexit.register(dump, "exit")
     return dump
+
+
+LAUNCH_SETTINGS = ("run_id", "rdzv_backend", "rdzv_endpoint", "min_nodes", "max_nodes", "nproc_per_node",
+                   "max_restarts")
+
+
+def _record_launches(module) -> None:
+    """torchrun's agent, however it is started (the command, or torch.distributed.run.main / elastic_launch from a
+    script): its rendezvous settings, and the error that ended its launch, so the lab compares them across nodes."""
+    original = module.launch_agent
+
+    @functools.wraps(original)
+    def launch_agent(config, *args, **kwargs):
+        try:
+            CALLS.launch = {name: str(getattr(config, name)) for name in LAUNCH_SETTINGS if hasattr(config, name)}
+        except Exception:
+            pass
+        try:
+            return original(config, *args, **kwargs)
+        except BaseException as error:
+            CALLS.launch["error"] = _error(error)
+            raise
+
+    module.launch_agent = launch_agent
 
 
 def _record_store_construction(store_type) -> None:
@@ -1036,6 +1076,7 @@ if os.environ.get("LAB_FLIGHT_DIR"):
     _once_imported("torch.nn.parallel.distributed", _count_ddp_forwards)
     _once_imported("torch.optim.optimizer", _record_optimizer_steps)
     _once_imported("torch.serialization", _record_serialization)
+    _once_imported("torch.distributed.launcher.api", _record_launches)
     if not os.environ.get("PYTHONHASHSEED", "random").isdigit():  # salted per process
         _record_string_hashes()
     _record_environment_reads()

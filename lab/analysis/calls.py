@@ -56,6 +56,10 @@ class DistCall:
     # The argument it writes its result into, where nothing but the call held it (a tensor made for the call): the
     # result was thrown away as the call returned.
     discarded: str | None = field(default=None, compare=False)
+    # Called while an exception was being handled (an except or finally block): that exception ('IndexError: ...')
+    # and the user's line it was raised at. A rank that swallowed an error shows it here, and nowhere else.
+    handling: str | None = field(default=None, compare=False)
+    handling_raised_at: str | None = field(default=None, compare=False)
 
     def argument(self, name: str) -> str | None:
         """One of `args`, as the hooks described it (exercises/jobhooks/sitecustomize.py, `briefly`)."""
@@ -167,6 +171,8 @@ class CallLog:
     python: str | None = None  # '3.11.2 /opt/lab-venv/bin/python': the interpreter's version and path
     versions: dict[str, str] = field(default_factory=dict)  # imported package -> 'version folder'
     locale: dict[str, str] = field(default_factory=dict)  # LC_ALL, LC_CTYPE, LANG as it started with them (set only)
+    # A torchrun agent's launch settings (run_id, rdzv_endpoint, min_nodes, ...) and 'error', where its launch failed
+    launch: dict[str, str] = field(default_factory=dict)
 
     @property
     def made(self) -> tuple[DistCall, ...]:
@@ -221,6 +227,7 @@ def read_calls(data: dict | None) -> CallLog | None:
                    flags=_counts(data.get("flags")), python=data.get("python"),
                    versions={str(name): str(value) for name, value in (data.get("versions") or {}).items()},
                    locale={str(name): str(value) for name, value in (data.get("locale") or {}).items()},
+                   launch={str(name): str(value) for name, value in (data.get("launch") or {}).items()},
                    optimizer_steps=_int((data.get("optimizer") or {}).get("steps")) or 0,
                    learning_rates=tuple(rate for rate in map(_float, (data.get("optimizer") or {}).get("lrs") or [])
                                         if rate is not None))
@@ -242,6 +249,7 @@ def _calls(items) -> tuple[DistCall, ...]:
 
 def _call(item: dict) -> DistCall:
     group = item.get("group")
+    handled = item["handling"] if isinstance(item.get("handling"), dict) else {}
     return DistCall(
         op=str(item["op"]), caller=item.get("caller"), thread=str(item.get("thread") or "MainThread"),
         src=_int(item.get("src")), dst=_int(item.get("dst")), tag=_int(item.get("tag")), root=_int(item.get("root")),
@@ -253,7 +261,8 @@ def _call(item: dict) -> DistCall:
         is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),
         ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")),
         args=tuple((str(name), str(text)) for name, text in (item.get("args") or {}).items())
-        if isinstance(item.get("args"), dict) else (), discarded=item.get("discarded"))
+        if isinstance(item.get("args"), dict) else (), discarded=item.get("discarded"),
+        handling=handled.get("error"), handling_raised_at=handled.get("raised_at"))
 
 
 def _store_op(item: dict) -> StoreOp:

@@ -478,3 +478,23 @@ def test_collectives_inside_torch_compile_trace_or_fail_as_they_do_without_the_h
         return next(line for line in end.stdout.splitlines() if line.startswith("untraceable:"))
 
     assert [untraceable(end) for end in ended] == [untraceable(end) for end in unhooked], ended[0].stdout[-3000:]
+
+
+LAUNCHED_FROM_A_SCRIPT = """import sys
+from torch.distributed.run import main
+main(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{sys.argv[1]}",
+      "--rdzv-id", "sweep-1234", "--rdzv-conf", "join_timeout=2", "-m", "this.module.never.runs"])
+"""
+
+
+@SLOW
+def test_a_torchrun_agent_started_from_a_script_keeps_its_rendezvous_settings_and_why_its_launch_failed(tmp_path):
+    (tmp_path / "launch.py").write_text(LAUNCHED_FROM_A_SCRIPT)
+    ended = subprocess.run([sys.executable, str(tmp_path / "launch.py"), str(free_port())], env=hook_env(tmp_path, 1),
+                           capture_output=True, text=True, timeout=120)
+    assert ended.returncode != 0 and "RendezvousTimeoutError" in ended.stderr, ended.stderr[-2000:]
+    trace = load_traces(tmp_path / "flight")[0]
+    launch = trace.calls.launch
+    assert (launch["run_id"], launch["rdzv_backend"], launch["min_nodes"], launch["max_nodes"]) == (
+        "sweep-1234", "c10d", "2", "2")
+    assert trace.node == 1 and launch["error"].startswith("RendezvousTimeoutError")

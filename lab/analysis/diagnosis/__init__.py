@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from lab.analysis.diagnosis import (addresses, crashes, divergence, endings, launches, nodes, order, replicas,
                                     pitfalls, resources, settings, shared_files, signals, sources, threads, waits,
-                                    wrapping)
+                                    tensors, wrapping)
 from lab.analysis.diagnosis.context import Context, guarded, pattern_findings
 from lab.analysis.diagnosis.evidence import Evidence, Fault, NodeEvidence, NodeProbes, evidence_from_launch
 from lab.analysis.diagnosis.findings import Finding, findings_json, format_findings
@@ -36,12 +36,12 @@ PRIORITY = [
     "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "request-polled-not-waited", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "layers-in-unordered-loop", "unfrozen-after-ddp", "global-count-skips-own-indices", "learning-rate-scaled-by-world", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root",  "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "fatal-signal", "killed-by-signal", "error-swallowed-exit-0", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "forked-after-process-group", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
+    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "request-polled-not-waited", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "layers-in-unordered-loop", "unfrozen-after-ddp", "global-count-skips-own-indices", "learning-rate-scaled-by-world", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root", "collective-while-handling-error", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "reduce-op-not-in-backend", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "grad-of-non-leaf", "method-not-called",
-    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "ddp-attribute", "autograd-gradient-count", "autograd-gradient-shape", "tensor-kind-unsupported", "not-traceable-by-compile", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "worker-init-failed", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -178,6 +178,15 @@ CAUSES = {
     "ddp-unused-parameters": "DDP got no gradient for some parameters in an iteration (parameters the forward pass "
                              "did not use).",
     "shape-mismatch": "Ranks passed tensors of different sizes to one collective.",
+    "forked-after-process-group": "A rank forked a child (os.fork, a fork-started Process) after init_process_group "
+                                  "and waits for it; the child copied the group but not gloo's or NCCL's threads, "
+                                  "and hangs, often as it exits.",
+    "error-swallowed-exit-0": "A rank's collective failed (a peer lost, a timeout) and the job caught the error and "
+                              "ended with status 0: torchrun counts the worker as finished, so it neither restarts "
+                              "the group nor stops the others; it waits for them in its exit barrier.",
+    "collective-while-handling-error": "A rank called a collective from an except or finally block (the hooks keep "
+                                       "the exception it handled) while the other ranks went on: the exception is "
+                                       "the cause, the collective in its handler why the run hangs.",
     "collective-mismatch": "Ranks wait in different collectives, are out of step by some collectives, or call one "
                            "from different places: they do not run the same sequence of collectives.",
     "rank-crashed": "One rank raised an exception of its own; the other ranks' errors follow from it.",
@@ -367,6 +376,13 @@ CAUSES = {
     "ddp-attribute": "The code reaches an attribute of the model through the DistributedDataParallel wrapper.",
     "autograd-gradient-count": "A custom autograd Function's backward returns another number of gradients than "
                                "forward has inputs.",
+    "autograd-gradient-shape": "A custom autograd Function's backward returns a gradient of another shape than its "
+                               "input's; one dimension the world size times the input's means it returned the "
+                               "gradient of everything the ranks gathered instead of this rank's part.",
+    "tensor-kind-unsupported": "A sparse or quantized tensor went where only plain dense tensors go: a collective "
+                               "(the backends send dense buffers) or code that flattens or views tensors.",
+    "not-traceable-by-compile": "torch.compile (fullgraph=True) stopped at code dynamo cannot trace, such as an "
+                                "in-place torch.distributed call; the functional collectives trace.",
     "backward-twice": "A second backward through a graph the first one freed.",
     "recomputation-took-another-path": "activation checkpointing reran a forward that took another path (a draw from Python's or NumPy's random, which "
                                        "checkpoint does not restore)",
@@ -479,7 +495,7 @@ CAUSES = {
 }
 # Causes that describe how a run ended rather than why.
 SYMPTOMS = {"lab-fault", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped", "nonzero-exit"}
-PATTERNS = (*addresses.PATTERNS, *resources.PATTERNS, *divergence.PATTERNS, *crashes.PATTERNS)
+PATTERNS = (*addresses.PATTERNS, *resources.PATTERNS, *divergence.PATTERNS, *tensors.PATTERNS, *crashes.PATTERNS)
 
 
 def diagnose(evidence: Evidence) -> list[Finding]:
@@ -495,7 +511,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
     # with their arguments, then the messages
     found = _findings(ctx, (
         endings.fault_findings, resources.memory_findings, addresses.loopback_findings, signals.signal_findings,
-        signals.self_signalled_findings, signals.sent_signal_findings, divergence.flight_findings,
+        signals.self_signalled_findings, signals.sent_signal_findings, signals.swallowed_error_findings, divergence.flight_findings,
         divergence.out_of_step_findings, launches.launch_findings, order.group_made_again_findings,
         threads.thread_findings, waits.reasoning_findings, replicas.meta_tensor_findings, pattern_findings,
         divergence.inherited_rank_findings, divergence.duplicate_rank_findings, divergence.late_rank_findings,

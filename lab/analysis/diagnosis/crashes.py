@@ -912,6 +912,11 @@ ADVICE = re.compile(r"\b(?:hint|please|consider|try|you can|you may|you should|y
                     r"to fix|to resolve|instead|set \w+ to|pass \w+=|use \w+)\b", re.IGNORECASE)
 
 
+# Advice that does not change the job: how to debug it, a page to visit, a bug to report.
+NOT_A_FIX = re.compile(r"debug|https?://|\bvisit\b|file an issue|report(?:ing)? (?:a|this|the) (?:bug|issue)",
+                       re.IGNORECASE)
+
+
 def message_advice(message: str) -> str:
     """The parts of `message` that advise (a sentence after the first, or a clause after the first one's comma; at
     most two, 240 characters; tips for debugging left out): '' when none do."""
@@ -919,7 +924,7 @@ def message_advice(message: str) -> str:
     if not sentences:
         return ""
     parts = re.split(r"[,;]\s+", sentences[0])[1:] + sentences[1:]
-    advice = [part for part in parts if ADVICE.search(part) and not re.search(r"debug", part, re.IGNORECASE)][:2]
+    advice = [part for part in parts if ADVICE.search(part) and not NOT_A_FIX.search(part)][:2]
     return " ".join(advice)[:240]
 
 

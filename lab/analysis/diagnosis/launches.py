@@ -1,5 +1,6 @@
 """The nodes launched the job differently, so they never formed one job, read from the launchers' own command lines
-(the stacks of torchrun's agents) and from who each process said it was (the Flight Recorder dumps):
+(the stacks of torchrun's agents, or the settings the hooks saw an agent launch with) and from who each process said
+it was (the Flight Recorder dumps):
 
 - torchrun options that differ between the nodes' agents (a --rdzv-id made per node with $RANDOM, another --nnodes
   or endpoint): each agent waits in a rendezvous the others never join;
@@ -40,12 +41,26 @@ def _launcher_options(cmdline: list[str]) -> dict[str, str] | None:
     return options
 
 
+# The hooks' record of a torchrun agent's LaunchConfig, as the command-line options that set each setting.
+SETTING_OPTIONS = {"run_id": "--rdzv-id", "rdzv_backend": "--rdzv-backend", "rdzv_endpoint": "--rdzv-endpoint",
+                   "nproc_per_node": "--nproc-per-node", "max_restarts": "--max-restarts"}
+
+
 def _agents(ctx: Context) -> dict[int, dict[str, str]]:
-    """Each node's torchrun options, from its agent's stack."""
+    """Each node's torchrun options, from its agent's stack, else from the settings the hooks saw its agent launch
+    with (torchrun started from a script: torch.distributed.run.main([...]), elastic_launch)."""
     agents = {}
     for process in ctx.evidence.processes:
         if process.role == "agent" and (options := _launcher_options(process.cmdline)) is not None:
             agents.setdefault(process.node, options)
+    for trace in ctx.evidence.traces:
+        launch = trace.calls.launch if trace.calls else {}
+        if launch and trace.node is not None and trace.node not in agents:
+            options = {option: launch[name] for name, option in SETTING_OPTIONS.items() if name in launch}
+            if "min_nodes" in launch and "max_nodes" in launch:
+                options["--nnodes"] = launch["min_nodes"] if launch["min_nodes"] == launch["max_nodes"] else \
+                    f"{launch['min_nodes']}:{launch['max_nodes']}"
+            agents[trace.node] = options
     return agents
 
 

@@ -26,6 +26,10 @@ WARNING_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<category>\w*War
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|NotMet|Warning|BdbQuit))"
                             r"(?::\s?(?P<message>.*))?$")
 
+# Any exception's line, whatever its class is called (torch._dynamo.exc.Unsupported, a library's own): taken as one
+# only where Python prints it, right after a traceback's frames.
+ANY_EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<message>.*))?$")
+
 
 # torchrun's failure report: "  rank      : 1 (local_rank: 1)" then "  exitcode  : -9 (pid: 123)".
 REPORT_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank")
@@ -119,6 +123,7 @@ def read_tracebacks(lines: list[LogLine]) -> list[Traceback]:
     threads: dict[tuple[int, int | None], str | None] = {}
     previous: dict[tuple[int, int | None], str] = {}
     indents: dict[tuple[int, int | None], int] = {}  # a traceback printed indented (a second log prefix's space)
+    after_frame: set[tuple[int, int | None]] = set()  # streams whose last line was a frame or its quoted source
     found = []
     for line in lines:
         key = (line.node, line.rank)
@@ -135,9 +140,14 @@ def read_tracebacks(lines: list[LogLine]) -> list[Traceback]:
         text = line.text[indent:] if line.text[:indent].isspace() else line.text
         if frame := TRACEBACK_FRAME.match(text):
             open_frames[key].append(Frame(frame["function"], frame["file"], int(frame["line"])))
-        elif exception := EXCEPTION_LINE.match(text):
+            after_frame.add(key)
+        elif (exception := EXCEPTION_LINE.match(text)) or (
+                key in after_frame and open_frames[key] and (exception := ANY_EXCEPTION_LINE.match(text))):
             found.append(Traceback(line.node, line.rank, exception["type"], (exception["message"] or "").strip(),
                                    line, open_frames.pop(key), threads.pop(key, None)))
+            after_frame.discard(key)
+        elif not text[:1].isspace():
+            after_frame.discard(key)
     return [tb for tb in found if not tb.exc_type.endswith("ChildFailedError")]  # torchrun's own summary
 
 

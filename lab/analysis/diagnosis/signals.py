@@ -8,13 +8,15 @@ error: Segmentation fault' and the Python stack of every thread, most recent cal
 
 from __future__ import annotations
 
+import ast
 import re
 import signal
 
-from lab.analysis.diagnosis.context import Context, explained_by_rule, quote
+from lab.analysis.diagnosis.context import SYMPTOM, Context, explained_by_rule, quote
 from lab.analysis.diagnosis.crashes import last_warning, message_advice
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, WARNING_LINE, LogLine, last_own_line
+from lab.analysis.diagnosis.sources import parsed_files
 from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, LIBRARY_FILE as LIBRARY, MAIN_THREAD, Frame
 
 FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
@@ -300,6 +302,70 @@ def exit_findings(ctx: Context) -> list[Finding]:
             "check that failed; make what that check reads the same on every node (a file, a variable, a count), or "
             "let every rank take the same decision (all_reduce the flag) so no rank leaves alone" + warned))
     return found
+
+
+def swallowed_error_findings(ctx: Context) -> list[Finding]:
+    """A rank whose own distributed call failed (a peer lost, a timeout) and that then ended without an error: the
+    job caught the error and exited 0, so its launcher counts the worker as finished. torchrun then neither restarts
+    the group (--max-restarts) nor stops the other nodes: it waits for them in its exit barrier."""
+    if not ctx.multi_node:
+        return []
+    for trace in ctx.evidence.traces:
+        calls = trace.calls
+        if trace.rank is None or calls is None or not calls.failed or not trace.ended_without_error:
+            continue
+        failed = calls.failed[-1]
+        if not (failed.error and SYMPTOM.search(failed.error)) or any(
+                (call.entered_at or 0) > (failed.ended_at or 0) for call in calls.recent):
+            continue  # an error of its own, or it went on with more calls (it recovered, re-initialised)
+        if _exit_status(ctx, trace.node, trace.rank) not in (0, None):
+            continue  # sys.exit(1) after the error: the launcher sees the failure
+        waiting = any(process.node == trace.node and process.role == "agent" and any(
+            "exit_barrier" in frame.function for thread in process.threads for frame in thread.frames)
+            for process in ctx.evidence.processes)
+        restarts = re.search(r"--max[-_]restarts[= ](?P<count>\d+)", " ".join(ctx.evidence.command))
+        exits = _exits_cleanly(ctx)
+        agent = (f"; node{trace.node}'s torchrun took it as finished and waits for the other nodes in its exit "
+                 "barrier" + (f" instead of restarting the workers (--max-restarts {restarts['count']})"
+                              if restarts else "")) if waiting else ""
+        return [Finding(
+            "error-swallowed-exit-0", f"rank {trace.rank} caught the error of its {failed.op} at {failed.caller} "
+            f"({failed.error.split(':', 1)[0]}: {_peer_words(failed.error)}) and ended without an error"
+            + (f" ({exits})" if exits else "") + agent,
+            f"node{trace.node} rank {trace.rank}: {failed.op} failed: {failed.error[:200]}; the process then ended "
+            "with no exception", trace.node, trace.rank,
+            "let a distributed error fail the worker: re-raise it (or exit non-zero) where the job catches it, so "
+            "the launcher sees a failed worker and restarts every worker together from the last checkpoint "
+            "(--max-restarts) or stops the job; exit 0 only when the training has finished")]
+    return []
+
+
+def _exit_status(ctx: Context, node: int | None, rank: int) -> int | None:
+    """The rank's status from torchrun's failure report, else its node's where the node ran it alone."""
+    reported = {reported_rank: code for codes in ctx.reports.values() for reported_rank, code in codes}
+    if rank in reported:
+        return reported[rank]
+    alone = ctx.evidence.nproc_per_node == 1 and not ctx.reports
+    return next((each.exit_code for each in ctx.evidence.nodes if each.index == node), None) if alone else None
+
+
+def _peer_words(error: str) -> str:
+    found = SYMPTOM.search(error)
+    return found.group(0) if found else error[:60]
+
+
+def _exits_cleanly(ctx: Context) -> str:
+    """'the except at train.py:52 calls sys.exit(0)': a handler of the job's code that ends the process with 0."""
+    for source in parsed_files(ctx):
+        for handler in ast.walk(source.tree):
+            if not isinstance(handler, ast.ExceptHandler):
+                continue
+            for call in ast.walk(handler):
+                if isinstance(call, ast.Call) and ast.unparse(call.func) in ("sys.exit", "exit", "os._exit", "quit") \
+                        and (not call.args or (isinstance(call.args[0], ast.Constant) and call.args[0].value in (
+                            0, None))):
+                    return f"the except at {source.name}:{handler.lineno} calls {ast.unparse(call)}"
+    return ""
 
 
 TIMEOUT_COMMAND = re.compile(r"(?:^|[\s;&|(])timeout\s+(?:-\S+\s+)*(?P<limit>\d+(?:\.\d+)?[smhd]?)\s")

@@ -270,6 +270,20 @@ class SourceFile:
                 return node
         return self.tree
 
+    def handler_at(self, line: int) -> str | None:
+        """'except ValueError (line 40)' or 'finally (line 44)': the handler of its function that line `line` runs in."""
+        node = next((node for node in ast.walk(self.tree) if isinstance(node, ast.stmt) and node.lineno == line), None)
+        while node is not None and (holder := self.parent(node)) is not None:
+            if isinstance(holder, ast.ExceptHandler):
+                caught = f" {ast.unparse(holder.type)}" if holder.type is not None else ""
+                return f"except{caught} (line {holder.lineno})"
+            if isinstance(holder, ast.Try) and node in holder.finalbody:
+                return f"finally (line {node.lineno - 1})"
+            if isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return None
+            node = holder
+        return None
+
     def assignments_to(self, name: str, scope: ast.AST | None = None, before: int | None = None) -> list[ast.Assign]:
         """The `name = ...` statements in `scope` (the whole file by default), above line `before` where given."""
         return [node for node in ast.walk(scope or self.tree) if isinstance(node, ast.Assign)

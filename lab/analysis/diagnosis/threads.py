@@ -5,7 +5,8 @@
 - the main thread at a `with LOCK:` (or `LOCK.acquire()`) line while an outer frame of the same thread is inside a
   `with` of the same lock: a threading.Lock taken twice by one thread never comes free;
 - the main thread in `Popen.wait` for a child that does not end: with its output on a pipe nobody reads, the child
-  blocks once the pipe is full.
+  blocks once the pipe is full;
+- a rank waiting for a child it forked after its process group was set up, which hangs on the group it copied.
 """
 
 from __future__ import annotations
@@ -33,9 +34,58 @@ def thread_findings(ctx: Context) -> list[Finding]:
             return [_self_deadlock(process, main, *twice)]
         if (forked := _lock_copied_by_fork(ctx, process, main, sources)) is not None:
             return [forked]
+        if (forked := _forked_child_wait(ctx, process, main, sources)) is not None:
+            return [forked]
         if any(frame.function in CHILD_WAITS and frame.file.endswith("subprocess.py") for frame in main.frames):
             return [_child_wait(ctx, process, main, sources)]
     return []
+
+
+def _forked_child_wait(ctx: Context, process: ProcessStack, main: ThreadStack,
+                       sources: dict[str, str]) -> Finding | None:
+    """A rank waits for a child it forked (the same command line: no new program) after its process group was set
+    up, and the child does not end: a fork copies the group's state but not gloo's or NCCL's threads, so the child's
+    copy can neither work nor be torn down, and the child hangs, often as it exits."""
+    if process.rank is None:
+        return None
+    children = [other for other in ctx.evidence.processes if other.ppid == process.pid and other.node == process.node
+                and other.cmdline == process.cmdline]
+    own = [frame for frame in main.frames if not LIBRARY_FILE.search(frame.file)]
+    frame = own[-1] if own else None
+    lines = sources.get(frame.file, "").splitlines() if frame else []
+    code = lines[frame.line - 1] if frame and 0 < frame.line <= len(lines) else ""
+    waits = "wait" in code or any(frame.file.endswith("popen_fork.py") for frame in main.frames)
+    trace = next((trace for trace in ctx.evidence.traces if trace.rank == process.rank and trace.calls), None)
+    if not children or frame is None or not waits or trace is None or "init_process_group" not in trace.calls.counts:
+        return None
+    child = children[0]
+    child_main = next((thread for thread in child.threads if thread.name == MAIN_THREAD), None)
+    doing = (f"it waits at {_own(child_main)}" if child_main and child_main.frames else
+             "it runs no Python code any more: it hangs as it exits, tearing down the process group it inherited")
+    forks = sorted({f"{path.rsplit('/', 1)[-1]}:{node.lineno}" for path, text in sources.items()
+                    for node in _parsed_calls(text) if ast.unparse(node.func) in FORKS})
+    return Finding(
+        "forked-after-process-group", f"{_who(process)} waits at {frame.function} ({frame.location}: "
+        f"`{code.strip()[:60]}`) for its child {child.pid}, which it forked"
+        + (f" ({', '.join(forks)})" if forks else "") + f" after init_process_group; the child does not end: "
+        f"{doing}; a fork copies the process group but not gloo's or NCCL's threads",
+        f"{_who(process)}: MainThread " + " <- ".join(f"{item.function} ({item.location})"
+                                                      for item in reversed(main.frames))[:300]
+        + f"; child {child.pid}: " + (_own(child_main) if child_main and child_main.frames else "no Python frame"),
+        process.node, process.rank,
+        "do not fork a process whose process group is set up: do the work in a thread, or start the helper with "
+        "multiprocessing.get_context('spawn') (it starts afresh and inherits no group); a forked child that must "
+        "stay should make no torch.distributed call and end with os._exit(0), which runs no destructor")
+
+
+FORKS = ("os.fork", "fork", "os.forkpty")
+
+
+def _parsed_calls(text: str) -> list[ast.Call]:
+    try:
+        return [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)]
+    except (SyntaxError, ValueError):
+        return []
 
 
 CHILD_WAITS = ("Popen.wait", "Popen._wait", "Popen._try_wait", "wait", "_wait", "_try_wait")

@@ -20,7 +20,7 @@ from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
 from lab.analysis.diagnosis.context import SYMPTOM, Context, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
-from lab.analysis.diagnosis.sources import endless_stream, parsed_files
+from lab.analysis.diagnosis.sources import endless_stream, parsed_files, source_named
 from lab.analysis.stacks import Frame, ProcessStack
 
 RECEIVES = ("recv", "irecv", "recv_object_list")
@@ -545,6 +545,55 @@ def call_mismatch_findings(ctx: Context, activities: dict[int, Activity]) -> lis
     return []
 
 
+def handled_error_findings(ctx: Context, activities: dict[int, Activity]) -> list[Finding]:
+    """A rank waits in a collective it called while handling an exception (an except or finally block; the hooks keep
+    the exception), and the other ranks are elsewhere: the exception, often never printed, is where the run went
+    wrong, and the collective in its handler is why it hangs instead of ending."""
+    files = parsed_files(ctx)
+    for rank, activity in activities.items():
+        call = activity.call
+        handler = _handler_of(files, [call.caller] + _callers_of(ctx, rank))
+        if not (call.handling or handler):
+            continue
+        others = [other for other in activities.values() if other.rank != rank]
+        if others and all(other.call.op == call.op and other.call.caller == call.caller for other in others):
+            continue  # every rank handles it in the same call: they agree, whatever they handle
+        printed = next((tb for tb in ctx.tracebacks if tb.rank == rank), None)
+        error = call.handling or (f"{printed.short_type}: {printed.message}" if printed else None)
+        at = call.handling_raised_at or (_where(printed.user_frame()) if printed and not call.handling else None)
+        raised = f"raised {error[:160]}" + (f" at {at}" if at else "") if error else "raised an exception"
+        states = rank_states(ctx)
+        elsewhere = "; ".join(states[other] for other in sorted(states) if other != rank) or "none seen"
+        return [Finding(
+            "collective-while-handling-error", f"rank {rank} {raised} and, while handling it"
+            + (f" in its {handler}" if handler else "") + f", called {call.op} at {call.caller}; the other ranks "
+            f"went on: {elsewhere}",
+            _listing(activities.values()), activity.node, rank,
+            "the exception is the cause: fix what raised it (its message above); and run no collective in an except "
+            "or finally block that only some ranks enter: let the error end the process (torchrun then stops the "
+            "others and reports it), or agree on failure first on every rank (an all_reduce of an ok-flag each "
+            "step) before any rescue save or barrier")]
+    return []
+
+
+def _callers_of(ctx: Context, rank: int) -> list[str]:
+    """'train.py:73 in train' for each frame of the rank's waiting thread (py-spy's stack), innermost first."""
+    process = next((process for process in ctx.evidence.processes if process.rank == rank and process.role != "agent"),
+                   None)
+    return [f"{frame.file}:{frame.line} in {frame.function}" for frame in reversed(process.frames)] if process else []
+
+
+def _handler_of(files, callers: list[str | None]) -> str | None:
+    """The except or finally block of the job's code that one of `callers` ('train.py:41 in step', innermost first)
+    runs in: the call itself, or a function up its stack."""
+    for caller in callers:
+        found = re.match(r"(?P<file>[^:]+):(?P<line>\d+)", caller or "")
+        source = source_named(files, found["file"]) if found else None
+        if source and (handler := source.handler_at(int(found["line"]))):
+            return handler + (f" at {source.name}" if caller != callers[0] else "")
+    return None
+
+
 def _odd(activities: list[Activity], key) -> Activity:
     counts = Counter(key(activity) for activity in activities)
     fewest = min(counts.values())
@@ -987,7 +1036,8 @@ def split_size_findings(ctx: Context) -> list[Finding]:
 def reasoning_findings(ctx: Context) -> list[Finding]:
     """Every rule that matches the ranks' calls, in the order a root cause is most likely."""
     activities = rank_activities(ctx)
-    return (self_peer_findings(ctx) + split_size_findings(ctx) + point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
+    return (self_peer_findings(ctx) + split_size_findings(ctx) + handled_error_findings(ctx, activities)
+            + point_to_point_findings(ctx, activities) + root_findings(ctx, activities)
             + group_findings(ctx, activities) + store_server_findings(ctx) + store_counter_findings(ctx)
             + store_findings(ctx)
             + member_elsewhere_findings(ctx, activities)
@@ -998,6 +1048,12 @@ def reasoning_findings(ctx: Context) -> list[Finding]:
 def what_the_ranks_did(ctx: Context) -> str:
     """Each rank as the lab last saw it, for the endings that cannot say more: 'rank 0 gave up in recv(src=1) at
     x.py:12; rank 1 busy in load (data.py:40); rank 2: SIGSEGV'."""
+    seen = rank_states(ctx)
+    return "; ".join(seen[rank] for rank in sorted(seen))
+
+
+def rank_states(ctx: Context) -> dict[int, str]:
+    """rank -> what it was last seen doing (what_the_ranks_did's parts)."""
     activities = rank_activities(ctx)
     seen = {rank: str(activity) for rank, activity in activities.items()}
     for process in ctx.evidence.processes:
@@ -1019,5 +1075,5 @@ def what_the_ranks_did(ctx: Context) -> str:
             state = exit_text(node.exit_code) if node.exit_code is not None else "still running when the lab stopped it"
             seen.setdefault(node.index, f"rank {node.index} {'ended: ' if node.exit_code is not None else ''}{state}"
                             + (f" (last output: {said})" if said else ""))
-    return "; ".join(seen[rank] for rank in sorted(seen))
+    return seen
 
