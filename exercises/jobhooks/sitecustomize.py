@@ -24,7 +24,11 @@ ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). E
   distributed_c10d: per call the arguments that must agree across ranks, the user's line that made it, when it
   entered and left, the error it raised. Kept: the calls pending per thread, the last that raised, returned and were
   posted (async), every subgroup creation, counts per operation, and the user's own store operations (torch's
-  rendezvous and barriers use the store too; those are left out).
+  rendezvous and barriers use the store too; those are left out). A call made while an exception was being handled
+  (an except or finally block) keeps that exception and where it was raised: a rank that swallowed an error and
+  went on to a rescue barrier shows it nowhere else. A torchrun agent, however started (the command, or
+  torch.distributed.run.main from a script), keeps its launch settings (run id, endpoint, node counts) and, where its
+  launch failed, the error: so the lab compares the nodes' rendezvous when no worker ever started.
 - what makes ranks that run the same code compute different things: a call whose result tensor (or list) nothing
   but the call holds (`all_reduce(torch.stack(...))`: the result is thrown away), DDP forwards with and without
   gradient sync (`no_sync()`), the user's own hash() of strings, torch's seed and Python's string-hash salt, and the

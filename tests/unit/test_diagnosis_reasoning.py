@@ -254,8 +254,12 @@ def test_every_generic_ending_says_what_each_rank_was_doing():
     found = top(hung)
     assert found.cause == "timed-out" and "rank 0 waits in all_reduce" in found.title
     assert "short timeout" not in found.fix and "same calls" in found.fix
-    assert SYMPTOMS - {"lab-fault", "ranks-missing", "stopped", "nonzero-exit"} == {"timed-out", "collective-timeout",
-                                                                                     "peer-lost"}
+    stopped = replace(ranks(pending("all_reduce"), CallLog(), exit_code=None),
+                      stopped="node1 (exit 1) failed while node0 kept running")
+    found = top(stopped)
+    assert found.cause == "stopped" and "rank 0 waits in all_reduce" in found.title and "run it again" not in found.fix
+    assert SYMPTOMS - {"lab-fault", "ranks-missing", "nonzero-exit"} == {"timed-out", "collective-timeout", "peer-lost",
+                                                                        "stopped"}
 
 
 def test_a_store_wait_on_a_key_of_the_job_is_named_from_its_message_without_the_hooks():

@@ -113,8 +113,12 @@ def ending_findings(ctx: Context) -> list[Finding]:
                              "init_process_group a timeout so each rank fails with its own error" if waiting else
                              _stuck_fix(ctx)))
     if evidence.stopped:
-        found.append(Finding("stopped", f"the run was stopped early: {evidence.stopped}", evidence.stopped, None, None,
-                             "run it again; nothing in the logs points at the job itself"))
+        seen = what_the_ranks_did(ctx)
+        found.append(Finding("stopped", f"the run was stopped early: {evidence.stopped}"
+                             + (f"; the ranks: {seen}" if seen else ""), evidence.stopped, None, None,
+                             "start from the first error of the node that failed (its log above); the others ran on "
+                             "because nothing ended them with it (an error the job caught, a wait with a long "
+                             "timeout): make a failure end every rank, e.g. let it raise so torchrun stops the rest"))
     for node in evidence.nodes:
         if node.exit_code not in (0, None):
             last = next((line for line in reversed(ctx.lines) if line.node == node.index and line.text.strip()), None)
