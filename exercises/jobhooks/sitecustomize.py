@@ -915,8 +915,28 @@ def _record_file_reads() -> None:
             CALLS.kept["writes"].append({"op": "append" if "a" in mode else "write", "path": path[:300],
                                          "caller": caller, "at": time.time()})
 
+    def note_missing(file, args, kwargs, error: OSError) -> None:
+        """A read of a file that was not there (yet): when, so the lab compares it with another rank's write."""
+        mode = args[0] if args else kwargs.get("mode", "r")
+        opener = _opener(sys._getframe(2))
+        if not isinstance(file, (str, os.PathLike)) or not isinstance(mode, str) or "r" not in mode or \
+                opener is None or not _is_user_file(opener.f_code.co_filename) or len(seen) >= KEPT["reads"]:
+            return
+        path = os.path.abspath(os.fspath(file))
+        seen.add(path)
+        with CALLS.lock:
+            CALLS.kept["reads"].append({"op": "read", "path": path[:300], "caller": _caller(opener),
+                                        "at": time.time(), "error": _error(error)})
+
     def open(file, *args, **kwargs):  # noqa: A001 - stands in for the builtin
-        opened = original(file, *args, **kwargs)
+        try:
+            opened = original(file, *args, **kwargs)
+        except FileNotFoundError as error:
+            try:
+                note_missing(file, args, kwargs, error)
+            except Exception:
+                pass
+            raise
         try:
             mode = args[0] if args else kwargs.get("mode", "r")
             opener = _opener(sys._getframe(1))

@@ -498,3 +498,23 @@ def test_a_torchrun_agent_started_from_a_script_keeps_its_rendezvous_settings_an
     assert (launch["run_id"], launch["rdzv_backend"], launch["min_nodes"], launch["max_nodes"]) == (
         "sweep-1234", "c10d", "2", "2")
     assert trace.node == 1 and launch["error"].startswith("RendezvousTimeoutError")
+
+
+MISSING_FILE = """import os, sys, torch.distributed as dist
+try:
+    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shard.idx"), "rb")
+except FileNotFoundError:
+    pass
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0, world_size=1)
+dist.destroy_process_group()
+"""
+
+
+@SLOW
+def test_a_file_the_job_could_not_open_is_kept_with_when_it_was_asked_for(tmp_path):
+    (tmp_path / "job.py").write_text(MISSING_FILE)
+    subprocess.run([sys.executable, str(tmp_path / "job.py"), str(free_port())], env=hook_env(tmp_path, 0),
+                   capture_output=True, text=True, timeout=120, check=True)
+    reads = [op for op in load_traces(tmp_path / "flight")[0].calls.reads if op.error]
+    assert [(op.path, op.caller, op.error.split(":")[0]) for op in reads] == [
+        (str(tmp_path / "shard.idx"), "job.py:3 in <module>", "FileNotFoundError")] and reads[0].at is not None

@@ -33,11 +33,11 @@ PRIORITY = [
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
-    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "read-before-written", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "length-from-data", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
-    "fatal-signal", "killed-by-signal", "error-swallowed-exit-0", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "forked-after-process-group", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
-    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "request-polled-not-waited", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "layers-in-unordered-loop", "unfrozen-after-ddp", "global-count-skips-own-indices", "learning-rate-scaled-by-world", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root", "collective-while-handling-error", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
+    "fatal-signal", "killed-by-signal", "error-swallowed-exit-0", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "collective-under-lock", "forked-after-process-group", "rpc-handler-blocked", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
+    "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "request-polled-not-waited", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "layers-in-unordered-loop", "size-from-rank-data", "unfrozen-after-ddp", "global-count-skips-own-indices", "learning-rate-scaled-by-world", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root", "collective-while-handling-error", "p2p-deadlock", "p2p-mismatch", "root-mismatch", "group-mismatch",
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "reduce-op-not-in-backend", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "grad-of-non-leaf", "method-not-called",
@@ -129,6 +129,17 @@ CAUSES = {
     "locale-missing": "locale.setlocale() asked for a locale the node does not have (LC_ALL or LANG forwarded from "
                       "a laptop by ssh, or named in the code).",
     "loop-over-endless-stream": "every rank still computing in one loop at the timeout, over an IterableDataset whose __iter__ never ends",
+    "rpc-handler-blocked": "RPCs ran past their timeout because the function they call blocks until more calls "
+                           "arrive, while the callee runs each RPC on a thread of a fixed pool (num_worker_threads).",
+    "size-from-rank-data": "DDP's parameter mismatch where the model's constructor is given a size that follows from "
+                           "each rank's own data (a vocabulary built from its shard): the ranks built layers of "
+                           "different sizes.",
+    "length-from-data": "A size error on some ranks only, at a tensor whose length comes from the values in the data "
+                        "(bincount without minlength, unique, nonzero): a rank whose data lacks the largest value "
+                        "gets a shorter one.",
+    "read-before-written": "A rank opened a file that another rank wrote a moment later: it waited for something "
+                           "that comes true earlier (another file's existence, a fixed sleep), not for the file to be "
+                           "complete.",
     "read-before-flushed": "a file read at 0 bytes that the job keeps open for writing and never flushes or closes: the writes sat in the "
                            "writer's buffer",
     "share-rounded-up": "each rank's share of the data rounded up (ceil of n / world): the shares add up to more than the data, and the "
@@ -178,6 +189,8 @@ CAUSES = {
     "ddp-unused-parameters": "DDP got no gradient for some parameters in an iteration (parameters the forward pass "
                              "did not use).",
     "shape-mismatch": "Ranks passed tensors of different sizes to one collective.",
+    "collective-under-lock": "A rank waits in a collective inside a `with` block of a lock (a file lock, a threading "
+                             "lock) while other ranks wait to take that lock: neither can go on.",
     "forked-after-process-group": "A rank forked a child (os.fork, a fork-started Process) after init_process_group "
                                   "and waits for it; the child copied the group but not gloo's or NCCL's threads, "
                                   "and hangs, often as it exits.",
@@ -516,7 +529,7 @@ def diagnose(evidence: Evidence) -> list[Finding]:
         threads.thread_findings, waits.reasoning_findings, replicas.meta_tensor_findings, pattern_findings,
         divergence.inherited_rank_findings, divergence.duplicate_rank_findings, divergence.late_rank_findings,
         divergence.world_size_findings, divergence.collective_findings, nodes.node_findings,
-        settings.settings_findings))
+        settings.settings_findings, shared_files.read_before_written_findings))
     found += _findings(ctx, (
         replicas.replica_findings, crashes.object_list_findings, crashes.traceback_findings, crashes.run_module_findings, signals.exit_findings,
         divergence.uneven_findings, addresses.unreachable_findings, endings.peer_lost_findings))

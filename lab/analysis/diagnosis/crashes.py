@@ -57,7 +57,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
                 or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
                 or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb) or _created_by_every_rank(ctx, tb)
-                or _service_at_localhost(ctx, tb)) is not None:
+                or _service_at_localhost(ctx, tb) or _length_from_data(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -254,12 +254,20 @@ JSON_CALLS = re.compile(r"\bjson\.(?:loads?|dumps?)\(")
 CREATING = {"makedirs", "mkdir", "symlink", "link", "symlink_to", "hardlink_to", "mkfifo"}
 
 
+# What a store says when a name it keeps unique is taken: a database's constraint, a registry's own refusal.
+ALREADY_TAKEN = re.compile(r"UNIQUE constraint failed|[Dd]uplicate (?:key|entry)|already (?:exists|registered)"
+                           r"|AlreadyExists")
+
+
 def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
     """FileExistsError from a call that creates a path (makedirs without exist_ok, mkdir, open(..., 'x')), on some
-    ranks and not on another: every rank runs the creation, the first one wins, and the rest find it made."""
+    ranks and not on another: every rank runs the creation, the first one wins, and the rest find it made. Likewise
+    a name a store keeps unique (a run registered in a tracker's database, a key inserted) taken by the first rank."""
     frame = tb.user_frame()
-    if tb.short_type != "FileExistsError" or frame is None or ctx.evidence.expected_world_size < 2:
+    if frame is None or ctx.evidence.expected_world_size < 2:
         return None
+    if tb.short_type != "FileExistsError":
+        return _taken_by_every_rank(ctx, tb, frame) if ALREADY_TAKEN.search(tb.message) else None
     quoted = quoted_source(ctx, tb, frame)
     try:
         call = next((node for node in ast.walk(ast.parse(quoted.strip())) if isinstance(node, ast.Call)
@@ -285,6 +293,124 @@ def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
         "make it once: on rank 0 (local rank 0 per node where each node has its own disk), then dist.barrier() "
         "before the other ranks use it; or let any rank make it (os.makedirs(path, exist_ok=True)); to refuse an "
         "earlier run's folder, check on that one rank and broadcast the answer")
+
+
+def _taken_by_every_rank(ctx: Context, tb, frame) -> Finding | None:
+    same = [other for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None]
+    raised = sorted({other.rank for other in same})
+    first = [rank for rank in range(ctx.evidence.expected_world_size) if rank not in raised]
+    claimed: dict[int, set] = {}
+    for trace in ctx.evidence.traces:
+        if trace.rank is not None:
+            claimed.setdefault(trace.rank, set()).add(trace.node)
+    if not raised or not first or len(same) != len(raised) or any(len(nodes) > 1 for nodes in claimed.values()):
+        return None  # a rank number held on two nodes: separate jobs, each with its own rank 0, not one job's ranks
+    quoted = quoted_source(ctx, tb, frame).strip()
+    return Finding(
+        "created-by-every-rank", f"ranks {', '.join(map(str, raised))} crashed with {tb.short_type} "
+        f"({_said(tb.message, 80)}) at `{quoted[:80]}` ({frame.location} in {frame.function}), where "
+        f"rank{'s' if len(first) > 1 else ''} {', '.join(map(str, first))} got through: every rank runs this step "
+        "that may happen once, and all but the first collide with what it registered",
+        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        "do it once: on rank 0 (or local rank 0 per node where each node keeps its own copy), then dist.barrier() "
+        "before the others use it; or make it idempotent (get-or-create: INSERT OR IGNORE then SELECT, exist_ok), "
+        "or give each rank a name of its own (the rank in it)")
+
+
+# torch's words for a tensor of another size than the code expected.
+SIZE_REFUSED = re.compile(r"shape '\[[-\d, ]+\]' is invalid for input of size \d+|[Ss]izes? (?:of tensors )?must "
+                          r"match|size mismatch|must match the size of tensor|Expected .* elements")
+# Calls whose result's length depends on the values in the data, and the keyword that fixes it where one does.
+DATA_LENGTH = {"bincount": "minlength", "unique": None, "nonzero": None, "masked_select": None, "unique_consecutive": None}
+
+
+def _length_from_data(ctx: Context, tb) -> Finding | None:
+    """A size error on some ranks only, at a line that uses a tensor whose length comes from the data (bincount
+    without minlength, unique, nonzero): a rank whose batch lacks the largest value gets a shorter tensor."""
+    frame = tb.user_frame()
+    raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+    if frame is None or not SIZE_REFUSED.search(tb.message) or not ctx.multi_node or not raised or \
+            len(raised) >= ctx.evidence.expected_world_size:
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    statement = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt) and node.lineno ==
+                      frame.line), None) if source else None
+    if statement is None:
+        return None
+    scope = source.function_of(statement)
+    for name in sorted({node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}):
+        for assign in source.assignments_to(name, scope, before=frame.line):
+            for call in (node for node in ast.walk(assign.value) if isinstance(node, ast.Call)):
+                kind = call_name(call)
+                if kind not in DATA_LENGTH or (DATA_LENGTH[kind] and any(item.arg == DATA_LENGTH[kind]
+                                                                         for item in call.keywords)):
+                    continue
+                fix = (f"give it the length: torch.bincount(..., minlength=N) with N the number of bins every rank "
+                       "must have (the experts, the classes)" if kind == "bincount" else
+                       f"pad what {kind} returns to a fixed length (or agree on the lengths first: all_gather them) "
+                       "before any operation or collective that expects one size")
+                return Finding(
+                    "length-from-data", f"ranks {', '.join(map(str, raised))} crashed with {tb.short_type} "
+                    f"({_said(tb.message, 80)}) at {frame.location}: `{name}` comes from `{ast.unparse(call)[:60]}` "
+                    f"(line {assign.lineno}), whose length depends on the values in each rank's data; where a rank's "
+                    "data lacks the largest value, its tensor is shorter", f"node{tb.node}: {tb.exc_type}: "
+                    f"{tb.message}"[:300], tb.node, _rank_of(ctx, tb), fix)
+    return None
+
+
+RPC_CALLS = {"rpc_sync", "rpc_async", "remote"}
+BLOCKING = {"wait", "wait_for", "acquire", "join", "get", "barrier"}  # a Condition, Event, Lock, Queue, Barrier
+
+
+def _rpc_handler_blocked(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """RPCs that ran past their timeout, to a function of the job that blocks (a Condition's wait for the other
+    callers): the callee runs each RPC on a thread of a fixed pool (num_worker_threads), so handlers that wait for
+    more callers than it has threads wait for calls that never run."""
+    files = parsed_files(ctx)
+    functions = {node.name: (source, node) for source in files for node in ast.walk(source.tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for source in files:
+        for call in calls_named(source, RPC_CALLS):
+            target = call.args[1] if len(call.args) > 1 else next(
+                (item.value for item in call.keywords if item.arg == "func"), None)
+            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) \
+                else None
+            if name not in functions:
+                continue
+            blocked = _blocking_call(functions, functions[name][1], 0)
+            if blocked is None:
+                continue
+            where, waits = blocked
+            threads = next((item.value for options in calls_named(source, {"TensorPipeRpcBackendOptions"})
+                            for item in options.keywords if item.arg == "num_worker_threads"), None)
+            pool = (f"num_worker_threads={ast.unparse(threads)[:50]} ({source.name}:{threads.lineno})" if threads
+                    else "its default num_worker_threads")
+            callers = sorted({other.rank for other in ctx.tracebacks if match.group(0) in other.message
+                              and other.rank is not None})
+            return (f"the RPCs to {name} ({source.name}:{call.lineno}) ran past their timeout ({match['ms']} ms) on "
+                    f"{'ranks ' + ', '.join(map(str, callers)) if callers else 'the callers'}: {name} blocks at "
+                    f"`{waits}` ({where}) until other calls arrive, but the callee runs each RPC on a thread of a "
+                    f"fixed pool ({pool}): with more callers waiting than threads, the calls that would wake them "
+                    "never run",
+                    f"let the handler return a future instead of blocking a thread: decorate {name} with "
+                    "@rpc.functions.async_execution and return a torch.futures.Future completed when the last call "
+                    "arrives (the batch-updating parameter server pattern); at the least give the callee more "
+                    "num_worker_threads than callers that can wait at once")
+    return None
+
+
+def _blocking_call(functions: dict, function: ast.AST, depth: int) -> tuple[str, str] | None:
+    """(FILE:LINE, code) of a wait in `function` or in a function it calls (two levels down)."""
+    source = next(source for source, node in functions.values() if node is function)
+    for call in (node for node in ast.walk(function) if isinstance(node, ast.Call)):
+        if isinstance(call.func, ast.Attribute) and call.func.attr in BLOCKING and call_name(call) != "get" or (
+                call_name(call) == "get" and not call.args and not call.keywords):
+            return f"{source.name}:{call.lineno}", ast.unparse(call)[:60]
+        callee = functions.get(call_name(call))
+        if callee is not None and callee[1] is not function and depth < 2 and (
+                found := _blocking_call(functions, callee[1], depth + 1)):
+            return found
+    return None
 
 
 def _open_mode(call: ast.Call) -> str:
@@ -1286,7 +1412,11 @@ def _meta_tensors(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 
 
 def _not_contiguous(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
-    return ("a collective was given a tensor that is not contiguous in memory (a transpose, permute or strided "
+    tb = next((tb for tb in ctx.tracebacks if tb.line is line), None)
+    frame = tb.user_frame() if tb else None
+    call = (tb.collective(outermost=True) or "a collective") if tb else "a collective"
+    at = f" at {frame.location}" if frame else ""
+    return (f"{call}{at} was given a tensor that is not contiguous in memory (a transpose, permute or strided "
             "slice of another): the backend sends a buffer, not a view",
             "pass t.contiguous() (a copy laid out in order) to the collective, and allocate its output contiguous; "
             "transpose back after the call if the layout matters")
@@ -1311,6 +1441,16 @@ def _output_size(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str
     check = match["check"] or match["python"] or ""
     scatter = check.startswith("output") and "* worldSize ==" in check or check.lower().startswith("input tensor size")
     sizes = f" ({match['left']} vs. {match['right']})" if match["left"] else ""
+    world = ctx.evidence.expected_world_size or 0
+    if scatter and match["left"] and world > 1 and int(match["right"]) % world and \
+            int(match["left"]) == int(match["right"]) // world * world:
+        total, shard = int(match["right"]), int(match["right"]) // world
+        return (f"reduce_scatter's input ({total} elements) does not divide by the world size ({world}): a shard of "
+                f"{total} // {world} = {shard} on each rank covers {shard * world}, and {total % world} element(s) "
+                "belong to no rank",
+                "pad the flat buffer to a multiple of the world size (padded = -(-n // world) * world, the padding "
+                "zeroed and left out when the shards are put back), as ZeRO and FSDP do; or reduce_scatter a list "
+                "of uneven shards")
     if scatter:
         return (f"reduce_scatter's output is not one shard of its input{sizes}: the output must hold input size / "
                 "world size elements, and it was given the input's whole size",
@@ -1817,7 +1957,10 @@ PATTERNS = [
     PatternRule("statistic-of-one-sample", re.compile(
         r"(?:(?P<file>\S+\.py):(?P<line>\d+): \w*Warning: )?(?P<op>std|var|std_mean|var_mean)\(\): degrees of freedom "
         r"is <= 0"), _statistic_of_one),
-    PatternRule("tensor-not-contiguous", re.compile(r"Tensors? must be contiguous"), _not_contiguous),
+    PatternRule("rpc-handler-blocked", re.compile(r"RPC ran for more than set timeout \((?P<ms>\d+) ms\)"),
+                _rpc_handler_blocked),
+    PatternRule("tensor-not-contiguous", re.compile(
+        r"(?:[Tt]ensors?|input|output)(?: tensors?)? (?:must|has to|have to|should) be contiguous"), _not_contiguous),
     PatternRule("meta-tensors", re.compile(r"Tensor on device meta is not on the expected device"
                                            r"|cannot be called on meta tensors"), _meta_tensors),
     PatternRule("group-non-member", re.compile(

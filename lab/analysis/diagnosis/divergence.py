@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from lab.analysis.diagnosis.addresses import connect_attempts
-from lab.analysis.diagnosis.context import (JOINED, STORE_WAIT, Context, PatternRule, echoes_a_peer, env_values,
+from lab.analysis.diagnosis.context import (ARGUMENT_ERRORS, JOINED, STORE_WAIT, Context, PatternRule, echoes_a_peer, env_values,
                                             missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
@@ -661,6 +661,8 @@ def collective_findings(ctx: Context) -> list[Finding]:
     """
     if from_recorder := flight_findings(ctx) or out_of_step_findings(ctx):
         return from_recorder
+    if any(tb.rank is not None and tb.short_type in ARGUMENT_ERRORS and not echoes_a_peer(tb) for tb in ctx.tracebacks):
+        return []  # a rank refused what it was given and crashed: the others wait where its crash left them
     where: dict[int, tuple[str, Frame | None, str]] = {}
     for process in ctx.evidence.processes:
         if process.rank is None or process.role == "agent":

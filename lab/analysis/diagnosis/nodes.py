@@ -231,6 +231,17 @@ def file_findings(ctx: Context) -> list[Finding]:
                 "a file"))
         elif not have and answers and len(answers) == ctx.evidence.nnodes and "can't open file" not in line.text:
             nearest = {facts.close for facts in answers.values() if facts.close}
+            if (salted := _named_by_salted_hash(ctx, path, sorted(nearest)[0] if nearest else "")) is not None:
+                wanted, made, caller = salted
+                found.append(Finding(
+                    "hash-differs-per-process", f"{path} is on no node, but {made} is: the name's {wanted} comes from "
+                    f"hash() of a string ({caller}), which Python salts per process (PYTHONHASHSEED is not set), so "
+                    "the process that wrote the file and the one reading it computed different names",
+                    evidence + f"; the nearest name there is {sorted(nearest)[0]}", line.node, line.rank,
+                    "name it with a hash that is the same in every process: hashlib.sha256(repr(key).encode())"
+                    ".hexdigest()[:8] (or zlib.crc32), or build the name from the values themselves; or set one "
+                    "PYTHONHASHSEED for every process before Python starts (`lab torchrun --env PYTHONHASHSEED=0`)"))
+                continue
             if stamped := _stamped_differently(path, sorted(nearest)[0] if nearest else ""):
                 wanted, made = stamped
                 found.append(Finding(
@@ -270,6 +281,22 @@ def file_findings(ctx: Context) -> list[Finding]:
                 f"check the path (relative paths start from the job's working directory){named}; run the step that "
                 f"writes it first{shared}"))
     return found
+
+
+def _named_by_salted_hash(ctx: Context, path: str, nearest: str) -> tuple[str, str, str] | None:
+    """(the part that differs, the existing name, the line that hashed) where the missing name and the nearest one
+    differ in one hex or decimal token, the job hashed strings (the hooks' `hashed`) and the processes' salts differ."""
+    made = nearest.rstrip("/").rsplit("/", 1)[-1]
+    wanted = path.rstrip("/").rsplit("/", 1)[-1]
+    mine, theirs = re.split(r"([-_.])", wanted), re.split(r"([-_.])", made)
+    differ = [(a, b) for a, b in zip(mine, theirs) if a != b] if len(mine) == len(theirs) else []
+    if len(differ) != 1 or not all(re.fullmatch(r"-?[0-9a-f]{4,}", part) for part in differ[0]):
+        return None
+    logs = [trace.calls for trace in ctx.evidence.traces if trace.calls]
+    hashed = [caller for calls in logs for caller in calls.hashed]
+    if not hashed or len({calls.hash_probe for calls in logs if calls.hash_probe is not None}) < 2:
+        return None
+    return differ[0][0], made, hashed[0]
 
 
 def _stamped_differently(path: str, nearest: str) -> tuple[str, str] | None:

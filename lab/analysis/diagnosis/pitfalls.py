@@ -258,11 +258,13 @@ def _strided_view(ctx: Context, evidence: str) -> Finding | None:
     for trace in ctx.evidence.traces:
         for call in (*trace.calls.strided, *trace.calls.made) if trace.calls else ():
             if call.tensors and not call.tensors[0].contiguous:
+                effect = (f"gloo refused it ({call.error.split(':', 1)[-1].strip()[:60]})" if call.error else
+                          "gloo reduces the elements that lie next to its first one in memory, so the view gets "
+                          "wrong values and its neighbours change")
                 return Finding(
                     "tensor-not-contiguous", f"{call.op} at {call.caller} was given a strided view "
-                    f"({call.tensors[0]}: a column or a transpose, not contiguous in memory): gloo reduces the "
-                    "elements that lie next to its first one in memory, so the view gets wrong values and its "
-                    "neighbours change", evidence, trace.node, trace.rank,
+                    f"({call.tensors[0]}: a column or a transpose, not contiguous in memory): {effect}",
+                    evidence, trace.node, trace.rank,
                     f"give {call.op} a contiguous tensor and copy the result back: part = view.contiguous(); "
                     f"dist.{call.op}(part); view.copy_(part) (or reduce the whole tensor, or keep the data laid out "
                     "so that what is reduced is contiguous)")

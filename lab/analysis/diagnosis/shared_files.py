@@ -1,8 +1,9 @@
-"""Files shared where they must not be:
+"""Files shared where they must not be, or read before they are there:
 
 - a file several ranks write where they share it: each rank's open for writing empties what the others wrote, so a
   reader finds it cut short, mixed or empty. Read from the files each process's code opened for writing (the jobs'
   hooks, `writes` of its dump), where the ranks share the folder (the lab's shared folder, a workspace, or one node);
+- a file one rank opened before another rank wrote it: it waited for something that came true earlier;
 - a file handle a Dataset opens in `__init__` and reads in `__getitem__`, behind a DataLoader with worker processes:
   the forked workers share its offset (and an HDF5 or SQLite handle's state), so their reads interleave.
 """
@@ -64,6 +65,44 @@ def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
             "write it from one rank (if dist.get_rank() == 0: ...) and let the others read it after a barrier, or "
             "give each rank a file of its own (metrics-{rank}.jsonl) and merge them at the end")]
     return []
+
+
+def read_before_written_findings(ctx: Context) -> list[Finding]:
+    """A rank failed to open a file (not there) that another rank wrote a moment later: it did not wait for the file
+    to be complete, but for something that came true earlier (another file's existence, a marker, a fixed sleep).
+    The hooks keep the failed read's time and each rank's first writes, with theirs."""
+    writes = [(trace.rank, op) for trace in ctx.evidence.traces if trace.calls and trace.rank is not None
+              for op in (*trace.calls.writes, *trace.calls.files) if op.op in ("write", "save")]
+    for trace in ctx.evidence.traces:
+        for read in (trace.calls.reads if trace.calls else ()):
+            if not read.error or "FileNotFoundError" not in read.error or read.at is None:
+                continue
+            later = [(rank, op) for rank, op in writes if rank != trace.rank and op.path == read.path
+                     and op.at is not None and op.at > read.at]
+            if not later:
+                continue
+            writer, write = min(later, key=lambda item: item[1].at)
+            poll = _existence_poll(ctx, read.path)
+            return [Finding(
+                "read-before-written", f"rank {trace.rank} opened {os.path.basename(read.path)} at {read.caller} "
+                f"{write.at - read.at:.1f} s before rank {writer} wrote it (at {write.caller}): it did not wait for "
+                "the file to be complete" + (f", but for `{poll[1]}` ({poll[0]}), which comes true earlier" if poll
+                                             else ""), f"rank {trace.rank}: {read.error[:200]}; rank {writer} "
+                f"opened it for writing {write.at - read.at:.2f} s later", trace.node, trace.rank,
+                "wait for completion, not existence: meet at dist.barrier() after the writer is done (a group per node "
+                "for a node's own files), or write under a temporary name and os.replace it into place last, and wait "
+                "for that final name (or a marker written after everything)")]
+    return []
+
+
+def _existence_poll(ctx: Context, path: str) -> tuple[str, str] | None:
+    """(FILE:LINE, test) of a `while not ...exists(...)` loop of the job's code that polls another file than `path`."""
+    for source in parsed_files(ctx):
+        for loop in ast.walk(source.tree):
+            if isinstance(loop, ast.While) and "exists(" in (test := ast.unparse(loop.test)) and \
+                    os.path.basename(path) not in test:
+                return f"{source.name}:{loop.lineno}", f"while {test}"
+    return None
 
 
 # Calls that return a handle whose state (an offset, a library's own) forked processes would share.

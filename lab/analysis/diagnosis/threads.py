@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.logs import LIBRARY_FILE
+from lab.analysis.diagnosis.logs import LIBRARY_FILE, collective_in
 from lab.analysis.diagnosis.waits import WORKER_LOOP
 from lab.analysis.stacks import MAIN_THREAD, Frame, ProcessStack, ThreadStack
 
@@ -24,6 +25,8 @@ LAB_THREADS = ("lab-flight-recorder",)
 
 def thread_findings(ctx: Context) -> list[Finding]:
     sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
+    if (held := _collective_under_lock(ctx, sources)) is not None:
+        return [held]
     for process in ctx.evidence.processes:
         main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
         if process.role == "agent" or main is None or not main.frames:
@@ -86,6 +89,56 @@ def _parsed_calls(text: str) -> list[ast.Call]:
         return [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)]
     except (SyntaxError, ValueError):
         return []
+
+
+# A line that takes a lock: a file lock (fcntl, the filelock package), a threading or multiprocessing lock.
+TAKES_A_LOCK = re.compile(r"\b(?:flock|lockf)\(|\.acquire\(|FileLock\(|SoftFileLock\(")
+
+
+def _collective_under_lock(ctx: Context, sources: dict[str, str]) -> Finding | None:
+    """Ranks wait to take a lock while another rank waits in a collective inside a `with` block of a lock: the
+    holder cannot leave the block before the others join the collective, and they cannot join before it leaves."""
+    holders, waiters = [], []
+    for process in ctx.evidence.processes:
+        main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
+        if process.rank is None or process.role == "agent" or main is None or not main.frames:
+            continue
+        collective, _ = collective_in(main.frames)
+        own = [frame for frame in main.frames if frame.file in sources and not LIBRARY_FILE.search(frame.file)]
+        if collective:
+            held = next(((frame, lock) for frame in reversed(own) for lock in sorted(_locks_held(
+                _tree(sources[frame.file]), frame.line)) if "lock" in lock.lower()), None)
+            if held:
+                holders.append((process, collective, held))
+        elif own and TAKES_A_LOCK.search(_line(sources, own[-1])):
+            waiters.append((process, own[-1]))
+    if not holders or not waiters:
+        return None
+    holder, collective, (frame, lock) = holders[0]
+    waiting = waiters[0][1]
+    ranks = ", ".join(str(process.rank) for process, _ in waiters)
+    return Finding(
+        "collective-under-lock", f"rank {holder.rank} waits in {collective} while it holds `with {lock}` "
+        f"({frame.location}); rank(s) {ranks} wait to take a lock at {waiting.location} (`{_line(sources, waiting)}`), "
+        f"so they never reach the {collective}: the holder leaves the block only after they join, and they join only "
+        "after it leaves", "; ".join(f"rank {process.rank}: {frame.function} ({frame.location})"
+                                     for process, frame in waiters) + f"; rank {holder.rank}: {collective} inside "
+        f"`with {lock}` ({frame.location})", holder.node, holder.rank,
+        "release the lock before any collective: do the locked work, leave the `with` block, then meet the others "
+        "(barrier, all_reduce) outside it; or let one rank per node do the work without a lock and have every rank "
+        "wait at a barrier afterwards")
+
+
+def _tree(text: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _line(sources: dict[str, str], frame: Frame) -> str:
+    lines = sources.get(frame.file, "").splitlines()
+    return lines[frame.line - 1].strip() if 0 < frame.line <= len(lines) else ""
 
 
 CHILD_WAITS = ("Popen.wait", "Popen._wait", "Popen._try_wait", "wait", "_wait", "_try_wait")

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
-from lab.analysis.diagnosis.context import SYMPTOM, Context, node_of_rank
+from lab.analysis.diagnosis.context import SYMPTOM, Context, echoes_a_peer, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
 from lab.analysis.diagnosis.sources import endless_stream, parsed_files, source_named
@@ -233,14 +233,16 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
                                "one rank, then broadcast the flag) or send a placeholder (an empty message) when "
                                "there is nothing to send")
             return None
-        if call.tensors and sent.tensors and call.tensors != sent.tensors:
+        if any(tb.rank == peer and not echoes_a_peer(tb) for tb in ctx.tracebacks):
+            return None  # the peer crashed of its own error before it got there: the crash rules say why
+        made, matched = _exchanges(ctx, rank, peer, receiving), _exchanges(ctx, peer, rank, not receiving)
+        if call.tensors and sent.tensors and call.tensors != sent.tensors and matched > made:
             return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer} into "
                                            f"{', '.join(map(str, call.tensors))}, but rank {peer} used "
                                            f"{', '.join(map(str, sent.tensors))} ({sent})", f"{activity}; rank {peer}: "
                                            f"{sent}", activity.node, rank,
                            "give the receiving buffer the sender's shape and dtype: send the shape first (a small "
                            "tensor) and allocate from it, or use send_object_list for data whose size varies")
-        made, matched = _exchanges(ctx, rank, peer, receiving), _exchanges(ctx, peer, rank, not receiving)
         if made + 1 > matched and _left_without_error(ctx, peer):
             return Finding("p2p-mismatch", f"rank {rank} waits for its {_ordinal(made + 1)} {call.op} with rank {peer}, "
                                            f"which made only {matched} matching call(s) and ended: the two sides "
@@ -483,6 +485,8 @@ def member_elsewhere_findings(ctx: Context, activities: dict[int, Activity]) -> 
             other = activities.get(member)
             if member == activity.rank or other is None or (other.call.op, other.call.group) == (call.op, call.group):
                 continue
+            if _waits_on_a_crash(ctx, other, _world(ctx, activities)):
+                continue  # not past this call: held up before it by a rank that crashed (the crash rules say which)
             mine, theirs = _calls_on_group(ctx, activity.rank, call), _calls_on_group(ctx, member, call)
             at = f" at {other.call.caller}" if other.call.caller else ""
             return [Finding(
@@ -494,6 +498,12 @@ def member_elsewhere_findings(ctx: Context, activities: dict[int, Activity]) -> 
                 f"tokens routed to it, an empty batch) still joins the {call.op}, with zeros, or the members agree "
                 "first (all_reduce a flag) to skip it together")]
     return []
+
+
+def _waits_on_a_crash(ctx: Context, activity: Activity, world: list[int]) -> bool:
+    """The call `activity` waits in has a member that ended with an error of its own (not a peer's echoed back)."""
+    crashed = {tb.rank for tb in ctx.tracebacks if tb.rank is not None and not echoes_a_peer(tb)}
+    return bool(crashed & (set(_members(activity.call, world)) - {activity.rank}))
 
 
 def _calls_on_group(ctx: Context, rank: int, call: DistCall) -> int:

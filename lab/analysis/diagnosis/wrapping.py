@@ -19,8 +19,9 @@ import ast
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
-from lab.analysis.diagnosis.sources import (UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name, calls_named,
-                                            failure_summary, holds, parsed_files, self_attribute, unordered)
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
+                                            calls_named, failure_summary, holds, parsed_files, self_attribute,
+                                            unordered)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -40,9 +41,54 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
                                                                        "ddp-parameter-mismatch"} else None
     reordered = _layers_in_unordered_loop(files, evidence) if "ddp-parameter-mismatch" in causes else None
+    sized = _sized_from_rank_data(files, evidence) if "ddp-parameter-mismatch" in causes else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
     divided = _loss_divided_by_world(ctx, files, evidence) if causes <= UNEXPLAINED else None
-    return [finding for finding in (replaced, reordered, copied, divided) if finding is not None]
+    return [finding for finding in (replaced, reordered, sized, copied, divided) if finding is not None]
+
+
+WRAPPERS = {"DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard"}
+
+
+def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | None:
+    """DDP's parameter mismatch where an argument of the wrapped model's constructor follows, through the
+    assignments, from a rank's own value (its shard of the data, a per-rank path): the ranks sized their layers from
+    what each of them had."""
+    for source in files:
+        for wrap in calls_named(source, WRAPPERS):
+            scope = source.function_of(wrap)
+            built = wrap.args[0] if wrap.args else None
+            if isinstance(built, ast.Name):
+                made = source.assignments_to(built.id, scope, before=wrap.lineno)
+                built = made[-1].value if made else None
+            if not isinstance(built, ast.Call):
+                continue
+            for argument in [*built.args, *(item.value for item in built.keywords)]:
+                chain = _from_rank(source, argument, scope, 0)
+                if chain:
+                    steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
+                    return Finding(
+                        "size-from-rank-data", f"the model's size comes from each rank's own data: "
+                        f"`{ast.unparse(built)[:60]}` ({source.name}:{built.lineno}) <- {steps}: each rank computed it "
+                        "from what it alone had, so the ranks built layers of different sizes", evidence, None, None,
+                        "size the model from what every rank shares: compute it once from the whole data (or a fixed "
+                        "file shipped with the job) and send it to every rank (broadcast_object_list), or on every "
+                        "rank from the same full data before it is split into shards")
+    return None
+
+
+def _from_rank(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int) -> list[tuple[str, int]]:
+    """The assignments by which `expression` follows from a rank's value, innermost last; [] where it does not."""
+    ranks = RANK_NAMES
+    names = sorted({node.id for node in ast.walk(expression) if isinstance(node, ast.Name)} - ranks)
+    if depth < 4:
+        for name in names:
+            for assign in reversed(source.assignments_to(name, scope, before=getattr(expression, "lineno", None))):
+                if chain := _from_rank(source, assign.value, scope, depth + 1):
+                    return [(f"{name} = {ast.unparse(assign.value)[:60]}", assign.lineno)] + chain
+    mentions = any(isinstance(node, ast.Name) and node.id in ranks for node in ast.walk(expression)) or any(
+        call_name(node) in RANK_CALLS for node in ast.walk(expression))
+    return [("", 0)] if mentions and depth else []  # the rank itself: the chain ends at the assignment above
 
 
 BUFFER_SYNC = ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced")
