@@ -375,8 +375,9 @@ def _rpc_handler_blocked(match: re.Match, line: LogLine, ctx: Context) -> tuple[
                 (item.value for item in call.keywords if item.arg == "func"), None)
             name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) \
                 else None
-            if name not in functions:
-                continue
+            if name not in functions or any("async_execution" in ast.unparse(decorator)
+                                            for decorator in functions[name][1].decorator_list):
+                continue  # a handler that returns a future holds no thread while it waits
             blocked = _blocking_call(functions, functions[name][1], 0)
             if blocked is None:
                 continue
