@@ -97,3 +97,10 @@ def test_a_collective_after_the_lock_is_released_waits_under_no_lock():
                            "        ready = wait_for_peers(\"index-ready\")\n        index = torch.load(index_file)\n",
                            "    ready = wait_for_peers(\"index-ready\")\n    index = torch.load(index_file)\n")
     assert "collective-under-lock" not in causes(evidence)
+
+
+def test_a_handler_that_joins_strings_is_not_blocked():
+    evidence = with_source(sample("nineteenth_sync_sgd_param_server"),
+                           "self.lock.wait_for(lambda: self.version > my_version)",
+                           "print(', '.join(map(str, self.pending)))")
+    assert "rpc-handler-blocked" not in causes(evidence)

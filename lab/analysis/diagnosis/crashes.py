@@ -359,7 +359,7 @@ def _length_from_data(ctx: Context, tb) -> Finding | None:
 
 
 RPC_CALLS = {"rpc_sync", "rpc_async", "remote"}
-BLOCKING = {"wait", "wait_for", "acquire", "join", "get", "barrier"}  # a Condition, Event, Lock, Queue, Barrier
+BLOCKING = {"wait", "wait_for", "acquire", "join", "get", "barrier"}  # a Condition, Event, Lock, Thread, Queue, Barrier
 
 
 def _rpc_handler_blocked(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
@@ -404,8 +404,8 @@ def _blocking_call(functions: dict, function: ast.AST, depth: int) -> tuple[str,
     """(FILE:LINE, code) of a wait in `function` or in a function it calls (two levels down)."""
     source = next(source for source, node in functions.values() if node is function)
     for call in (node for node in ast.walk(function) if isinstance(node, ast.Call)):
-        if isinstance(call.func, ast.Attribute) and call.func.attr in BLOCKING and call_name(call) != "get" or (
-                call_name(call) == "get" and not call.args and not call.keywords):
+        attribute = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        if attribute in BLOCKING and not (attribute in ("join", "get") and call.args):  # not str.join, dict.get
             return f"{source.name}:{call.lineno}", ast.unparse(call)[:60]
         callee = functions.get(call_name(call))
         if callee is not None and callee[1] is not function and depth < 2 and (

@@ -42,7 +42,7 @@ FIXES = {
 
 
 def _kind(key: str | None, message: str) -> str | None:
-    """'sparse', 'quantized' or another dispatch key's own name ('nestedtensorcpu'), from the message."""
+    """'sparse' or 'quantized', from the dispatch key (or a sparse tensor's missing strides); None for another kind."""
     if key is None:
         return "sparse" if SPARSE_LAYOUT.search(message) else None
     for kind in ("quantized", "sparse"):
