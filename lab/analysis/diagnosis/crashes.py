@@ -57,7 +57,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                 or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
                 or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
                 or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb) or _created_by_every_rank(ctx, tb)
-                or _service_at_localhost(ctx, tb) or _length_from_data(ctx, tb)) is not None:
+                or _service_at_localhost(ctx, tb) or _length_from_data(ctx, tb)
+                or _grad_of_unused_parameter(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -414,6 +415,56 @@ def _blocking_call(functions: dict, function: ast.AST, depth: int) -> tuple[str,
     return None
 
 
+def _cast_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """An in-place operation whose result has a type its tensor cannot hold (a float quotient into a Long): where
+    the tensors come from a loop over state_dict() or buffers(), it reached an integer buffer such as BatchNorm's
+    num_batches_tracked."""
+    tb = next((tb for tb in ctx.tracebacks if tb.line is line), None)
+    frame = tb.user_frame() if tb else None
+    source = source_named(parsed_files(ctx), frame.file) if frame else None
+    loop = next((node for node in ast.walk(source.tree) if isinstance(node, ast.For) and node.body[0].lineno <=
+                 frame.line <= (node.end_lineno or 0) and ("state_dict" in ast.unparse(node.iter) or call_name(
+                     node.iter) in ("buffers", "named_buffers"))), None) if source else None
+    at = f" at {frame.location}" if frame else ""
+    if loop is not None:
+        return (f"an in-place operation{at} puts a {match['result']} result into a {match['output']} tensor: the "
+                f"loop over `{ast.unparse(loop.iter)[:50]}` (line {loop.lineno}) reaches integer buffers too (such "
+                "as BatchNorm's num_batches_tracked), not only floating-point weights",
+                "average only floating-point tensors (if t.is_floating_point(): ...; copy or broadcast the others), "
+                "or loop over model.parameters() (and the float buffers) instead of the whole state_dict()")
+    return (f"an in-place operation{at} puts a {match['result']} result into a {match['output']} tensor, which "
+            "cannot hold it", f"make the tensor {match['result'].lower()} first (t = t.float()), or compute out of "
+            "place and cast back explicitly (t.copy_((t / n).round()))")
+
+
+def _static_graph(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """DDP(static_graph=True) meeting an iteration unlike the first: parameters used in some steps only, or gradient
+    sync skipped with no_sync() (accumulation), which its reducer's internal assert reports without saying why."""
+    files = parsed_files(ctx)
+    static = next(((source, call) for source in files for call in calls_named(source, WRAPPERS) if any(
+        item.arg == "static_graph" and isinstance(item.value, ast.Constant) and item.value.value is True
+        for item in call.keywords)), None)
+    skipped = next(((source, call) for source in files for call in calls_named(source, {"no_sync"})), None)
+    if "INTERNAL ASSERT" in match.group(0) and static is None:
+        return None  # the assert alone, and no static graph in the job's code: not this cause
+    built = f" ({static[0].name}:{static[1].lineno})" if static else ""
+    if skipped is not None:
+        return (f"DDP was built with static_graph=True{built}, and the job skips gradient sync with no_sync() "
+                f"({skipped[0].name}:{skipped[1].lineno}): a static graph records the first iteration's hooks and "
+                "reductions and expects every iteration to repeat them, which an accumulation step without sync "
+                "does not",
+                "drop static_graph=True where gradients are accumulated with no_sync(), or accumulate without "
+                "no_sync() (every micro-batch synced); keep static_graph for loops whose every step is alike")
+    return (f"DDP was built with static_graph=True{built}, and the set of parameters the forward uses changed between "
+            "iterations (a branch, a warm-up or an auxiliary loss that uses a module in some steps only)",
+            "build DDP without static_graph (DistributedDataParallel(model, find_unused_parameters=True) if "
+            "some steps leave parameters unused), or use the same modules in every step (multiply the unused "
+            "branch's output by 0 rather than skipping it)")
+
+
+WRAPPERS = {"DistributedDataParallel", "DDP"}
+
+
 def _open_mode(call: ast.Call) -> str:
     """open()'s mode as written ('r' where it is not a literal)."""
     mode = call.args[1] if len(call.args) > 1 else next((item.value for item in call.keywords if item.arg == "mode"),
@@ -501,6 +552,41 @@ def _grad_of_non_leaf(ctx: Context, tb) -> Finding | None:
             f"make {name} the leaf: do the view or reshape first and then detach it and ask for its gradient "
             f"({name} = ....view(...).detach().requires_grad_()), or call {name}.retain_grad() before backward(), "
             "or read the gradient of the leaf it was made from")
+    return None
+
+
+PARAMETER_LOOPS = {"parameters", "named_parameters"}
+
+
+def _grad_of_unused_parameter(ctx: Context, tb) -> Finding | None:
+    """None where the user's line reads `p.grad` of a parameter it loops over (model.parameters()): a parameter the
+    step's forward did not use (an auxiliary head, a warm-up branch) has no gradient, and zero_grad() leaves .grad
+    None. A hand-written gradient sync meets it first."""
+    frame = tb.user_frame()
+    if frame is None or "NoneType" not in tb.message:
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    if source is None:
+        return None
+    for loop in (node for node in ast.walk(source.tree) if isinstance(node, ast.For)):
+        if call_name(loop.iter) not in PARAMETER_LOOPS or not loop.body[0].lineno <= frame.line <= (loop.end_lineno or 0):
+            continue
+        names = {node.id for node in ast.walk(loop.target) if isinstance(node, ast.Name)}
+        read = next((node for node in ast.walk(loop) if isinstance(node, ast.Attribute) and node.attr == "grad"
+                     and isinstance(node.value, ast.Name) and node.value.id in names
+                     and node.lineno <= frame.line <= (node.end_lineno or node.lineno)), None)
+        if read is None:
+            continue
+        name, rank = read.value.id, _rank_of(ctx, tb)
+        return Finding(
+            "grad-of-unused-parameter", f"rank {rank if rank is not None else '?'} read {name}.grad at "
+            f"{source.name}:{frame.line} for a parameter that has none: the loop over `{ast.unparse(loop.iter)[:50]}` "
+            f"(line {loop.lineno}) reaches a parameter this step's forward did not use (an auxiliary head, a branch "
+            "taken in some steps only), whose .grad zero_grad() left None",
+            f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300] + f" at {frame.location}", tb.node, rank,
+            f"skip parameters without a gradient (if {name}.grad is None: continue) where every rank skips the same "
+            f"ones, or give them zeros ({name}.grad = torch.zeros_like({name})) so every rank reduces the same "
+            "tensors; or let DDP sync the gradients (DistributedDataParallel(model, find_unused_parameters=True))")
     return None
 
 
@@ -885,6 +971,24 @@ def _module_added_after_sharding(ctx: Context) -> tuple[str, str] | None:
                             "(clip_grad_norm_, the optimizer's step) gets both",
                             "change the model before sharding it: build it, replace the module, then fully_shard "
                             "(the new module too, if it is a unit of its own); build the optimizer after sharding")
+    return None
+
+
+def _root_not_sharded(ctx: Context) -> tuple[str, str] | None:
+    """fully_shard applied to submodules in a loop and never to the model itself: the parameters outside those
+    submodules (embeddings, the head) stay plain tensors among the DTensors."""
+    for source in parsed_files(ctx):
+        calls = calls_named(source, {"fully_shard"})
+        loops = [source.loop_of(call) for call in calls]
+        if not calls or None in loops:
+            continue  # some fully_shard outside a loop: the root (or a unit of its own) is sharded
+        loop = loops[0]
+        return (f"fully_shard is applied to each of `{ast.unparse(loop.iter)[:50]}` ({source.name}:{calls[0].lineno}) "
+                "but never to the model itself: the parameters outside those submodules (embeddings, the head) stay "
+                "plain tensors among the DTensors, so an operation over every parameter (clip_grad_norm_, the "
+                "optimizer's step) gets both",
+                "shard the root too: fully_shard(model) after the submodules (FSDP2's own examples do), before the "
+                "optimizer is built")
     return None
 
 
@@ -1741,13 +1845,10 @@ PATTERNS = [
         "keep the sending process alive until every tensor it sent has been taken: q.get() before p.join() (or an "
         "Event the receiver sets when it is done); or send what needs no sender, a copy as bytes or a NumPy array "
         "(tensor.numpy().copy())") if near(ctx, line, r"ConnectionRefusedError|FileNotFoundError|EOFError") else None),
-    PatternRule("static-graph-changed", re.compile(r"not compatible with static_graph set to True"),
-                lambda match, line, ctx: (
-                    "DDP was built with static_graph=True, and the set of parameters the forward uses changed between "
-                    "iterations (a branch, a warm-up or an auxiliary loss that uses a module in some steps only)",
-                    "build DDP without static_graph (DistributedDataParallel(model, find_unused_parameters=True) if "
-                    "some steps leave parameters unused), or use the same modules in every step (multiply the unused "
-                    "branch's output by 0 rather than skipping it)")),
+    PatternRule("cast-into-integer-tensor", re.compile(
+        r"result type (?P<result>\w+) can't be cast to the desired output type (?P<output>\w+)"), _cast_in_place),
+    PatternRule("static-graph-changed", re.compile(r"not compatible with static_graph set to True"
+                                                   r"|expect_autograd_hooks_ INTERNAL ASSERT FAILED"), _static_graph),
     PatternRule("daemon-with-children", re.compile(r"daemonic processes are not allowed to have children"),
                 lambda match, line, ctx: (
                     f"a daemon process on node{line.node} (multiprocessing.Process(daemon=True), or a DataLoader "
@@ -1889,7 +1990,7 @@ PATTERNS = [
                     "function runs, or use torch.no_grad(), which makes ordinary tensors), or .clone() it outside "
                     "inference mode before changing it")),
     PatternRule("plain-tensor-into-dtensor", re.compile(r"got mixed torch\.Tensor and DTensor"),
-                lambda match, line, ctx: _module_added_after_sharding(ctx) or (
+                lambda match, line, ctx: _module_added_after_sharding(ctx) or _root_not_sharded(ctx) or (
                     ("a full (unsharded) state dict was loaded with load_state_dict into a model whose parameters are "
                      "DTensors, sharded by fully_shard (FSDP2) or tensor parallelism: copying a plain tensor into a "
                      "DTensor is refused" if "While copying the parameter" in line.text else

@@ -16,7 +16,7 @@ import ast
 import re
 
 from lab.analysis.calls import CallLog, DistCall
-from lab.analysis.diagnosis.context import Context, raised_by_own_check
+from lab.analysis.diagnosis.context import Context, echoes_a_peer, raised_by_own_check
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.signals import exited_alike
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
@@ -278,6 +278,8 @@ def resume_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         others = sorted(set(logs) - ranks)
         if not others or any(sum(logs[rank][1].counts.get(op, 0) for op in SHARING) for rank in ranks):
             continue
+        if any(tb.rank in ranks and not echoes_a_peer(tb) for tb in ctx.tracebacks):
+            continue  # a rank that loaded it then failed of its own error (a load_state_dict refused): it resumed nothing
         readers = ", ".join(map(str, sorted(ranks)))
         rank = min(ranks)
         caller = next(op.caller for op in logs[rank][1].files if op.path == path and op.op == "load")
