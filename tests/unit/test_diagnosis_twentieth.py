@@ -1,6 +1,8 @@
 """The twentieth held-out batch's misses (bench/diagnosis/TWENTIETH_BATCH_A.md, _B.md): each scored run's own record,
 with the cause and fix the lab must now give first, and the same record changed where the finding must not fire."""
 
+from dataclasses import replace
+
 import pytest
 
 from lab.analysis.diagnosis import diagnose
@@ -24,6 +26,19 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentieth_speech_encoder_warmup", "grad-of-unused-parameter",
      ["read param.grad at speech_encoder_warmup.py:38", "the loop over `model.parameters()` (line 37)",
       "did not use"], ["if param.grad is None: continue", "find_unused_parameters=True"]),
+    ("twentieth_train_pinned_cpus", "node-resource-from-global-value",
+     ["ranks 2, 3 (on node1 only) failed with OSError", "`os.sched_setaffinity(0, cores)`", "given the global rank"],
+     ["LOCAL_RANK"]),
+    ("twentieth_train_with_metrics_exporter", "node-resource-from-global-value",
+     ["[Errno 99] Cannot assign requested address", "given MASTER_ADDR", "`host = os.environ.get('MASTER_ADDR'"],
+     ["'0.0.0.0'", "socket.gethostname()"]),
+    ("twentieth_eval_work_queue", "authkey-differs", ["different authkeys"], ["authkey=KEY"]),
+    ("twentieth_shard_planner_service", "event-loop-blocked",
+     ["asyncio event loop", "stuck inside handle_register at shard_planner_service.py:36 (`time.sleep(0.05)`)"],
+     ["await asyncio.sleep", "asyncio.to_thread"]),
+    ("twentieth_train_shm_feature_cache", "shared-memory-of-another-node",
+     ["ranks 2, 3 (on node1) could not attach to the shared-memory segment /featcache_none"],
+     ["local rank 0 creates it"]),
 ]
 
 
@@ -61,3 +76,25 @@ def test_a_grad_read_outside_a_loop_over_parameters_is_not_an_unused_parameter()
     evidence = with_source(sample("twentieth_speech_encoder_warmup"), "for param in model.parameters():",
                            "for param in [model.encoder.weight]:")
     assert "grad-of-unused-parameter" not in causes(evidence)
+
+
+def test_a_per_node_resource_from_the_local_rank_is_not_this_cause():
+    evidence = with_source(sample("twentieth_train_pinned_cpus"), 'rank = int(os.environ["RANK"])',
+                           'local = int(os.environ["LOCAL_RANK"])')
+    evidence = with_source(evidence, "set(range(rank * per_rank, (rank + 1) * per_rank))",
+                           "set(range(local * per_rank, (local + 1) * per_rank))")
+    assert "node-resource-from-global-value" not in causes(evidence)
+
+
+def test_a_server_on_every_address_is_not_bound_to_the_master():
+    evidence = with_source(sample("twentieth_train_with_metrics_exporter"), 'os.environ.get("MASTER_ADDR", "0.0.0.0")',
+                           '"0.0.0.0"')
+    assert "node-resource-from-global-value" not in causes(evidence)
+
+
+def test_a_coroutine_that_awaits_leaves_no_loop_in_the_jobs_code():
+    evidence = sample("twentieth_shard_planner_service")
+    idle = replace(evidence, processes=[replace(process, threads=[replace(thread, frames=[
+        frame for frame in thread.frames if "shard_planner_service" not in frame.file or frame.function != "handle_register"])
+        for thread in process.threads]) for process in evidence.processes])
+    assert "event-loop-blocked" not in causes(idle)

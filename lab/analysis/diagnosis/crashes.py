@@ -16,16 +16,21 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, called_on, calls_named,
-                                            checkpoint_call, parsed_files, self_attribute, source_named)
+                                            checkpoint_call, origin_of, parsed_files, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
+CHILD_ERROR_WRAPPERS = {"ProcessRaisedException", "ProcessExitedException"}  # torch.multiprocessing.spawn's
 
 
 def traceback_findings(ctx: Context) -> list[Finding]:
     """Exceptions a rank raised on its own (not a peer's failure echoed back, not a cause found by a rule)."""
     found = []
     for tb in ctx.tracebacks:
+        if tb.short_type in CHILD_ERROR_WRAPPERS and any(other.node == tb.node and other is not tb and
+                                                         other.short_type not in CHILD_ERROR_WRAPPERS
+                                                         for other in ctx.tracebacks):
+            continue  # mp.spawn's report of a child's error: the child's own traceback, printed with it, speaks
         if tb.short_type == "BrokenPipeError" and not tb.collective():  # its own output, not a peer's socket
             found.append(_output_pipe_closed(ctx, tb))
             continue
@@ -58,7 +63,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                 or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
                 or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb) or _created_by_every_rank(ctx, tb)
                 or _service_at_localhost(ctx, tb) or _length_from_data(ctx, tb)
-                or _grad_of_unused_parameter(ctx, tb)) is not None:
+                or _grad_of_unused_parameter(ctx, tb) or _node_resource_from_another_node(ctx, tb)
+                or _shared_memory_of_another_node(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -463,6 +469,79 @@ def _static_graph(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
 
 
 WRAPPERS = {"DistributedDataParallel", "DDP"}
+
+
+def _shared_memory_of_another_node(ctx: Context, tb) -> Finding | None:
+    """A named shared-memory segment (multiprocessing.shared_memory, /dev/shm) another node's process created: each
+    node has its own shared memory, so the name exists only where it was made."""
+    if tb.short_type != "FileNotFoundError" or not any(frame.file.endswith("shared_memory.py") for frame in tb.frames):
+        return None
+    frame = tb.user_frame()
+    raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+    nodes = sorted({other.node for other in ctx.tracebacks if _same_error(other, tb)})
+    name = re.search(r"'([^']+)'", tb.message)
+    return Finding(
+        "shared-memory-of-another-node", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, raised))} (on "
+        f"{', '.join(f'node{node}' for node in nodes)}) could not attach to the shared-memory segment "
+        f"{name.group(1) if name else ''}" + (f" at {frame.location}" if frame else "") + ": shared memory belongs to "
+        "one machine (its /dev/shm), and the segment was created on another node",
+        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        "create the segment once per node (local rank 0 creates it, the node's other ranks attach after a barrier of "
+        "that node's ranks), and give each node its own data; across nodes, send the data (broadcast a tensor) or "
+        "put it in a file on the shared folder")
+
+
+def _global_rank(expression: ast.AST) -> bool:
+    """The global rank itself: RANK read from the environment, dist.get_rank(), a name `rank` / `global_rank`."""
+    return any(isinstance(node, ast.Constant) and node.value == "RANK" or call_name(node) == "get_rank" or
+               isinstance(node, ast.Name) and node.id in ("rank", "global_rank") for node in ast.walk(expression))
+
+
+def _master_address(expression: ast.AST) -> bool:
+    return any(isinstance(node, ast.Constant) and node.value == "MASTER_ADDR" for node in ast.walk(expression))
+
+
+def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
+    """An OSError on the ranks of the other nodes only, at a call given a per-node resource (CPU cores, a device, an
+    address to listen on) computed from something that names node0 or all nodes together: the global rank (which on
+    node1 starts past the node's own cores or devices) or MASTER_ADDR (node0's address, which node1 cannot bind)."""
+    frame = tb.user_frame()
+    if frame is None or not issubclass(_builtin_error(tb.short_type), OSError) or not ctx.multi_node:
+        return None
+    same = [other for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None]
+    nodes = {other.node for other in same}
+    if not same or 0 in nodes:
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    statement = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt) and node.lineno ==
+                      frame.line), None) if source else None
+    if statement is None:
+        return None
+    for wanted, named in ((_master_address, "MASTER_ADDR"), (_global_rank, "the global rank")):
+        chain = origin_of(source, statement, source.function_of(statement), wanted)
+        if not chain:
+            continue
+        steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
+        why = ("MASTER_ADDR names node0, an address the other nodes do not have, so they cannot listen on it"
+               if named == "MASTER_ADDR" else "the global rank counts every node's processes, so on node1 it starts "
+               f"past the node's own {ctx.evidence.nproc_per_node} process(es) and picks what the node does not have")
+        fix = ("listen on every address of the node (host '0.0.0.0') or on its own name (socket.gethostname()), "
+               "not on MASTER_ADDR" if named == "MASTER_ADDR" else
+               "pick per-node resources (CPU cores, a GPU, a port offset) with the local rank: LOCAL_RANK "
+               "(int(os.environ['LOCAL_RANK'])), or rank % LOCAL_WORLD_SIZE")
+        ranks = sorted({other.rank for other in same})
+        return Finding(
+            "node-resource-from-global-value", f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} "
+            f"(on {', '.join(f'node{node}' for node in sorted(nodes))} only) failed with {tb.short_type} "
+            f"({_said(tb.message, 60)}) at `{ast.unparse(statement)[:60]}` ({frame.location}), given {named}: "
+            + (f"{steps}; " if steps else "") + why,
+            f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb), fix)
+    return None
+
+
+def _builtin_error(name: str) -> type:
+    found = getattr(__builtins__, name, None) if not isinstance(__builtins__, dict) else __builtins__.get(name)
+    return found if isinstance(found, type) else Exception
 
 
 def _open_mode(call: ast.Call) -> str:
@@ -1845,6 +1924,14 @@ PATTERNS = [
         "keep the sending process alive until every tensor it sent has been taken: q.get() before p.join() (or an "
         "Event the receiver sets when it is done); or send what needs no sender, a copy as bytes or a NumPy array "
         "(tensor.numpy().copy())") if near(ctx, line, r"ConnectionRefusedError|FileNotFoundError|EOFError") else None),
+    PatternRule("authkey-differs", re.compile(r"AuthenticationError: digest (?:sent was rejected|received was wrong)"),
+                lambda match, line, ctx: (
+                    "a multiprocessing connection (a Manager, Listener or Client) was refused: the two sides hold "
+                    "different authkeys. Each process started on its own (every node's launcher) draws a random "
+                    "authkey, so a Manager reached from another node must be given one explicitly",
+                    "pass the same authkey to both sides (BaseManager(address, authkey=KEY) on the server and the "
+                    "clients, KEY bytes from a variable every node gets, e.g. `lab torchrun --env`), or share the "
+                    "work across nodes with torch.distributed (a store, broadcast_object_list) instead")),
     PatternRule("cast-into-integer-tensor", re.compile(
         r"result type (?P<result>\w+) can't be cast to the desired output type (?P<output>\w+)"), _cast_in_place),
     PatternRule("static-graph-changed", re.compile(r"not compatible with static_graph set to True"

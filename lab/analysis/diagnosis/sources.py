@@ -400,6 +400,19 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
     return (tensor, reads[0], waited_at, work) if reads else None
 
 
+def origin_of(source: SourceFile, expression: ast.AST, scope: ast.AST, wanted, depth: int = 0) -> list[tuple[str, int]]:
+    """The assignments (text, line) by which `expression` follows from something `wanted(expression)` recognises,
+    outermost first and the longest way through the names first, the last one a ("", 0) for the origin itself; []
+    where it does not follow from it."""
+    names = sorted({node.id for node in ast.walk(expression) if isinstance(node, ast.Name) and not wanted(node)})
+    if depth < 4:
+        for name in names:
+            for assign in reversed(source.assignments_to(name, scope, before=getattr(expression, "lineno", None))):
+                if chain := origin_of(source, assign.value, scope, wanted, depth + 1):
+                    return [(f"{name} = {ast.unparse(assign.value)[:60]}", assign.lineno)] + chain
+    return [("", 0)] if wanted(expression) else []
+
+
 def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
     """The calls in `source` of a function or method with one of `names`."""
     return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in names]

@@ -6,7 +6,9 @@
   `with` of the same lock: a threading.Lock taken twice by one thread never comes free;
 - the main thread in `Popen.wait` for a child that does not end: with its output on a pipe nobody reads, the child
   blocks once the pipe is full;
-- a rank waiting for a child it forked after its process group was set up, which hangs on the group it copied.
+- a rank waiting for a child it forked after its process group was set up, which hangs on the group it copied;
+- a collective inside a `with` block of a lock that other ranks wait to take;
+- an asyncio event loop stuck in the job's own code: a blocking call inside a coroutine.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ def thread_findings(ctx: Context) -> list[Finding]:
     sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
     if (held := _collective_under_lock(ctx, sources)) is not None:
         return [held]
+    if (frozen := _event_loop_blocked(ctx, sources)) is not None:
+        return [frozen]
     for process in ctx.evidence.processes:
         main = next((thread for thread in process.threads if thread.name == MAIN_THREAD), None)
         if process.role == "agent" or main is None or not main.frames:
@@ -127,6 +131,40 @@ def _collective_under_lock(ctx: Context, sources: dict[str, str]) -> Finding | N
         "release the lock before any collective: do the locked work, leave the `with` block, then meet the others "
         "(barrier, all_reduce) outside it; or let one rank per node do the work without a lock and have every rank "
         "wait at a barrier afterwards")
+
+
+EVENT_LOOP = ("BaseEventLoop._run_once", "_run_once", "Handle._run")
+
+
+def _event_loop_blocked(ctx: Context, sources: dict[str, str]) -> Finding | None:
+    """An asyncio event loop's thread standing in the job's own code when the lab stopped the run: a coroutine that
+    awaits gives the thread back to the loop (it would wait in select), so one found running user code called
+    something blocking (time.sleep, a lock, a socket, a file) and holds every other task and connection."""
+    for process in ctx.evidence.processes:
+        if process.role == "agent":
+            continue
+        for thread in process.threads:
+            looping = [index for index, frame in enumerate(thread.frames) if frame.function in EVENT_LOOP]
+            if not looping:
+                continue
+            inner = thread.frames[looping[-1] + 1:]
+            own = [frame for frame in inner if not LIBRARY_FILE.search(frame.file)]
+            if not own:
+                continue
+            frame = own[-1]
+            code = _line(sources, frame)
+            return Finding(
+                "event-loop-blocked", f"{_who(process)}'s asyncio event loop (thread '{thread.name}') is stuck inside "
+                f"{frame.function} at {frame.location}" + (f" (`{code[:60]}`)" if code else "") + ": a blocking call "
+                "in a coroutine holds the loop's only thread, so no other task or connection runs until it returns "
+                "(the ranks that wait for that service wait with it)",
+                f"{_who(process)}: {thread.name} " + " <- ".join(f"{item.function} ({item.location})"
+                                                               for item in reversed(thread.frames))[:300],
+                process.node, process.rank,
+                "await instead of blocking inside coroutines: await asyncio.sleep(...) for time.sleep, asyncio.Event "
+                "or asyncio.Condition for waits on other tasks, asyncio streams for sockets; run blocking work off the "
+                "loop with await asyncio.to_thread(fn, ...) (or loop.run_in_executor)")
+    return None
 
 
 def _tree(text: str) -> ast.Module:

@@ -20,8 +20,8 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            calls_named, failure_summary, holds, parsed_files, self_attribute,
-                                            unordered)
+                                            calls_named, failure_summary, holds, origin_of, parsed_files,
+                                            self_attribute, unordered)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -64,8 +64,8 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
             if not isinstance(built, ast.Call):
                 continue
             for argument in [*built.args, *(item.value for item in built.keywords)]:
-                chain = _from_rank(source, argument, scope, 0)
-                if chain:
+                chain = origin_of(source, argument, scope, _rank_value)
+                if chain and chain[0][0]:
                     steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
                     return Finding(
                         "size-from-rank-data", f"the model's size comes from each rank's own data: "
@@ -77,18 +77,9 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
     return None
 
 
-def _from_rank(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int) -> list[tuple[str, int]]:
-    """The assignments by which `expression` follows from a rank's value, innermost last; [] where it does not."""
-    ranks = RANK_NAMES
-    names = sorted({node.id for node in ast.walk(expression) if isinstance(node, ast.Name)} - ranks)
-    if depth < 4:
-        for name in names:
-            for assign in reversed(source.assignments_to(name, scope, before=getattr(expression, "lineno", None))):
-                if chain := _from_rank(source, assign.value, scope, depth + 1):
-                    return [(f"{name} = {ast.unparse(assign.value)[:60]}", assign.lineno)] + chain
-    mentions = any(isinstance(node, ast.Name) and node.id in ranks for node in ast.walk(expression)) or any(
-        call_name(node) in RANK_CALLS for node in ast.walk(expression))
-    return [("", 0)] if mentions and depth else []  # the rank itself: the chain ends at the assignment above
+def _rank_value(expression: ast.AST) -> bool:
+    return any(isinstance(node, ast.Name) and node.id in RANK_NAMES or call_name(node) in RANK_CALLS
+               for node in ast.walk(expression))
 
 
 BUFFER_SYNC = ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced")
