@@ -15,7 +15,7 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, SourceFile, call_name, called_on, calls_named,
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, SourceFile, call_name, called_on, calls_named,
                                             checkpoint_call, origin_of, parsed_files, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
@@ -64,7 +64,8 @@ def traceback_findings(ctx: Context) -> list[Finding]:
                 or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb) or _created_by_every_rank(ctx, tb)
                 or _service_at_localhost(ctx, tb) or _length_from_data(ctx, tb)
                 or _grad_of_unused_parameter(ctx, tb) or _node_resource_from_another_node(ctx, tb)
-                or _shared_memory_of_another_node(ctx, tb)) is not None:
+                or _shared_memory_of_another_node(ctx, tb) or _global_index_on_shard(ctx, tb)
+                or _per_host_settings(ctx, tb)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -489,6 +490,120 @@ def _shared_memory_of_another_node(ctx: Context, tb) -> Finding | None:
         "create the segment once per node (local rank 0 creates it, the node's other ranks attach after a barrier of "
         "that node's ranks), and give each node its own data; across nodes, send the data (broadcast a tensor) or "
         "put it in a file on the shared folder")
+
+
+OUT_OF_BOUNDS = re.compile(r"index (?P<index>-?\d+) is out of bounds for dimension \d+ with size (?P<size>\d+)"
+                           r"|start \((?P<start>\d+)\) \+ length \((?P<length>\d+)\) exceeds dimension size "
+                           r"\((?P<dimension>\d+)\)")
+
+
+def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
+    """An index out of bounds at a line that uses a value computed from the rank (a shard's start, positions offset
+    by the rank): an index over the whole range used on a tensor that holds one rank's part, or the reverse."""
+    frame = tb.user_frame()
+    bounds = OUT_OF_BOUNDS.search(tb.message)
+    if frame is None or bounds is None or not ctx.multi_node:
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    statement = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt) and node.lineno ==
+                      frame.line), None) if source else None
+    if statement is None:
+        return None
+    per_rank = _offsets_of_the_rank(source)
+
+    def offset(expression: ast.AST) -> bool:
+        return any(isinstance(node, ast.Name) and node.id in per_rank or isinstance(node, ast.Attribute) and
+                   node.attr in per_rank for node in ast.walk(expression))
+
+    chain = origin_of(source, statement, source.function_of(statement), offset)
+    if not chain:
+        return None
+    reached = next((node for node in ast.walk(statement) if isinstance(node, (ast.Name, ast.Attribute)) and offset(
+        node)), None)
+    name = per_rank.get(reached.id if isinstance(reached, ast.Name) else reached.attr) if reached is not None else None
+    steps = [text for text, _ in chain if text]
+    name = next((per_rank[found] for text in steps for found in per_rank if re.search(rf"\b{found}\b", text)),
+                name) or next(iter(per_rank.values()))
+    origin = f" (`{name[0]}`, line {name[1]})"
+    name = name[2]
+    size = bounds["size"] or bounds["dimension"]
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "global-index-on-shard", f"rank {rank if rank is not None else '?'} used `{name}`, a value computed from its "
+        f"rank{origin}, at `{ast.unparse(statement)[:60]}` ({frame.location}) on a tensor of size {size} "
+        f"({_said(tb.message, 70)}): an index or position over the whole range met a tensor that holds only this "
+        "rank's part (or one sized for one rank's part met the whole range)",
+        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, rank,
+        "translate between the whole range and the shard where they meet: local = index - shard_start, with the "
+        "indices outside [shard_start, shard_end) masked (valid = (index >= start) & (index < end); use "
+        "local.clamp(0, size - 1) where valid and zero elsewhere, then all_reduce), or size the tensor for the whole "
+        "range (a rotary cache over the full sequence length, a cache with room for every step)")
+
+
+def _offsets_of_the_rank(source: SourceFile) -> dict[str, tuple[str, int, str]]:
+    """Identifiers (names, attributes) the job assigns from the rank itself (`start = rank * per_rank`,
+    `self.vocab_start, self.vocab_end = ...`, `position_ids = torch.arange(rank * n, ...)`): name -> (the assignment,
+    its line, the name)."""
+    found = {}
+    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+        if not any(isinstance(node, ast.Name) and node.id in RANK_NAMES or call_name(node) == "get_rank"
+                   for node in ast.walk(assign.value)):
+            continue
+        for target in assign.targets:
+            for node in ast.walk(target):
+                name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+                if name and name not in RANK_NAMES and name != "self":
+                    found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno, name))
+    return found
+
+
+HOST_NAME_READS = re.compile(r"\b(?:socket\.gethostname|gethostname|platform\.node|os\.uname\(\)\.nodename)\(|"
+                             r"['\"](?:HOSTNAME|SLURMD_NODENAME)['\"]")
+
+
+def _per_host_settings(ctx: Context, tb) -> Finding | None:
+    """An error raised on some nodes only, in a job whose code picks something by the host's name (a profile, a
+    config, a path per host): the nodes ran with different settings, and the ones that differ failed."""
+    raised_nodes = {other.node for other in ctx.tracebacks if _same_error(other, tb)}
+    if not ctx.multi_node or not raised_nodes or len(raised_nodes) >= ctx.evidence.nnodes:
+        return None
+    for source in parsed_files(ctx):
+        for statement in (node for node in ast.walk(source.tree) if isinstance(node, ast.stmt)
+                          and not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.If, ast.For, ast.While,
+                                                    ast.With, ast.Try))):
+            text = ast.unparse(statement)
+            if not HOST_NAME_READS.search(text) or not _selects_by(source, statement):
+                continue
+            nodes = ", ".join(f"node{node}" for node in sorted(raised_nodes))
+            frame = tb.user_frame()
+            return Finding(
+                "settings-per-host", f"{tb.short_type} ({_said(tb.message, 60)}) on {nodes} only"
+                + (f", at {frame.location}" if frame else "") + f": the job picks its settings by the host's name "
+                f"(`{text[:70]}`, {source.name}:{statement.lineno}), so the nodes ran with different settings and "
+                f"the ones {nodes} got do not fit the code",
+                f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+                "make what a host's name selects complete and alike in what the code reads: merge per-host overrides "
+                "key by key into the defaults (a deep merge, not dict.update of whole sections), or send rank 0's "
+                "settings to every rank (broadcast_object_list); keep per-host values to what truly differs "
+                "(paths, devices)")
+    return None
+
+
+def _selects_by(source: SourceFile, statement: ast.stmt) -> bool:
+    """The host's name read in `statement` selects something: it is a key (`PROFILES[host]`, `.get(host)`), or
+    compared (`if host == ...`), there or where the name it is assigned to is used; not a name only printed."""
+    names = {target.id for target in getattr(statement, "targets", []) if isinstance(target, ast.Name)}
+
+    def selecting(node: ast.AST, uses) -> bool:
+        return (isinstance(node, ast.Subscript) and uses(node.slice)) or (
+            isinstance(node, ast.Call) and call_name(node) == "get" and node.args and uses(node.args[0])) or (
+            isinstance(node, ast.Compare) and any(uses(part) for part in [node.left, *node.comparators]))
+
+    def names_host(expression: ast.AST) -> bool:
+        return bool(HOST_NAME_READS.search(ast.unparse(expression))) or any(
+            isinstance(node, ast.Name) and node.id in names for node in ast.walk(expression))
+
+    return any(selecting(node, names_host) for node in ast.walk(source.tree))
 
 
 def _global_rank(expression: ast.AST) -> bool:

@@ -48,8 +48,11 @@ def spawned_per_node(ctx: Context) -> int:
 
 
 def processes_started(ctx: Context) -> int:
-    """The processes the run had: those the lab launched, or more where the nodes' processes spawned their own."""
-    return max(ctx.evidence.expected_world_size, spawned_per_node(ctx) * ctx.evidence.nnodes)
+    """The processes the run had: those the lab launched, or more where the nodes' processes spawned their own (or
+    the ranks they claimed say so: a launcher of the job's own that starts several per node)."""
+    claimed = [trace.rank for trace in ctx.evidence.traces if trace.rank is not None] + [
+        process.rank for process in ctx.evidence.processes if process.rank is not None]
+    return max(ctx.evidence.expected_world_size, spawned_per_node(ctx) * ctx.evidence.nnodes, max(claimed, default=-1) + 1)
 
 
 def _world_sizes_per_node(ctx: Context) -> str | None:

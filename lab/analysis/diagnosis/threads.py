@@ -43,8 +43,9 @@ def thread_findings(ctx: Context) -> list[Finding]:
             return [forked]
         if (forked := _forked_child_wait(ctx, process, main, sources)) is not None:
             return [forked]
-        if any(frame.function in CHILD_WAITS and frame.file.endswith("subprocess.py") for frame in main.frames):
-            return [_child_wait(ctx, process, main, sources)]
+        if any(frame.function in CHILD_WAITS and frame.file.endswith("subprocess.py") for frame in main.frames) and \
+                not any(other.ppid == process.pid and other.rank is not None for other in ctx.evidence.processes):
+            return [_child_wait(ctx, process, main, sources)]  # a child that is a rank: the ranks' own rules speak
     return []
 
 
