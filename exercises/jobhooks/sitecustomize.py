@@ -708,7 +708,8 @@ LAUNCH_SETTINGS = ("run_id", "rdzv_backend", "rdzv_endpoint", "min_nodes", "max_
 
 def _record_launches(module) -> None:
     """torchrun's agent, however it is started (the command, or torch.distributed.run.main / elastic_launch from a
-    script): its rendezvous settings, and the error that ended its launch, so the lab compares them across nodes."""
+    script): its rendezvous settings, and the error that ended its launch before any worker failed (a rendezvous that
+    never formed), so the lab compares them across nodes. Only such an error makes the agent write a dump."""
     original = module.launch_agent
 
     @functools.wraps(original)
@@ -720,7 +721,8 @@ def _record_launches(module) -> None:
         try:
             return original(config, *args, **kwargs)
         except BaseException as error:
-            CALLS.launch["error"] = _error(error)
+            if type(error).__name__ != "ChildFailedError":  # the workers' failure: their own dumps tell it
+                CALLS.launch["error"] = _error(error)
             raise
 
     module.launch_agent = launch_agent

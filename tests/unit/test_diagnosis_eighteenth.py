@@ -9,6 +9,7 @@ from lab.analysis.calls import CallLog, DistCall
 from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
 from lab.analysis.diagnosis.crashes import message_advice
 from lab.analysis.diagnosis.logs import LogLine, read_tracebacks
+from lab.analysis.stacks import ProcessStack
 
 from tests.unit.test_diagnosis_fourteenth import with_log
 from tests.unit.test_diagnosis_held_out import assert_told
@@ -142,3 +143,14 @@ def test_a_child_that_runs_another_program_is_not_a_fork_of_the_process_group():
                                            if process.rank is None and process.role == "process" else process
                                            for process in evidence.processes])
     assert "forked-after-process-group" not in causes(spawned)
+
+
+def test_an_agents_command_line_is_not_compared_with_another_agents_recorded_settings():
+    """One node's agent known from its stack (its command line, with --master-addr), the other from the hooks'
+    record of its launch (no such option): two forms of the settings, not settings that differ."""
+    evidence = sample("eighteenth_launch_embedding_sweep")
+    agent = ProcessStack(1, 4242, "agent", None, None, {}, cmdline=[
+        "/opt/lab-venv/bin/python", "-m", "torch.distributed.run", "--nnodes", "2", "--master-addr", "node0",
+        "--rdzv-id", "embsweep-9af151f6", "job.py"])
+    mixed = replace(evidence, processes=[*evidence.processes, agent])
+    assert "launch-options-differ" not in causes(mixed)

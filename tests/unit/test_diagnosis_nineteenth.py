@@ -104,3 +104,8 @@ def test_a_handler_that_joins_strings_is_not_blocked():
                            "self.lock.wait_for(lambda: self.version > my_version)",
                            "print(', '.join(map(str, self.pending)))")
     assert "rpc-handler-blocked" not in causes(evidence)
+
+
+def test_a_size_picked_by_the_rank_itself_is_not_a_size_from_the_ranks_data():
+    evidence = with_source(sample("nineteenth_vocab_lm_trainer"), "BagLM(len(vocab))", "BagLM(16 if rank == 0 else 32)")
+    assert "size-from-rank-data" not in causes(evidence)

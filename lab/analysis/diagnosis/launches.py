@@ -53,6 +53,8 @@ def _agents(ctx: Context) -> dict[int, dict[str, str]]:
     for process in ctx.evidence.processes:
         if process.role == "agent" and (options := _launcher_options(process.cmdline)) is not None:
             agents.setdefault(process.node, options)
+    if agents:
+        return agents  # the command lines: the hooks' settings are another form, not to be compared with them
     for trace in ctx.evidence.traces:
         launch = trace.calls.launch if trace.calls else {}
         if launch and trace.node is not None and trace.node not in agents:

@@ -65,7 +65,7 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                 continue
             for argument in [*built.args, *(item.value for item in built.keywords)]:
                 chain = origin_of(source, argument, scope, _rank_value)
-                if chain and chain[0][0]:
+                if len([text for text, _ in chain if text]) >= 2:  # through the data, not `16 if rank == 0 else 32`
                     steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
                     return Finding(
                         "size-from-rank-data", f"the model's size comes from each rank's own data: "
