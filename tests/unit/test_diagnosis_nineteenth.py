@@ -108,6 +108,6 @@ def test_a_handler_that_joins_strings_is_not_blocked():
 
 def test_a_size_picked_by_the_rank_itself_is_not_a_size_from_the_ranks_data():
     evidence = with_source(sample("nineteenth_vocab_lm_trainer"), "    model = nn.parallel.DistributedDataParallel(BagLM(len("
-                           "vocab)))", "    hidden = 16 if rank == 0 else 32; model = nn.parallel."
+                           "vocab)))", "    hidden = 16 if rank == 0 else 32\n    model = nn.parallel."
                            "DistributedDataParallel(BagLM(hidden))")
     assert "size-from-rank-data" not in causes(evidence)
