@@ -297,7 +297,7 @@ def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
         "created-by-every-rank", f"ranks {', '.join(map(str, raised))} crashed with FileExistsError at "
         f"`{quoted.strip()[:80]}` ({frame.location} in {frame.function}) that rank{'s' if len(made) > 1 else ''} "
         f"{', '.join(map(str, made))} had made first: every rank runs this creation, and all but the first find the "
-        f"path there{where}", f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        f"path there{where}", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "make it once: on rank 0 (local rank 0 per node where each node has its own disk), then dist.barrier() "
         "before the other ranks use it; or let any rank make it (os.makedirs(path, exist_ok=True)); to refuse an "
         "earlier run's folder, check on that one rank and broadcast the answer")
@@ -319,7 +319,7 @@ def _taken_by_every_rank(ctx: Context, tb, frame) -> Finding | None:
         f"({_said(tb.message, 80)}) at `{quoted[:80]}` ({frame.location} in {frame.function}), where "
         f"rank{'s' if len(first) > 1 else ''} {', '.join(map(str, first))} got through: every rank runs this step "
         "that may happen once, and all but the first collide with what it registered",
-        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "do it once: on rank 0 (or local rank 0 per node where each node keeps its own copy), then dist.barrier() "
         "before the others use it; or make it idempotent (get-or-create: INSERT OR IGNORE then SELECT, exist_ok), "
         "or give each rank a name of its own (the rank in it)")
@@ -336,7 +336,7 @@ def _length_from_data(ctx: Context, tb) -> Finding | None:
     """A size error on some ranks only, at a line that uses a tensor whose length comes from the data (bincount
     without minlength, unique, nonzero): a rank whose batch lacks the largest value gets a shorter tensor."""
     frame = tb.user_frame()
-    raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+    raised = _ranks_raising(ctx, tb)
     if frame is None or not SIZE_REFUSED.search(tb.message) or not ctx.multi_node or not raised or \
             len(raised) >= ctx.evidence.expected_world_size:
         return None
@@ -478,7 +478,7 @@ def _shared_memory_of_another_node(ctx: Context, tb) -> Finding | None:
     if tb.short_type != "FileNotFoundError" or not any(frame.file.endswith("shared_memory.py") for frame in tb.frames):
         return None
     frame = tb.user_frame()
-    raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+    raised = _ranks_raising(ctx, tb)
     nodes = sorted({other.node for other in ctx.tracebacks if _same_error(other, tb)})
     name = re.search(r"'([^']+)'", tb.message)
     return Finding(
@@ -486,7 +486,7 @@ def _shared_memory_of_another_node(ctx: Context, tb) -> Finding | None:
         f"{', '.join(f'node{node}' for node in nodes)}) could not attach to the shared-memory segment "
         f"{name.group(1) if name else ''}" + (f" at {frame.location}" if frame else "") + ": shared memory belongs to "
         "one machine (its /dev/shm), and the segment was created on another node",
-        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "create the segment once per node (local rank 0 creates it, the node's other ranks attach after a barrier of "
         "that node's ranks), and give each node its own data; across nodes, send the data (broadcast a tensor) or "
         "put it in a file on the shared folder")
@@ -533,7 +533,7 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
         f"rank{origin}, at `{ast.unparse(statement)[:60]}` ({frame.location}) on a tensor of size {size} "
         f"({_said(tb.message, 70)}): an index or position over the whole range met a tensor that holds only this "
         "rank's part (or one sized for one rank's part met the whole range)",
-        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, rank,
+        _crash_evidence(tb), tb.node, rank,
         "translate between the whole range and the shard where they meet: local = index - shard_start, with the "
         "indices outside [shard_start, shard_end) masked (valid = (index >= start) & (index < end); use "
         "local.clamp(0, size - 1) where valid and zero elsewhere, then all_reduce), or size the tensor for the whole "
@@ -581,7 +581,7 @@ def _per_host_settings(ctx: Context, tb) -> Finding | None:
                 + (f", at {frame.location}" if frame else "") + f": the job picks its settings by the host's name "
                 f"(`{text[:70]}`, {source.name}:{statement.lineno}), so the nodes ran with different settings and "
                 f"the ones {nodes} got do not fit the code",
-                f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+                _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "make what a host's name selects complete and alike in what the code reads: merge per-host overrides "
                 "key by key into the defaults (a deep merge, not dict.update of whole sections), or send rank 0's "
                 "settings to every rank (broadcast_object_list); keep per-host values to what truly differs "
@@ -650,7 +650,7 @@ def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
             f"(on {', '.join(f'node{node}' for node in sorted(nodes))} only) failed with {tb.short_type} "
             f"({_said(tb.message, 60)}) at `{ast.unparse(statement)[:60]}` ({frame.location}), given {named}: "
             + (f"{steps}; " if steps else "") + why,
-            f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb), fix)
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb), fix)
     return None
 
 
@@ -704,7 +704,7 @@ def _service_at_localhost(ctx: Context, tb) -> Finding | None:
         f"service the job addresses as localhost: `{shown}` ({source.name}:{statement.lineno}); on {nodes} "
         f"localhost is that node itself, where nothing listens, while the ranks of "
         f"{', '.join(f'node{index}' for index in sorted(reached))} reached it",
-        f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300], tb.node, _rank_of(ctx, tb),
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "address the service by the host that runs it, the same name on every node: build the address from "
         "MASTER_ADDR where rank 0 serves it (f\"http://{os.environ['MASTER_ADDR']}:PORT/...\"), or "
         "broadcast the serving rank's hostname first; or gather the values to rank 0 with a collective and "
@@ -742,7 +742,7 @@ def _grad_of_non_leaf(ctx: Context, tb) -> Finding | None:
             "grad-of-non-leaf", f"rank {rank if rank is not None else '?'} read {name}.grad at "
             f"{source.name}:{frame.line}, which is None: {name} is not a leaf tensor ({shown}: the result of an "
             "operation on a tensor that requires grad, such as a view), and backward() fills .grad only for "
-            "leaves", f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300] + f" at {frame.location}", tb.node, rank,
+            "leaves", _crash_evidence(tb) + f" at {frame.location}", tb.node, rank,
             f"make {name} the leaf: do the view or reshape first and then detach it and ask for its gradient "
             f"({name} = ....view(...).detach().requires_grad_()), or call {name}.retain_grad() before backward(), "
             "or read the gradient of the leaf it was made from")
@@ -777,7 +777,7 @@ def _grad_of_unused_parameter(ctx: Context, tb) -> Finding | None:
             f"{source.name}:{frame.line} for a parameter that has none: the loop over `{ast.unparse(loop.iter)[:50]}` "
             f"(line {loop.lineno}) reaches a parameter this step's forward did not use (an auxiliary head, a branch "
             "taken in some steps only), whose .grad zero_grad() left None",
-            f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300] + f" at {frame.location}", tb.node, rank,
+            _crash_evidence(tb) + f" at {frame.location}", tb.node, rank,
             f"skip parameters without a gradient (if {name}.grad is None: continue) where every rank skips the same "
             f"ones, or give them zeros ({name}.grad = torch.zeros_like({name})) so every rank reduces the same "
             "tensors; or let DDP sync the gradients (DistributedDataParallel(model, find_unused_parameters=True))")
@@ -949,7 +949,7 @@ RENAMED = re.compile(r"No such file or directory: '(?P<source>[^']+)' -> '(?P<ta
 def _renamed_away(ctx: Context, tb, moved: re.Match) -> Finding:
     """os.rename/os.replace of a temporary file that was gone: in a job of several ranks writing one path, another
     rank's rename moved it first."""
-    raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+    raised = _ranks_raising(ctx, tb)
     rank = _rank_of(ctx, tb)
     at = _at(tb)
     several = len(raised) > 1
@@ -1405,6 +1405,15 @@ def _what_to_change(ctx: Context, tb, frame) -> str:
                 "errors go with it")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
+
+
+def _ranks_raising(ctx: Context, tb) -> list[int]:
+    """The ranks whose traceback is the same error as `tb` (type and line)."""
+    return sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+
+
+def _crash_evidence(tb) -> str:
+    return f"node{tb.node}: {tb.exc_type}: {tb.message}"[:300]
 
 
 def _same_error(one, other) -> bool:
