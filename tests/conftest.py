@@ -34,12 +34,12 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)  # after lab's plugin has taken the session's labs down
 def pytest_sessionfinish(session, exitstatus):
-    """The session's LAB_HOME (its runs, logs and cached wheels: about 300 MB) goes with a session that passed; a
-    failed one keeps it, named, for the records of what failed."""
+    """The session's LAB_HOME (its runs, logs and cached wheels: about 300 MB) goes with a session that passed (or
+    ran nothing); a failed one keeps it, named, for the records of what failed."""
     home = os.environ.get(SESSION_HOME)
     if os.environ.get("PYTEST_XDIST_WORKER") or not home:
         return
-    if exitstatus == 0:
+    if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         shutil.rmtree(home, ignore_errors=True)
     else:
         print(f"\nthe session's LAB_HOME, with its run records, is kept: {home}")
