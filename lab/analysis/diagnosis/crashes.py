@@ -5,6 +5,7 @@ init_process_group.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import sys
 from urllib.parse import urlsplit
@@ -329,7 +330,8 @@ def _taken_by_every_rank(ctx: Context, tb, frame) -> Finding | None:
 SIZE_REFUSED = re.compile(r"shape '\[[-\d, ]+\]' is invalid for input of size \d+|[Ss]izes? (?:of tensors )?must "
                           r"match|size mismatch|must match the size of tensor|Expected .* elements")
 # Calls whose result's length depends on the values in the data, and the keyword that fixes it where one does.
-DATA_LENGTH = {"bincount": "minlength", "unique": None, "nonzero": None, "masked_select": None, "unique_consecutive": None}
+DATA_LENGTH = {"bincount": "minlength", "unique": None, "nonzero": None, "masked_select": None,
+               "unique_consecutive": None}
 
 
 def _length_from_data(ctx: Context, tb) -> Finding | None:
@@ -341,8 +343,7 @@ def _length_from_data(ctx: Context, tb) -> Finding | None:
             len(raised) >= ctx.evidence.expected_world_size:
         return None
     source = source_named(parsed_files(ctx), frame.file)
-    statement = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt) and node.lineno ==
-                      frame.line), None) if source else None
+    statement = source.statement_at(frame.line) if source else None
     if statement is None:
         return None
     scope = source.function_of(statement)
@@ -361,8 +362,8 @@ def _length_from_data(ctx: Context, tb) -> Finding | None:
                     "length-from-data", f"ranks {', '.join(map(str, raised))} crashed with {tb.short_type} "
                     f"({_said(tb.message, 80)}) at {frame.location}: `{name}` comes from `{ast.unparse(call)[:60]}` "
                     f"(line {assign.lineno}), whose length depends on the values in each rank's data; where a rank's "
-                    "data lacks the largest value, its tensor is shorter", f"node{tb.node}: {tb.exc_type}: "
-                    f"{tb.message}"[:300], tb.node, _rank_of(ctx, tb), fix)
+                    "data lacks the largest value, its tensor is shorter", _crash_evidence(tb), tb.node,
+                    _rank_of(ctx, tb), fix)
     return None
 
 
@@ -448,7 +449,7 @@ def _static_graph(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
     """DDP(static_graph=True) meeting an iteration unlike the first: parameters used in some steps only, or gradient
     sync skipped with no_sync() (accumulation), which its reducer's internal assert reports without saying why."""
     files = parsed_files(ctx)
-    static = next(((source, call) for source in files for call in calls_named(source, WRAPPERS) if any(
+    static = next(((source, call) for source in files for call in calls_named(source, DDP_CALLS) if any(
         item.arg == "static_graph" and isinstance(item.value, ast.Constant) and item.value.value is True
         for item in call.keywords)), None)
     skipped = next(((source, call) for source in files for call in calls_named(source, {"no_sync"})), None)
@@ -469,7 +470,7 @@ def _static_graph(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, st
             "branch's output by 0 rather than skipping it)")
 
 
-WRAPPERS = {"DistributedDataParallel", "DDP"}
+DDP_CALLS = {"DistributedDataParallel", "DDP"}  # the constructors that take static_graph
 
 
 def _shared_memory_of_another_node(ctx: Context, tb) -> Finding | None:
@@ -505,27 +506,26 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     if frame is None or bounds is None or not ctx.multi_node:
         return None
     source = source_named(parsed_files(ctx), frame.file)
-    statement = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt) and node.lineno ==
-                      frame.line), None) if source else None
+    statement = source.statement_at(frame.line) if source else None
     if statement is None:
         return None
     per_rank = _offsets_of_the_rank(source)
 
+    def identifier(node: ast.AST) -> str | None:
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
     def offset(expression: ast.AST) -> bool:
-        return any(isinstance(node, ast.Name) and node.id in per_rank or isinstance(node, ast.Attribute) and
-                   node.attr in per_rank for node in ast.walk(expression))
+        return any(identifier(node) in per_rank for node in ast.walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), offset)
     if not chain:
         return None
-    reached = next((node for node in ast.walk(statement) if isinstance(node, (ast.Name, ast.Attribute)) and offset(
-        node)), None)
-    name = per_rank.get(reached.id if isinstance(reached, ast.Name) else reached.attr) if reached is not None else None
-    steps = [text for text, _ in chain if text]
-    name = next((per_rank[found] for text in steps for found in per_rank if re.search(rf"\b{found}\b", text)),
-                name) or next(iter(per_rank.values()))
-    origin = f" (`{name[0]}`, line {name[1]})"
-    name = name[2]
+    # the offset the line reaches: the one its assignments name (the deepest cause), else the one in the line itself
+    in_steps = next((found for text, _ in chain if text for found in per_rank if re.search(rf"\b{found}\b", text)),
+                    None)
+    in_line = next((identifier(node) for node in ast.walk(statement) if identifier(node) in per_rank), None)
+    made, made_at, name = per_rank[in_steps or in_line or next(iter(per_rank))]
+    origin = f" (`{made}`, line {made_at})"
     size = bounds["size"] or bounds["dimension"]
     rank = _rank_of(ctx, tb)
     return Finding(
@@ -628,8 +628,7 @@ def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
     if not same or 0 in nodes:
         return None
     source = source_named(parsed_files(ctx), frame.file)
-    statement = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt) and node.lineno ==
-                      frame.line), None) if source else None
+    statement = source.statement_at(frame.line) if source else None
     if statement is None:
         return None
     for wanted, named in ((_master_address, "MASTER_ADDR"), (_global_rank, "the global rank")):
@@ -655,7 +654,7 @@ def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
 
 
 def _builtin_error(name: str) -> type:
-    found = getattr(__builtins__, name, None) if not isinstance(__builtins__, dict) else __builtins__.get(name)
+    found = getattr(builtins, name, None)
     return found if isinstance(found, type) else Exception
 
 
@@ -763,7 +762,8 @@ def _grad_of_unused_parameter(ctx: Context, tb) -> Finding | None:
     if source is None:
         return None
     for loop in (node for node in ast.walk(source.tree) if isinstance(node, ast.For)):
-        if call_name(loop.iter) not in PARAMETER_LOOPS or not loop.body[0].lineno <= frame.line <= (loop.end_lineno or 0):
+        if call_name(loop.iter) not in PARAMETER_LOOPS or \
+                not loop.body[0].lineno <= frame.line <= (loop.end_lineno or 0):
             continue
         names = {node.id for node in ast.walk(loop.target) if isinstance(node, ast.Name)}
         read = next((node for node in ast.walk(loop) if isinstance(node, ast.Attribute) and node.attr == "grad"

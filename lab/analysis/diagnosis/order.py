@@ -117,8 +117,7 @@ def _polls_work_completion(ctx: Context, files: list[SourceFile], evidence: str)
             continue
         frame = where.user_frame
         source = source_named(files, frame.file)
-        at = next((node for node in ast.walk(source.tree) if isinstance(node, ast.stmt)
-                   and node.lineno == frame.line), None) if source else None
+        at = source.statement_at(frame.line) if source else None
         loop = at if isinstance(at, ast.While) else source.loop_of(at) if at else None  # the innermost
         polled = next((call for call in ast.walk(loop) if isinstance(call, ast.Call)
                        and call_name(call) == "is_completed"), None) if loop else None

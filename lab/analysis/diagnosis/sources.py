@@ -270,9 +270,13 @@ class SourceFile:
                 return node
         return self.tree
 
+    def statement_at(self, line: int) -> ast.stmt | None:
+        """The first statement that starts at `line` (a frame's line), the outermost where several do."""
+        return next((node for node in ast.walk(self.tree) if isinstance(node, ast.stmt) and node.lineno == line), None)
+
     def handler_at(self, line: int) -> str | None:
         """'except ValueError (line 40)' or 'finally (line 44)': the handler of its function that line `line` runs in."""
-        node = next((node for node in ast.walk(self.tree) if isinstance(node, ast.stmt) and node.lineno == line), None)
+        node = self.statement_at(line)
         while node is not None and (holder := self.parent(node)) is not None:
             if isinstance(holder, ast.ExceptHandler):
                 caught = f" {ast.unparse(holder.type)}" if holder.type is not None else ""

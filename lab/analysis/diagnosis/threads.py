@@ -60,8 +60,7 @@ def _forked_child_wait(ctx: Context, process: ProcessStack, main: ThreadStack,
                 and other.cmdline == process.cmdline]
     own = [frame for frame in main.frames if not LIBRARY_FILE.search(frame.file)]
     frame = own[-1] if own else None
-    lines = sources.get(frame.file, "").splitlines() if frame else []
-    code = lines[frame.line - 1] if frame and 0 < frame.line <= len(lines) else ""
+    code = _line(sources, frame) if frame else ""
     waits = "wait" in code or any(frame.file.endswith("popen_fork.py") for frame in main.frames)
     trace = next((trace for trace in ctx.evidence.traces if trace.rank == process.rank and trace.calls), None)
     if not children or frame is None or not waits or trace is None or "init_process_group" not in trace.calls.counts:
@@ -71,7 +70,7 @@ def _forked_child_wait(ctx: Context, process: ProcessStack, main: ThreadStack,
     doing = (f"it waits at {_own(child_main)}" if child_main and child_main.frames else
              "it runs no Python code any more: it hangs as it exits, tearing down the process group it inherited")
     forks = sorted({f"{path.rsplit('/', 1)[-1]}:{node.lineno}" for path, text in sources.items()
-                    for node in _parsed_calls(text) if ast.unparse(node.func) in FORKS})
+                    for node in ast.walk(_tree(text)) if isinstance(node, ast.Call) and ast.unparse(node.func) in FORKS})
     return Finding(
         "forked-after-process-group", f"{_who(process)} waits at {frame.function} ({frame.location}: "
         f"`{code.strip()[:60]}`) for its child {child.pid}, which it forked"
@@ -87,13 +86,6 @@ def _forked_child_wait(ctx: Context, process: ProcessStack, main: ThreadStack,
 
 
 FORKS = ("os.fork", "fork", "os.forkpty")
-
-
-def _parsed_calls(text: str) -> list[ast.Call]:
-    try:
-        return [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)]
-    except (SyntaxError, ValueError):
-        return []
 
 
 # A line that takes a lock: a file lock (fcntl, the filelock package), a threading or multiprocessing lock.
@@ -233,10 +225,7 @@ def _lock_taken_twice(main: ThreadStack, sources: dict[str, str]) -> tuple[Frame
     inner = main.frames[-1]
     if LIBRARY_FILE.search(inner.file) or inner.file not in sources:
         return None
-    try:
-        tree = ast.parse(sources[inner.file])
-    except (SyntaxError, ValueError):
-        return None
+    tree = _tree(sources[inner.file])
     taken = _lock_at(tree, inner.line)
     if taken is None:
         return None
@@ -275,10 +264,7 @@ def _lock_copied_by_fork(ctx: Context, process: ProcessStack, main: ThreadStack,
         return None
     if any(frame.function == WORKER_LOOP for frame in main.frames):
         return None  # a DataLoader worker: its rank waits for the batch, which dataloader-worker-stuck tells
-    try:
-        lock = _lock_at(ast.parse(sources[inner.file]), inner.line)
-    except (SyntaxError, ValueError):
-        return None
+    lock = _lock_at(_tree(sources[inner.file]), inner.line)
     if lock is None:
         return None
     waiting = sum(1 for other in ctx.evidence.processes if other.ppid == process.ppid and other.threads

@@ -572,7 +572,7 @@ def handled_error_findings(ctx: Context, activities: dict[int, Activity]) -> lis
         error = call.handling or (f"{printed.short_type}: {printed.message}" if printed else None)
         at = call.handling_raised_at or (_where(printed.user_frame()) if printed and not call.handling else None)
         raised = f"raised {error[:160]}" + (f" at {at}" if at else "") if error else "raised an exception"
-        states = rank_states(ctx)
+        states = rank_states(ctx, activities)
         elsewhere = "; ".join(states[other] for other in sorted(states) if other != rank) or "none seen"
         return [Finding(
             "collective-while-handling-error", f"rank {rank} {raised} and, while handling it"
@@ -1062,9 +1062,10 @@ def what_the_ranks_did(ctx: Context) -> str:
     return "; ".join(seen[rank] for rank in sorted(seen))
 
 
-def rank_states(ctx: Context) -> dict[int, str]:
-    """rank -> what it was last seen doing (what_the_ranks_did's parts)."""
-    activities = rank_activities(ctx)
+def rank_states(ctx: Context, activities: dict[int, Activity] | None = None) -> dict[int, str]:
+    """rank -> what it was last seen doing (what_the_ranks_did's parts), from the ranks' activities where the caller
+    has them already."""
+    activities = rank_activities(ctx) if activities is None else activities
     seen = {rank: str(activity) for rank, activity in activities.items()}
     for process in ctx.evidence.processes:
         if process.rank is None or process.rank in seen or process.role == "agent":
