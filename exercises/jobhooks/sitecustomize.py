@@ -637,7 +637,13 @@ def _write_dumps(folder: str):
         except Exception:  # torch half imported, or a group being torn down: try again later
             pass
 
+    ended = threading.Event()  # the exit dump began: the watcher writes nothing after the process's last word
+
     def dump(reason: str) -> None:
+        if reason == "exit":
+            ended.set()
+        elif ended.is_set():
+            return
         if distributed() is None:
             return
         learn_rank()
@@ -686,7 +692,7 @@ def _write_dumps(folder: str):
             # a call pending for a second that no snapshot holds yet, or the end of those it holds (a process killed
             # later, with no last words, must not seem to wait where it waited once)
             waiting = CALLS.long_pending(time.time())
-            if waiting != written:
+            if waiting != written and not ended.is_set():
                 dump("pending")
             written = waiting
             try:

@@ -105,7 +105,7 @@ def read_trace(data: dict) -> RankTrace | None:
 def load_traces(folder: Path) -> list[RankTrace]:
     """Every process's trace in a record's `flight/` folder, its dumps merged: the collectives of all of them, where it
     waited as its live dump says (where the lab asked), else as its freshest dump says, and the freshest calls."""
-    dumps: dict[tuple[int | None, int], list[tuple[bool, float, RankTrace]]] = {}
+    dumps: dict[tuple[int | None, int], list[tuple[tuple[bool, bool, float], RankTrace]]] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             data = json.loads(path.read_text())
@@ -113,17 +113,20 @@ def load_traces(folder: Path) -> list[RankTrace]:
         except (ValueError, OSError, TypeError, KeyError, AttributeError):
             continue  # a dump cut short by a kill
         if trace is not None:
-            dumps.setdefault(trace.key, []).append((data.get("reason") == "live", _float(data.get("time")) or 0, trace))
+            # ranked: the lab's live dump, then the exit dump (a process's last word, even where a snapshot's
+            # clock reads later: the watcher thread can write one while the process ends), then the freshest
+            rank = (data.get("reason") == "live", data.get("reason") == "exit", _float(data.get("time")) or 0)
+            dumps.setdefault(trace.key, []).append((rank, trace))
     traces = []
     for found in dumps.values():
-        state = max(found, key=lambda dump: dump[:2])[2]  # the lab's live dump, else the freshest
-        seen = {collective.seq: collective for _, _, trace in found for collective in trace.history}
-        freshest_calls = max(((at, trace.calls) for _, at, trace in found if trace.calls is not None),
+        state = max(found, key=lambda dump: dump[0])[1]
+        seen = {collective.seq: collective for _, trace in found for collective in trace.history}
+        freshest_calls = max(((rank[1:], trace.calls) for rank, trace in found if trace.calls is not None),
                              key=lambda dump: dump[0], default=(0, None))[1]
         history = tuple(seen[seq] for seq in sorted(seen))
-        known = next((trace for _, _, trace in found if trace.rank is not None), state)  # one written before init
-        sources = next((trace.sources for _, _, trace in found if trace.sources), {})
-        error = next((trace.error for _, _, trace in found if trace.error), None)
+        known = next((trace for _, trace in found if trace.rank is not None), state)  # one written before init
+        sources = next((trace.sources for _, trace in found if trace.sources), {})
+        error = next((trace.error for _, trace in found if trace.error), None)
         traces.append(replace(state, history=history, calls=freshest_calls, reached=max([state.reached, *seen]),
                               sources=sources, error=error,
                               last=state.last or (history[-1] if history else None), rank=known.rank,

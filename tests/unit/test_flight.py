@@ -166,3 +166,14 @@ def test_a_process_asked_while_it_hung_and_ended_later_keeps_the_collectives_of_
     [trace] = load_traces(tmp_path)
     assert trace.live and str(trace.waiting_in) == "#2 all_reduce float[4]" and trace.started_at == 0.5
     assert [(call.seq, call.entered_at, call.timeout_s) for call in trace.history] == [(1, 1, 5), (2, 2, 5), (3, 3, 5)]
+
+
+def test_a_snapshot_written_while_the_process_ended_does_not_outrank_its_last_words(tmp_path):
+    """The watcher thread can write a pending snapshot while atexit writes the exit dump, its clock a little later:
+    the exit dump still says how the process ended (CI, 2026-11-27: a rank that raised read as one still at work)."""
+    ended = {**_dump("exit", range(1, 3)), "exception": "RuntimeError", "error": "RuntimeError: timed out"}
+    (tmp_path / "exit-node0-pid7.json").write_text(json.dumps(ended))
+    (tmp_path / "pending-node0-pid7.json").write_text(json.dumps({**_dump("pending", range(1, 3), pending=2),
+                                                                  "time": 9.5}))
+    [trace] = load_traces(tmp_path)
+    assert (trace.live, trace.exception, trace.waiting_in) == (False, "RuntimeError", None)
