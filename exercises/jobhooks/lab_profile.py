@@ -12,7 +12,8 @@ a torch optimizer marks its steps itself: `import lab_profile; lab_profile.mark_
 folder is on every job's PYTHONPATH); once a mark came, only marks count.
 
 The profiler runs for LAB_PROFILE_STEPS steps after LAB_PROFILE_SKIP warm-up steps, is then stopped, and one JSON
-file per process is written into LAB_PROFILE_DIR: every step's start and end (up to MAX_STEPS), and for the profiled
+file per process is written into LAB_PROFILE_DIR: every step's start and end (up to MAX_STEPS) with the CPU time of
+the training thread, the process and the node at each, and for the profiled
 window the collectives (issued, started, ended; operation, bytes and group from the Flight Recorder) and the
 training thread's busy intervals: its operators' (a framework's own spans, FSDP's all_gather or DDP's forward, can
 hold a wait inside). A process that ends before the window closes writes its steps at exit. Standard
@@ -31,15 +32,19 @@ MERGE_NS = 50_000  # the training thread's ops closer than this are one busy int
 COLLECTIVE_PREFIXES = ("gloo:", "nccl:")  # how the backends' worker threads name a collective in the profiler
 OPERATOR_SCOPE = 0  # at::RecordScope::FUNCTION: a dispatcher operator (aten::, c10d::), not a record_function span
 
-_state = {"bounds": [], "source": "optimizer", "profiler": None, "window": None, "written": False, "folder": None,
-          "skip": 4, "steps": 6}
+_state = {"bounds": [], "cpu": [], "source": "optimizer", "profiler": None, "window": None, "written": False,
+          "folder": None, "skip": 4, "steps": 6}
+# The node's CPU time (its container's cgroup, every process in it): what a node with a CPU limit has to spend a step
+# against its quota. cgroup v2, then v1's cpuacct; None where neither is readable.
+NODE_CPU_FILES = (("/sys/fs/cgroup/cpu.stat", 1000), ("/sys/fs/cgroup/cpuacct/cpuacct.usage", 1),
+                  ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", 1))
 _lock = threading.Lock()
 
 
 def mark_step() -> None:
     """End of one training step, for loops without a torch optimizer (or with several steps per optimizer step)."""
     if _state["source"] != "mark":
-        _state["source"], _state["bounds"] = "mark", []
+        _state["source"], _state["bounds"], _state["cpu"] = "mark", [], []
     _boundary()
 
 
@@ -55,6 +60,9 @@ def _boundary() -> None:
     bounds = _state["bounds"]
     if len(bounds) < MAX_STEPS:
         bounds.append(now)
+        # the training thread's CPU (its computation, at full speed however long the quota held it off), the
+        # process's (gloo's threads too) and the node's
+        _state["cpu"].append([time.thread_time_ns(), time.process_time_ns(), _node_cpu_ns()])
     steps = len(bounds) - 1  # whole steps seen: from one boundary to the next
     if steps == _state["skip"] and _state["profiler"] is None and not _state["written"]:
         _start_profiler(now)
@@ -62,6 +70,19 @@ def _boundary() -> None:
         _stop_profiler(now)
     elif _state["window"] is not None and steps >= _state["skip"] + 2 * _state["steps"]:
         _write()  # as many unprofiled steps after the window as in it: what the profiler itself cost
+
+
+def _node_cpu_ns():
+    for path, scale in NODE_CPU_FILES:
+        try:
+            with open(path) as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        if path.endswith("cpu.stat"):
+            text = next((line.split()[1] for line in text.splitlines() if line.startswith("usage_usec ")), "")
+        return int(text) * scale if text.strip().isdigit() else None
+    return None
 
 
 def _start_profiler(now: int) -> None:
@@ -98,6 +119,7 @@ def _write() -> None:
     data = {"node": os.environ.get("LAB_NODE"), "pid": os.getpid(), "rank": _env_int("RANK"),
             "world_size": _env_int("WORLD_SIZE"), "local_world_size": _env_int("LOCAL_WORLD_SIZE"),
             "step_source": _state["source"], "steps": [[start, end] for start, end in zip(bounds, bounds[1:])],
+            "cpu": _state["cpu"],
             "window": _state["window"] if _state["profiler"] is None else None, "written_ns": time.time_ns()}
     folder = _state["folder"]
     path = os.path.join(folder, f"profile-node{data['node']}-pid{data['pid']}.json")

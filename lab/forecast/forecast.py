@@ -86,34 +86,62 @@ class _Ranks:
     other work; the steps outside the window give the rehearsal's measured step time. What the replay at the
     rehearsal's own size misses of it is computation no collective overlaps (added after the step's last wait; the
     communication the window measured is kept), so the forecast at the rehearsal's size is what was measured there
-    and every other size differs from it by what the model says changes."""
+    and every other size differs from it by what the model says changes.
 
-    def __init__(self, rehearsal: Rehearsal, link: LinkModel, compute_scale: float):
+    A node with a CPU limit (CFS quota) cannot finish a step sooner than its CPU time over the limit, however the
+    work overlaps: a step is the longer of the replayed path (the training thread's computation at full speed, its
+    CPU time, and its waits) and that bound. The node's CPU besides the training threads (gloo's threads moving and
+    adding the bytes, the launcher) grows as the bytes a rank moves in a ring, (p-1)/p."""
+
+    def __init__(self, rehearsal: Rehearsal, link: LinkModel, compute_scale: float, quota: bool = True):
         self.entries = []
-        world = rehearsal.world_size
+        self.world0 = world = rehearsal.world_size
+        self.cpus = rehearsal.cpus if quota else None
+        self.node_cpu = rehearsal.node_cpu_seconds() if self.cpus else None
         for rank in rehearsal.ranks:
             factor = fit_in_job_factor(rank.window, link, world, 1.0)
-            replays = [replay(step, model_durations(step, link, world, world, factor)) for step in rank.window]
-            compute = statistics.median(result.compute for result in replays)
-            offset = rank.unprofiled_seconds - statistics.median(result.seconds for result in replays)
-            self.entries.append((rank, compute_scale, factor, max(offset, -0.5 * compute)))
+            durations = [model_durations(step, link, world, world, factor) for step in rank.window]
+            compute = statistics.fmean(replay(step, times).compute for step, times in zip(rank.window, durations))
+            thread = rank.cpu_seconds(0)
+            # the computation at full speed: its CPU time, where the node's quota held it off the CPU
+            unthrottled = min(1.0, thread / compute) if self.node_cpu and thread and compute > 0 else 1.0
+            replays = [replay(step, times, unthrottled) for step, times in zip(rank.window, durations)]
+            modelled = max(statistics.fmean(result.seconds for result in replays), self._bound(world, 1.0))
+            offset = rank.unprofiled_seconds - modelled
+            self.entries.append((rank, compute_scale, factor, max(offset, -0.5 * compute * unthrottled), unthrottled))
+
+    @property
+    def quota_bound(self) -> bool:
+        return self.node_cpu is not None
+
+    def _bound(self, ranks: int, scale: float, accumulate: int = 1) -> float:
+        """Seconds a node needs for one step's CPU time under its CPU limit (0 where it has none)."""
+        if self.node_cpu is None:
+            return 0.0
+        threads, whole = self.node_cpu
+        growth = ((ranks - 1) / ranks) / ((self.world0 - 1) / self.world0) if ranks > 1 and self.world0 > 1 else 1.0
+        return (threads * scale * accumulate + (whole - threads) * growth) / self.cpus
 
     def step(self, link: LinkModel, ranks: int, world: int, extra_scale: float = 1.0,
              bytes_scale: float = 1.0, merge: int = 1, accumulate: int = 1) -> tuple[float, float, float]:
-        """Median over ranks of the median profiled step replayed: (seconds, compute, comm)."""
+        """Median over ranks of the mean profiled step replayed: (seconds, compute, comm). The time a quota held
+        the node off the CPU counts as computation, as the rehearsal measures it."""
         per_rank = []
-        for rank, scale, factor, offset in self.entries:
+        for rank, scale, factor, offset, unthrottled in self.entries:
+            bound = self._bound(ranks, scale * extra_scale, accumulate)
             replays = []
             for trace in rank.window:
                 trace = _merged(trace, merge) if merge > 1 else trace
                 scale_bytes = {index: bytes_scale for index, c in enumerate(trace.collectives)
                                if c.op in ("allreduce", "all_reduce")} if bytes_scale != 1 else None
                 durations = model_durations(trace, link, ranks, world, factor, scale_bytes)
-                result = replay(trace, durations, scale * extra_scale)
+                result = replay(trace, durations, unthrottled * scale * extra_scale)
                 unhidden = offset * scale * extra_scale
                 extra = (accumulate - 1) * (result.compute + unhidden)  # the micro-batches under no_sync
-                replays.append((result.seconds + unhidden + extra, result.compute + unhidden + extra, result.comm))
-            per_rank.append(tuple(statistics.median(values) for values in zip(*replays)))
+                seconds = max(result.seconds + extra, bound) + unhidden
+                exposed = max(0.0, result.seconds - result.compute)
+                replays.append((seconds, seconds - exposed, result.comm))
+            per_rank.append(tuple(statistics.fmean(values) for values in zip(*replays)))
         return tuple(statistics.median(values) for values in zip(*per_rank))
 
 
@@ -165,7 +193,7 @@ def forecast(rehearsal: Rehearsal, target: TargetCluster) -> Forecast:
     compute_scale = target.compute_scale
     if nproc != rehearsal.nproc_per_node and rehearsal.cpus:
         compute_scale *= nproc / rehearsal.nproc_per_node  # the node's CPU limit is shared by more processes
-    ranks = _Ranks(rehearsal, fitted, 1.0)
+    ranks = _Ranks(rehearsal, fitted, 1.0, quota=target.compute_ms is None)  # a GPU's step: no node quota
     if target.compute_ms is not None:
         _, compute, _ = ranks.step(fitted, world0, world0)
         compute_scale = target.compute_ms / 1000 / compute
@@ -176,7 +204,7 @@ def forecast(rehearsal: Rehearsal, target: TargetCluster) -> Forecast:
     factor = statistics.median(entry[2] for entry in ranks.entries)
     result = Forecast(rows, base, rehearsal.step_seconds * 1000, rehearsal.comm_share, link, factor,
                       what_if=target.compute_ms is not None)
-    result.assumptions = _assumptions(rehearsal, target, fitted, link, factor, compute_scale, nproc)
+    result.assumptions = _assumptions(rehearsal, target, fitted, link, factor, compute_scale, nproc, ranks)
     for row in rows:
         if row.comm_share >= DOMINATES:
             result.levers[row.nodes] = _levers(ranks, link, row, world0, compute_scale)
@@ -222,7 +250,7 @@ def _levers(ranks: _Ranks, link: LinkModel, row: Row, world0: int, compute_scale
 
 
 def _assumptions(rehearsal: Rehearsal, target: TargetCluster, fitted: LinkModel, link: LinkModel, factor: float,
-                 compute_scale: float, nproc: int) -> list[str]:
+                 compute_scale: float, nproc: int, ranks: _Ranks) -> list[str]:
     said = [
         f"rehearsal: {rehearsal.nodes} node(s) x {rehearsal.nproc_per_node} process(es), link "
         f"{rehearsal.link or 'unshaped'}, CPU limit {rehearsal.cpus or 'none'} per node; measured step "
@@ -236,6 +264,14 @@ def _assumptions(rehearsal: Rehearsal, target: TargetCluster, fitted: LinkModel,
         "DDP's overlap: each collective issued when the rehearsal issued it, one after the other on the link; "
         "the step ends when the training thread's last wait does",
     ]
+    if ranks.quota_bound:
+        threads, whole = ranks.node_cpu
+        said.append(f"CPU limit {rehearsal.cpus} per node: a node spent {whole * 1000:.1f} ms of CPU a step "
+                    f"({threads * 1000:.1f} ms in the training threads, at full speed; the rest grows as a ring's bytes), "
+                    f"so no step is shorter than {whole / rehearsal.cpus * 1000:.0f} ms at the rehearsal's size")
+    elif rehearsal.cpus and target.compute_ms is None:
+        said.append(f"CPU limit {rehearsal.cpus} per node, but the profile holds no CPU times (recorded by lab since "
+                    "2026-11-27): the computation is taken as the rehearsal's wall time, throttling included")
     if target.link:
         said.append(f"target link {target.link}: {8 / link.wire_s_per_byte / 1e6:.0f} Mbit/s effective, α = "
                     f"{link.latency_s * 1e6:.0f} µs" + ("" if rehearsal.link else

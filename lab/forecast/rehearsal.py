@@ -75,22 +75,37 @@ class RankProfile:
     window: tuple[StepTrace, ...]  # the profiled steps
     window_first: int  # index in step_seconds of the first profiled step
     step_source: str  # 'optimizer' (torch.optim's step hooks) or 'mark' (lab_profile.mark_step)
+    # per step: CPU seconds of the training thread, of the process, of its node (None: not recorded)
+    step_cpu: tuple[tuple[float, float, float | None], ...] = ()
+
+    def _steady(self) -> list[int]:
+        """The steps outside warm-up, the profiled window and the step after it (the profiler's events are read at
+        the window's end)."""
+        profiled = range(self.window_first, self.window_first + len(self.window) + 1)
+        return [index for index in range(len(self.step_seconds)) if index >= WARM_UP_STEPS and index not in profiled]
 
     @property
     def unprofiled_seconds(self) -> float:
-        """Median of the steady steps outside the profiled window (the profiler slows what it watches)."""
-        inside = range(self.window_first, self.window_first + len(self.window))
-        steady = [seconds for index, seconds in enumerate(self.step_seconds)
-                  if index >= WARM_UP_STEPS and index not in inside]
-        return statistics.median(steady) if steady else statistics.median(step.seconds for step in self.window)
+        """Mean of the steady steps outside the profiled window and the step after it (the profiler slows what it
+        watches, and its events are read at the window's end). A mean, not a median: N steps take N times the mean, and on a
+        node throttled by its CPU quota a step either fits in the period's quota or waits for the next period, so
+        its times fall in two groups and a median of a few steps lands in either (exercise04: 25 or 90 ms)."""
+        steady = [self.step_seconds[index] for index in self._steady()]
+        return statistics.fmean(steady) if steady else self.profiled_seconds
+
+    def cpu_seconds(self, which: int) -> float | None:
+        """Mean CPU seconds a steady step took: 0 the training thread's, 1 the process's, 2 the node's."""
+        spent = [self.step_cpu[index][which] for index in self._steady() if index < len(self.step_cpu)]
+        return statistics.fmean(spent) if spent and None not in spent else None
 
     @property
     def profiled_seconds(self) -> float:
-        return statistics.median(step.seconds for step in self.window)
+        return statistics.fmean(step.seconds for step in self.window)
 
     @property
     def waited_seconds(self) -> float:
-        return statistics.median(step.waited for step in self.window)
+        return statistics.fmean(step.waited for step in self.window)
+
 
 @dataclass(frozen=True)
 class Rehearsal:
@@ -108,8 +123,24 @@ class Rehearsal:
 
     @property
     def step_seconds(self) -> float:
-        """The measured step time: median over ranks of their unprofiled steady steps."""
+        """The measured step time: median over ranks of the mean of their unprofiled steady steps."""
         return statistics.median(rank.unprofiled_seconds for rank in self.ranks)
+
+    def node_cpu_seconds(self) -> tuple[float, float] | None:
+        """A node's CPU seconds per steady step, median over the nodes: (its ranks' training threads, all of it
+        with gloo's threads, the launcher and anything else on it). None where the profile has no CPU times."""
+        nodes: dict = {}
+        for rank in self.ranks:
+            nodes.setdefault(rank.node, []).append((rank.cpu_seconds(0), rank.cpu_seconds(2)))
+        per_node = []
+        for ranks in nodes.values():
+            threads, node = [t for t, _ in ranks], [n for _, n in ranks]
+            if None in threads or None in node:
+                return None
+            per_node.append((sum(threads), max(statistics.median(node), sum(threads))))
+        if not per_node:
+            return None
+        return statistics.median(t for t, _ in per_node), statistics.median(n for _, n in per_node)
 
     @property
     def comm_share(self) -> float:
@@ -172,7 +203,16 @@ def rank_profile(data: dict) -> RankProfile | None:
         return None
     traces = tuple(step_trace(s, e, window["collectives"], window.get("busy") or []) for _, (s, e) in inside)
     return RankProfile(int(data.get("rank") or 0), data.get("node"), tuple((e - s) / 1e9 for s, e in steps), traces,
-                       inside[0][0], str(data.get("step_source") or "optimizer"))
+                       inside[0][0], str(data.get("step_source") or "optimizer"), _step_cpu(data.get("cpu") or []))
+
+
+def _step_cpu(marks: list) -> tuple[tuple[float, float, float | None], ...]:
+    """CPU seconds per step from the CPU times at each step boundary (thread, process, node in ns)."""
+    steps = []
+    for before, after in zip(marks, marks[1:]):
+        node = (after[2] - before[2]) / 1e9 if after[2] is not None and before[2] is not None else None
+        steps.append(((after[0] - before[0]) / 1e9, (after[1] - before[1]) / 1e9, node))
+    return tuple(steps)
 
 
 def load_rehearsal(folder: Path, run: str = "RUN", calibrated: bool = True) -> Rehearsal:
