@@ -232,7 +232,7 @@ def load_rehearsal(folder: Path, run: str = "RUN", calibrated: bool = True) -> R
     if not ranks:
         seen = max((len(data.get("steps") or []) for data in raw), default=0)
         raise ForecastError(f"run {run} has no profiled steps: its processes saw {seen} training step(s) "
-                            f"(a step ends at optimizer.step(); the profile needs 16: 4 warm-up, 6 profiled, 6 after)",
+                            f"(a step ends at optimizer.step(); the profile needs 10: 4 warm-up, 6 profiled; up to 30 after them give the step time)",
                             "train for more steps, or mark each step with `import lab_profile; lab_profile.mark_step()`")
     if not any(step.collectives for rank in ranks for step in rank.window):
         raise ForecastError(f"run {run} ran no collectives in its profiled steps: nothing is communicated to forecast",

@@ -18,7 +18,7 @@ from lab.cli import cli
 from lab.forecast.forecast import TargetCluster, forecast
 from lab.forecast.model import LinkModel, fit_in_job_factor, fit_link, model_durations, replay
 from lab.errors import ForecastError
-from lab.forecast.rehearsal import Action, Collective, StepTrace, load_rehearsal, step_trace
+from lab.forecast.rehearsal import Action, Collective, Rehearsal, RankProfile, StepTrace, load_rehearsal, step_trace
 from lab.model.spec import parse_link
 
 SAMPLES = Path(__file__).parent / "forecast_samples"
@@ -151,6 +151,47 @@ def test_the_in_job_factor_is_what_the_rehearsal_s_collectives_took_over_the_mod
     assert fit_in_job_factor((hidden,), link, 2) == 1.0
     durations = model_durations(step, link, 8, 2, factor=2.0)
     assert durations[0] == pytest.approx(2 * link.collective_seconds("all_reduce", 4_000_000, 8))
+
+
+def test_the_hook_keeps_the_cpu_time_of_the_thread_the_process_and_the_node_at_each_step(tmp_path):
+    hook = hook_module()
+    hook._state["folder"] = str(tmp_path)
+    for _ in range(3):
+        hook._optimizer_stepped(None, (), {})
+        sum(range(200_000))  # CPU between the steps
+    marks = hook._state["cpu"]
+    assert len(marks) == len(hook._state["bounds"]) == 3
+    assert all(isinstance(thread, int) and process >= thread and (node is None or isinstance(node, int))
+               for thread, process, node in marks)
+    assert marks[2][0] > marks[1][0] > marks[0][0]  # the training thread's CPU went on
+
+
+def quota_rehearsal(step_ms: float, cpus: float | None, cpu_ms: tuple[float, float] | None) -> Rehearsal:
+    """Two nodes of one rank each, every profiled step synthetic_step(40) (35 ms of computation by the wall clock),
+    every steady step `step_ms`, and per step `cpu_ms` = (the training thread's, the node's) CPU milliseconds."""
+    steps = (step_ms / 1000,) * 16
+    cpu = (((cpu_ms[0] / 1000, cpu_ms[1] / 1000, cpu_ms[1] / 1000),) * 16) if cpu_ms else ()
+    ranks = tuple(RankProfile(rank, rank, steps, (synthetic_step(40),) * 6, 4, "optimizer", cpu) for rank in (0, 1))
+    calibration = {"world_size": 2, "all_reduce": [[size, 2e-4 + size * 1e-8] for size in (1024, 2**20, 2**23)]}
+    return Rehearsal(2, 1, "100mbit", cpus, calibration, ranks)
+
+
+def test_a_node_under_a_cpu_limit_steps_no_faster_than_its_cpu_time_allows():
+    # 20 ms of CPU a step on 0.2 of a CPU: 100 ms a step, though the training thread computes 14 ms at full speed
+    throttled = forecast(quota_rehearsal(100, 0.2, (14, 20)), TargetCluster((4, 8)))
+    assert throttled.rehearsal_row.step_ms == pytest.approx(100, rel=0.01)
+    # 6 ms of the node's CPU is not the training thread's: it grows as a ring's bytes, 1.5x at 4 ranks, 1.75x at 8
+    assert [row.step_ms for row in throttled.rows] == pytest.approx([115, 122.5], rel=0.01)
+    assert any("no step is shorter than 100 ms" in line for line in throttled.assumptions)
+    # the same steps with no CPU times: the wall clock's computation, the quota's pauses included, adds to the waits
+    walled = forecast(quota_rehearsal(100, 0.2, None), TargetCluster((4, 8)))
+    assert walled.rows[0].step_ms > throttled.rows[0].step_ms
+    assert any("holds no CPU times" in line for line in walled.assumptions)
+    # without a CPU limit the CPU times change nothing; nor for a GPU's computation (a what-if)
+    unlimited = forecast(quota_rehearsal(100, None, (14, 20)), TargetCluster((4, 8)))
+    assert unlimited.to_json() == forecast(quota_rehearsal(100, None, None), TargetCluster((4, 8))).to_json()
+    gpu = forecast(quota_rehearsal(100, 0.2, (14, 20)), TargetCluster((4,), compute_ms=5.0))
+    assert gpu.rows[0].step_ms < 100
 
 
 # --- recorded rehearsals ---
