@@ -4,6 +4,7 @@ of bench/forecast_workload.py at 200mbit and 0.5 CPU per node, and of exercise04
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -164,6 +165,23 @@ def test_the_hook_keeps_the_cpu_time_of_the_thread_the_process_and_the_node_at_e
     assert all(isinstance(thread, int) and process >= thread and (node is None or isinstance(node, int))
                for thread, process, node in marks)
     assert marks[2][0] > marks[1][0] > marks[0][0]  # the training thread's CPU went on
+
+
+def test_a_job_that_ends_with_os_exit_still_writes_its_steps_and_its_forked_children_write_none(tmp_path):
+    """The lab's exercises end with os._exit (labkit.finish), which runs no atexit; a child forked mid-training (a
+    DataLoader worker) inherits the steps, and ends with os._exit too."""
+    job = ("import os, lab_profile\n"
+           "for _ in range(12): lab_profile.mark_step()\n"
+           "child = os.fork()\n"
+           "if child == 0: os._exit(0)\n"
+           "os.waitpid(child, 0)\n"
+           "os._exit(0)\n")
+    env = {**os.environ, "PYTHONPATH": str(HOOK.parent), "LAB_PROFILE_DIR": str(tmp_path / "profile"),
+           "LAB_PROFILE_SKIP": "100"}  # no profiler window: torch is not needed
+    subprocess.run([sys.executable, "-c", job], env=env, check=True, timeout=60)
+    [written] = (tmp_path / "profile").glob("profile-*.json")
+    data = json.loads(written.read_text())
+    assert len(data["steps"]) == 11 and len(data["cpu"]) == 12 and data["window"] is None
 
 
 def quota_rehearsal(step_ms: float, cpus: float | None, cpu_ms: tuple[float, float] | None) -> Rehearsal:
