@@ -25,6 +25,7 @@ from lab.model.spec import parse_link
 SAMPLES = Path(__file__).parent / "forecast_samples"
 DDP = SAMPLES / "ddp-2x1-200mbit"
 MINGPT = SAMPLES / "mingpt-2x1-100mbit"
+MINGPT_CPU = SAMPLES / "mingpt-2x1-100mbit-cpu"  # with the CPU times of each step
 MS = 1_000_000  # ns
 HOOK = Path(__file__).parents[2] / "exercises" / "jobhooks" / "lab_profile.py"
 
@@ -261,6 +262,19 @@ def test_recorded_mingpt_rehearsal_has_one_small_bucket_a_step():
     assert all(len(step.collectives) == 1 for rank in rehearsal.ranks for step in rank.window)
     result = forecast(rehearsal, TargetCluster((4, 8)))
     assert result.rows[1].step_ms >= result.rows[0].step_ms
+
+
+def test_recorded_throttled_rehearsal_is_bound_by_its_nodes_cpu_time():
+    """0.2 CPU a node: the training thread computes ~12 ms a step at full speed and the node spends ~13 ms of CPU,
+    so a step takes at least ~65 ms; the steps measured 66 ms."""
+    rehearsal = load_rehearsal(MINGPT_CPU)
+    threads, whole = rehearsal.node_cpu_seconds()
+    assert 0.005 < threads <= whole < 0.03 and len(rehearsal.ranks[0].step_seconds) == 40
+    assert whole / 0.2 == pytest.approx(rehearsal.step_seconds, rel=0.1)
+    result = forecast(rehearsal, TargetCluster((4, 8)))
+    assert any(line.startswith("CPU limit 0.2 per node: a node spent") for line in result.assumptions)
+    assert result.rehearsal_row.step_ms == pytest.approx(rehearsal.step_seconds * 1000, rel=0.05)
+    assert all(row.step_ms >= whole / 0.2 * 1000 for row in result.rows)
 
 
 # --- what a run lacks ---
