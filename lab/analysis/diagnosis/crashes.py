@@ -59,14 +59,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             continue
         if explained_by_rule(ctx, tb.line.text) or echoes_a_peer(tb):
             continue
-        if (told := _warning_raised(ctx, tb) or _shadowed_module(ctx, tb) or _prompted(ctx, tb)
-                or _launcher_refused(ctx, tb) or _output_encoding(ctx, tb) or _spawn_unguarded(ctx, tb)
-                or _json_int_keys(ctx, tb) or _debugger_quit(ctx, tb)
-                or _optimizer_state_mismatch(ctx, tb) or _grad_of_non_leaf(ctx, tb) or _created_by_every_rank(ctx, tb)
-                or _service_at_localhost(ctx, tb) or _length_from_data(ctx, tb)
-                or _grad_of_unused_parameter(ctx, tb) or _node_resource_from_another_node(ctx, tb)
-                or _shared_memory_of_another_node(ctx, tb) or _global_index_on_shard(ctx, tb)
-                or _per_host_settings(ctx, tb)) is not None:
+        if (told := next(filter(None, (mechanism(ctx, tb) for mechanism in EXCEPTION_MECHANISMS)), None)) is not None:
             found.append(told)
             continue
         rank = _rank_of(ctx, tb)
@@ -2297,3 +2290,14 @@ PATTERNS = [
         r"can't open file '(?P<path>[^']+)': \[Errno 2\]"), _script_not_found),
     PatternRule("bad-arguments", re.compile(r"^(?:usage: )?\S+\.py: error: (?P<why>.+)$"), _bad_arguments),
 ]
+
+
+# What an exception's own evidence can tell (the source around it, each rank's node, the calls before it), in the order
+# they are asked: the first that returns a finding names the cause. Each returns None where its mechanism is not
+# what happened.
+EXCEPTION_MECHANISMS = (
+    _warning_raised, _shadowed_module, _prompted, _launcher_refused, _output_encoding, _spawn_unguarded,
+    _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
+    _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
+    _shared_memory_of_another_node, _global_index_on_shard, _per_host_settings,
+)
