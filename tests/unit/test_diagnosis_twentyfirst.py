@@ -15,6 +15,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyfirst_seqpar_rope_finetune", "global-index-on-shard",
      ["rank 1 used `position_ids`", "`position_ids = torch.arange(rank * local, (rank + 1) * local", "size 64"],
      ["size the tensor for the whole range"]),
+    ("twentyfirst_tp_gqa_decode_bench", "view-of-a-split",
+     ["rank 1 reshaped `wk`, its part of a split by the world size", "line 27", "with 4 ranks",
+      "8 values a row where the view groups them by 16"],
+     ["give each rank whole heads", "replicate each group"]),
     ("twentyfirst_launch_pretrain", "world-size-mismatch",
      ["a process claims rank 2 in a world of 2", "smaller than the 4 process(es)"], ["world_size=4"]),
     ("twentyfirst_train_with_node_profiles", "settings-per-host",
@@ -39,3 +43,10 @@ def test_a_host_name_only_printed_selects_no_settings():
     evidence = with_source(sample("twentyfirst_train_with_node_profiles"),
                            "    profile = NODE_PROFILES.get(host, {})\n", "    print(host)\n    profile = {}\n")
     assert "settings-per-host" not in causes(evidence)
+
+
+def test_a_reshape_of_a_tensor_no_split_made_is_no_split_by_the_world():
+    evidence = with_source(sample("twentyfirst_tp_gqa_decode_bench"),
+                           "self.wq, self.wk, self.wv = (column_shard(w, rank, world) for w in (wq, wk, wv))",
+                           "self.wq, self.wk, self.wv = wq, wk, wv")
+    assert "view-of-a-split" not in causes(evidence)

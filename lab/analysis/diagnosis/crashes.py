@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import re
 import sys
 from urllib.parse import urlsplit
@@ -16,8 +17,9 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, SourceFile, call_name, called_on, calls_named,
-                                            checkpoint_call, origin_of, parsed_files, self_attribute, source_named)
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, WORLD_NAMES, WORLD_VARIABLES, SourceFile,
+                                            assignments, call_name, called_on, calls_named, checkpoint_call, env_read,
+                                            origin_of, parsed_files, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -548,6 +550,68 @@ def _offsets_of_the_rank(source: SourceFile) -> dict[str, tuple[str, int, str]]:
                 if name and name not in RANK_NAMES and name != "self":
                     found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno, name))
     return found
+
+
+VIEW_REFUSED = re.compile(r"shape '\[(?P<dims>-?\d+(?:, -?\d+)*)\]' is invalid for input of size (?P<size>\d+)")
+
+
+def _view_of_a_split(ctx: Context, tb) -> Finding | None:
+    """A view or reshape refused at a line whose tensor each rank got from a split by the world size (a column of a
+    tensor-parallel weight, a chunk of the sequence): at this world size a rank's part is no whole number of the
+    groups the view makes (heads of head_dim values)."""
+    frame = tb.user_frame()
+    refused = VIEW_REFUSED.search(tb.message)
+    if frame is None or refused is None or not ctx.multi_node:
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    statement = source.statement_at(frame.line) if source else None
+    if statement is None:
+        return None
+    split = _split_by_the_world(source)
+    viewed = [call.func.value for call in ast.walk(statement) if isinstance(call, ast.Call)
+              and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
+    named = next((_identifier(node) for tensor in viewed for node in ast.walk(tensor) if _identifier(node) in split),
+                 None)
+    if named is None:
+        return None
+    made, made_at = split[named]
+    dims, size = [int(dim) for dim in refused["dims"].split(", ")], int(refused["size"])
+    rows = math.prod(dim for dim in dims[:-1] if dim != -1)
+    share = (f"{size // rows} values a row where the view groups them by {dims[-1]}" if rows and size % rows == 0
+             else f"{size} values, which do not fill [{refused['dims']}]")
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "view-of-a-split", f"rank {rank if rank is not None else '?'} reshaped `{named}`, its part of a split by the "
+        f"world size (`{made}`, line {made_at}), at `{ast.unparse(statement)[:60]}` ({frame.location}): with "
+        f"{ctx.evidence.expected_world_size} ranks its part holds {share} ({_said(tb.message, 70)}): the split "
+        "does not give each rank whole groups",
+        _crash_evidence(tb), tb.node, rank,
+        "split by whole groups of what the view makes: give each rank whole heads (chunk the number of heads by the "
+        "world size, not the features); where the ranks outnumber the groups (more tensor-parallel ranks than "
+        "key/value heads), replicate each group on world // groups ranks (group = rank * groups // world), or run "
+        "a world size that divides the groups")
+
+
+def _split_by_the_world(source: SourceFile) -> dict[str, tuple[str, int]]:
+    """Identifiers (names, attributes) the job assigns from an expression that uses the world size itself
+    (`self.wk = column_shard(w, rank, world)`, `local = seq_len // world`): name -> (the assignment, its line)."""
+    worlds = set(WORLD_NAMES) | {name for name, value in assignments(source) if any(
+        call_name(part) == "get_world_size" or env_read(part) in WORLD_VARIABLES for part in ast.walk(value))}
+    found = {}
+    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+        if not any(isinstance(node, ast.Name) and node.id in worlds or call_name(node) == "get_world_size"
+                   for node in ast.walk(assign.value)):
+            continue
+        for target in assign.targets:
+            for node in ast.walk(target):
+                name = _identifier(node)
+                if name and name not in worlds and name not in RANK_NAMES and name != "self":
+                    found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno))
+    return found
+
+
+def _identifier(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
 HOST_NAME_READS = re.compile(r"\b(?:socket\.gethostname|gethostname|platform\.node|os\.uname\(\)\.nodename)\(|"
@@ -2299,5 +2363,5 @@ EXCEPTION_MECHANISMS = (
     _warning_raised, _shadowed_module, _prompted, _launcher_refused, _output_encoding, _spawn_unguarded,
     _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
-    _shared_memory_of_another_node, _global_index_on_shard, _per_host_settings,
+    _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _per_host_settings,
 )

@@ -138,7 +138,7 @@ def _scaled_up(source: SourceFile, rate: ast.AST) -> list[ast.AST] | None:
                 right = -right
             total = left + right
             return (total > 0) - (total < 0)
-        if isinstance(node, ast.Call) and call_name(node) == "get_world_size" or _env_read(node) in WORLD_VARIABLES:
+        if isinstance(node, ast.Call) and call_name(node) == "get_world_size" or env_read(node) in WORLD_VARIABLES:
             return 1
         return 0
 
@@ -507,9 +507,9 @@ def _env_strings(source: SourceFile) -> dict[tuple[int, str], str]:
         elif isinstance(node, ast.Return) and isinstance(scope := source.function_of(node), ast.FunctionDef):
             returns.setdefault(scope.name, []).append(node.value)
     strings = {key: variable for key, values in assigned.items()
-               if (variable := _same_variable(_env_read(value) for value in values))}
+               if (variable := _same_variable(env_read(value) for value in values))}
     strings.update({(0, name): variable for name, values in returns.items()
-                    if (variable := _same_variable(_env_read(value) for value in values))})
+                    if (variable := _same_variable(env_read(value) for value in values))})
     return strings
 
 
@@ -521,7 +521,7 @@ def _same_variable(variables) -> str | None:
 def _env_string(source: SourceFile, node: ast.AST, strings: dict[tuple[int, str], str]) -> str | None:
     """The variable `node` holds as a string: an environment read, a name assigned one, a call of a function that
     returns one."""
-    if direct := _env_read(node):
+    if direct := env_read(node):
         return direct
     if isinstance(node, ast.Name):
         scope = source.function_of(node)
@@ -541,7 +541,7 @@ def _assigned_names(source: SourceFile, scope: ast.AST):
             yield id(scope), node.id
 
 
-def _env_read(node: ast.AST | None) -> str | None:
+def env_read(node: ast.AST | None) -> str | None:
     """'RANK' for os.environ['RANK'], os.environ.get('RANK', 0), os.getenv('RANK'): a string whenever it is set."""
     if isinstance(node, ast.Subscript) and _is_environ(node.value):
         key = node.slice
@@ -650,7 +650,7 @@ def holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str,
     for part in ast.walk(node):
         if isinstance(part, ast.Name) and part.id in names or isinstance(part, ast.Attribute) and part.attr in names:
             return True
-        if isinstance(part, ast.Call) and call_name(part) in calls or _env_read(part) in variables:
+        if isinstance(part, ast.Call) and call_name(part) in calls or env_read(part) in variables:
             return True
     return False
 
