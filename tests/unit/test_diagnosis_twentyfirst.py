@@ -19,6 +19,13 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["rank 1 reshaped `wk`, its part of a split by the world size", "line 27", "with 4 ranks",
       "8 values a row where the view groups them by 16"],
      ["give each rank whole heads", "replicate each group"]),
+    ("twentyfirst_finetune_from_manifest", "env-string-compared",
+     ["compares RANK (the default of the option --rank, which has no type=)", "`args.rank == 0` is never true"],
+     ['add_argument("--rank", type=int, ...)']),
+    ("twentyfirst_sweep_trial_trainer", "nested-dataclass-from-dict",
+     ["rank 1 read `.d_in` of a plain dict where a ModelConfig was meant", "rebuilds TrialConfig from a dict",
+      "its field `model`"],
+     ["'model': ModelConfig(**d['model'])", "'optim': OptimConfig(**d['optim'])", "dacite.from_dict"]),
     ("twentyfirst_launch_pretrain", "world-size-mismatch",
      ["a process claims rank 2 in a world of 2", "smaller than the 4 process(es)"], ["world_size=4"]),
     ("twentyfirst_train_with_node_profiles", "settings-per-host",
@@ -50,3 +57,16 @@ def test_a_reshape_of_a_tensor_no_split_made_is_no_split_by_the_world():
                            "self.wq, self.wk, self.wv = (column_shard(w, rank, world) for w in (wq, wk, wv))",
                            "self.wq, self.wk, self.wv = wq, wk, wv")
     assert "view-of-a-split" not in causes(evidence)
+
+
+def test_an_option_with_a_type_is_no_string_from_the_environment():
+    evidence = with_source(sample("twentyfirst_finetune_from_manifest"),
+                           'p.add_argument("--rank", default=os.environ.get("RANK", 0))',
+                           'p.add_argument("--rank", type=int, default=os.environ.get("RANK", 0))')
+    assert "env-string-compared" not in causes(evidence)
+
+
+def test_a_dataclass_built_field_by_field_is_no_rebuild_from_a_dict():
+    evidence = with_source(sample("twentyfirst_sweep_trial_trainer"), "cfg = TrialConfig(**json.loads(payload[0]))",
+                           "cfg = TrialConfig(trial_id=json.loads(payload[0])['trial_id'])")
+    assert "nested-dataclass-from-dict" not in causes(evidence)

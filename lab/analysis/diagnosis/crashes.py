@@ -614,6 +614,46 @@ def _identifier(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
+DICT_ATTRIBUTE = re.compile(r"'dict' object has no attribute '(?P<name>\w+)'")
+
+
+def _nested_dataclass_from_dict(ctx: Context, tb) -> Finding | None:
+    """A dict where a nested dataclass was meant: the job rebuilds a dataclass from a dict (`Config(**json.loads(s))`,
+    after asdict() or a YAML file), and a dataclass's __init__ leaves a field that is itself a dataclass as the dict it
+    was given."""
+    missing = DICT_ATTRIBUTE.search(tb.message)
+    if missing is None or tb.short_type != "AttributeError":
+        return None
+    for source in parsed_files(ctx):
+        classes = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)
+                   and any("dataclass" in ast.unparse(decorator) for decorator in node.decorator_list)}
+        fields = {name: {item.target.id: item.annotation for item in cls.body if isinstance(item, ast.AnnAssign)
+                         and isinstance(item.target, ast.Name)} for name, cls in classes.items()}
+        for outer, annotated in fields.items():
+            nested = {field: annotation.id for field, annotation in annotated.items()
+                      if isinstance(annotation, ast.Name) and missing["name"] in fields.get(annotation.id, {})}
+            rebuilt = next((call for call in calls_named(source, {outer})
+                            if any(keyword.arg is None for keyword in call.keywords)), None)
+            if not nested or rebuilt is None:
+                continue
+            field, inner = next(iter(nested.items()))
+            rank = _rank_of(ctx, tb)
+            every = ", ".join(f"'{name}': {kind}(**d['{name}'])" for name, kind in _nested_fields(annotated, classes))
+            return Finding(
+                "nested-dataclass-from-dict", f"rank {rank if rank is not None else '?'} read `.{missing['name']}` of "
+                f"a plain dict where a {inner} was meant: `{ast.unparse(rebuilt)[:70]}` ({source.name}:"
+                f"{rebuilt.lineno}) rebuilds {outer} from a dict, and a dataclass's __init__ leaves its field `{field}` "
+                f"the dict it was given ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, rank,
+                f"rebuild the nested dataclasses too: {outer}(**{{**d, {every}}}) (or a library that does it, "
+                "dacite.from_dict), or send the object itself (broadcast_object_list pickles a dataclass whole)")
+    return None
+
+
+def _nested_fields(annotated: dict[str, ast.AST], classes: dict[str, ast.ClassDef]) -> list[tuple[str, str]]:
+    """The fields of a dataclass that are dataclasses of the job: (field, class)."""
+    return [(name, kind.id) for name, kind in annotated.items() if isinstance(kind, ast.Name) and kind.id in classes]
+
+
 HOST_NAME_READS = re.compile(r"\b(?:socket\.gethostname|gethostname|platform\.node|os\.uname\(\)\.nodename)\(|"
                              r"['\"](?:HOSTNAME|SLURMD_NODENAME)['\"]")
 
@@ -2363,5 +2403,6 @@ EXCEPTION_MECHANISMS = (
     _warning_raised, _shadowed_module, _prompted, _launcher_refused, _output_encoding, _spawn_unguarded,
     _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
-    _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _per_host_settings,
+    _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
+    _per_host_settings,
 )

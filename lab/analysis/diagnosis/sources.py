@@ -485,12 +485,16 @@ def _env_string_compared(files: list[SourceFile], evidence: str) -> Finding | No
                     verdict = "never true, on any rank" if isinstance(node.ops[0], ast.Eq) else \
                         "always true, on every rank"
                     shown = ast.unparse(node)
+                    option = _options_from_env(source).get(value.attr) if isinstance(value, ast.Attribute) else None
+                    where = (f"give the option a type where it is declared: add_argument(\"{option[1]}\", type=int, "
+                             "...) (argparse converts a default only through type=)" if option else
+                             "convert it where it is read: int(os.environ.get(...))")
                     return Finding(
                         "env-string-compared", f"{source.name}:{node.lineno} compares {name}, a string read from "
                         f"the environment ('0', '1', ...), with the number {number.value}: `{shown}` is {verdict}, so "
                         "what it guards runs on every rank or on none", evidence, None, None,
-                        f"convert it where it is read: int(os.environ.get(...)) (or take the rank from "
-                        f"dist.get_rank() / int(os.environ['RANK'])), so `{shown}` compares numbers")
+                        f"{where} (or take the rank from dist.get_rank() / int(os.environ['RANK'])), so `{shown}` "
+                        "compares numbers")
     return None
 
 
@@ -532,7 +536,26 @@ def _env_string(source: SourceFile, node: ast.AST, strings: dict[tuple[int, str]
         return None if assigned_here else strings.get((id(source.tree), node.id))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
         return strings.get((0, node.func.id))
+    if isinstance(node, ast.Attribute) and (option := _options_from_env(source).get(node.attr)):
+        return f"{option[0]} (the default of the option {option[1]}, which has no type=)"
     return None
+
+
+def _options_from_env(source: SourceFile) -> dict[str, tuple[str, str]]:
+    """argparse options whose default is read from the environment and that convert nothing (no type=, no action):
+    dest -> (the variable, the option). argparse converts a string default only through type=, so the parsed value
+    stays the environment's string."""
+    found = {}
+    for call in calls_named(source, {"add_argument"}):
+        keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+        variable = env_read(keywords.get("default"))
+        options = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+        if variable is None or "type" in keywords or "action" in keywords or not options:
+            continue
+        dest = keywords["dest"].value if isinstance(keywords.get("dest"), ast.Constant) else \
+            next((option for option in options if option.startswith("--")), options[0]).lstrip("-").replace("-", "_")
+        found[dest] = (variable, options[0])
+    return found
 
 
 def _assigned_names(source: SourceFile, scope: ast.AST):
