@@ -496,21 +496,14 @@ OUT_OF_BOUNDS = re.compile(r"index (?P<index>-?\d+) is out of bounds for dimensi
 def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     """An index out of bounds at a line that uses a value computed from the rank (a shard's start, positions offset
     by the rank): an index over the whole range used on a tensor that holds one rank's part, or the reverse."""
-    frame = tb.user_frame()
     bounds = OUT_OF_BOUNDS.search(tb.message)
-    if frame is None or bounds is None or not ctx.multi_node:
+    if bounds is None or (failed := _failing_statement(ctx, tb)) is None:
         return None
-    source = source_named(parsed_files(ctx), frame.file)
-    statement = source.statement_at(frame.line) if source else None
-    if statement is None:
-        return None
-    per_rank = _offsets_of_the_rank(source)
-
-    def identifier(node: ast.AST) -> str | None:
-        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    frame, source, statement = failed
+    per_rank = _assigned_from(source, RANK_NAMES, "get_rank")
 
     def offset(expression: ast.AST) -> bool:
-        return any(identifier(node) in per_rank for node in ast.walk(expression))
+        return any(_identifier(node) in per_rank for node in ast.walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), offset)
     if not chain:
@@ -518,8 +511,9 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     # the offset the line reaches: the one its assignments name (the deepest cause), else the one in the line itself
     in_steps = next((found for text, _ in chain if text for found in per_rank if re.search(rf"\b{found}\b", text)),
                     None)
-    in_line = next((identifier(node) for node in ast.walk(statement) if identifier(node) in per_rank), None)
-    made, made_at, name = per_rank[in_steps or in_line or next(iter(per_rank))]
+    in_line = next((_identifier(node) for node in ast.walk(statement) if _identifier(node) in per_rank), None)
+    name = in_steps or in_line or next(iter(per_rank))
+    made, made_at = per_rank[name]
     origin = f" (`{made}`, line {made_at})"
     size = bounds["size"] or bounds["dimension"]
     rank = _rank_of(ctx, tb)
@@ -535,23 +529,6 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
         "range (a rotary cache over the full sequence length, a cache with room for every step)")
 
 
-def _offsets_of_the_rank(source: SourceFile) -> dict[str, tuple[str, int, str]]:
-    """Identifiers (names, attributes) the job assigns from the rank itself (`start = rank * per_rank`,
-    `self.vocab_start, self.vocab_end = ...`, `position_ids = torch.arange(rank * n, ...)`): name -> (the assignment,
-    its line, the name)."""
-    found = {}
-    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
-        if not any(isinstance(node, ast.Name) and node.id in RANK_NAMES or call_name(node) == "get_rank"
-                   for node in ast.walk(assign.value)):
-            continue
-        for target in assign.targets:
-            for node in ast.walk(target):
-                name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-                if name and name not in RANK_NAMES and name != "self":
-                    found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno, name))
-    return found
-
-
 VIEW_REFUSED = re.compile(r"shape '\[(?P<dims>-?\d+(?:, -?\d+)*)\]' is invalid for input of size (?P<size>\d+)")
 
 
@@ -559,15 +536,13 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
     """A view or reshape refused at a line whose tensor each rank got from a split by the world size (a column of a
     tensor-parallel weight, a chunk of the sequence): at this world size a rank's part is no whole number of the
     groups the view makes (heads of head_dim values)."""
-    frame = tb.user_frame()
     refused = VIEW_REFUSED.search(tb.message)
-    if frame is None or refused is None or not ctx.multi_node:
+    if refused is None or (failed := _failing_statement(ctx, tb)) is None:
         return None
-    source = source_named(parsed_files(ctx), frame.file)
-    statement = source.statement_at(frame.line) if source else None
-    if statement is None:
-        return None
-    split = _split_by_the_world(source)
+    frame, source, statement = failed
+    worlds = set(WORLD_NAMES) | {name for name, value in assignments(source) if any(
+        call_name(part) == "get_world_size" or env_read(part) in WORLD_VARIABLES for part in ast.walk(value))}
+    split = _assigned_from(source, worlds, "get_world_size")
     viewed = [call.func.value for call in ast.walk(statement) if isinstance(call, ast.Call)
               and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
     named = next((_identifier(node) for tensor in viewed for node in ast.walk(tensor) if _identifier(node) in split),
@@ -592,20 +567,28 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
         "a world size that divides the groups")
 
 
-def _split_by_the_world(source: SourceFile) -> dict[str, tuple[str, int]]:
-    """Identifiers (names, attributes) the job assigns from an expression that uses the world size itself
-    (`self.wk = column_shard(w, rank, world)`, `local = seq_len // world`): name -> (the assignment, its line)."""
-    worlds = set(WORLD_NAMES) | {name for name, value in assignments(source) if any(
-        call_name(part) == "get_world_size" or env_read(part) in WORLD_VARIABLES for part in ast.walk(value))}
+def _failing_statement(ctx: Context, tb) -> tuple | None:
+    """(frame, source, statement) of the job's own line a rank of a multi-node run raised at; None elsewhere."""
+    frame = tb.user_frame()
+    if frame is None or not ctx.multi_node:
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    statement = source.statement_at(frame.line) if source else None
+    return (frame, source, statement) if statement is not None else None
+
+
+def _assigned_from(source: SourceFile, names: set[str], call: str) -> dict[str, tuple[str, int]]:
+    """Identifiers (names, attributes) the job assigns from an expression that uses one of `names` or calls `call`
+    (`start = rank * per_rank`, `self.wk = column_shard(w, rank, world)`): name -> (the assignment, its line)."""
     found = {}
     for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
-        if not any(isinstance(node, ast.Name) and node.id in worlds or call_name(node) == "get_world_size"
+        if not any(isinstance(node, ast.Name) and node.id in names or call_name(node) == call
                    for node in ast.walk(assign.value)):
             continue
         for target in assign.targets:
             for node in ast.walk(target):
                 name = _identifier(node)
-                if name and name not in worlds and name not in RANK_NAMES and name != "self":
+                if name and name not in names and name not in RANK_NAMES and name != "self":
                     found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno))
     return found
 
