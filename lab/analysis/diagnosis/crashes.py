@@ -19,7 +19,7 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, WORLD_NAMES, WORLD_VARIABLES, SourceFile,
                                             assignments, call_name, called_on, calls_named, checkpoint_call, env_read,
-                                            origin_of, parsed_files, self_attribute, source_named)
+                                            holds, origin_of, parsed_files, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -540,9 +540,7 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
     if refused is None or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    worlds = set(WORLD_NAMES) | {name for name, value in assignments(source) if any(
-        call_name(part) == "get_world_size" or env_read(part) in WORLD_VARIABLES for part in ast.walk(value))}
-    split = _assigned_from(source, worlds, "get_world_size")
+    split = _assigned_from(source, _world_names(source), "get_world_size")
     viewed = [call.func.value for call in ast.walk(statement) if isinstance(call, ast.Call)
               and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
     named = next((_identifier(node) for tensor in viewed for node in ast.walk(tensor) if _identifier(node) in split),
@@ -565,6 +563,44 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
         "world size, not the features); where the ranks outnumber the groups (more tensor-parallel ranks than "
         "key/value heads), replicate each group on world // groups ranks (group = rank * groups // world), or run "
         "a world size that divides the groups")
+
+
+EMPTY_OR_ZERO = re.compile(r"non-empty|\bempty\b|\bzero\b|=0\b|got 0\b|positive integer|must be positive", re.I)
+
+
+def _empty_share(ctx: Context, tb) -> Finding | None:
+    """An error about something empty or zero at a line whose value is a rank's share of a split by the world size
+    (`names[rank::world]`, `total // (world * accum)`): at this world size the share came out empty or 0."""
+    if not EMPTY_OR_ZERO.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source)
+
+    def a_share(expression: ast.AST) -> bool:
+        return any(isinstance(part, ast.BinOp) and isinstance(part.op, (ast.FloorDiv, ast.Div))
+                   and holds(part.right, worlds, set(), ()) or isinstance(part, ast.Slice) and part.step is not None
+                   and holds(part.step, worlds, set(), ()) for part in ast.walk(expression))
+
+    chain = origin_of(source, statement, source.function_of(statement), a_share)
+    split = next(((text, line) for text, line in reversed(chain) if text), None)
+    if not chain or split is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "empty-share-of-the-world", f"rank {rank if rank is not None else '?'} got an empty or zero share: "
+        f"`{split[0]}` (line {split[1]}) splits by the world size, and with {ctx.evidence.expected_world_size} ranks "
+        f"its part comes out empty or rounds down to 0, which `{ast.unparse(statement)[:50]}` ({frame.location}) "
+        f"refuses ({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
+        "size the split for the world it runs on: every rank needs at least one item (as many shards as ranks or "
+        "more, or split by samples rather than files), and a per-rank size taken from a global one must not round "
+        "to 0 (keep the per-rank micro batch fixed and derive the accumulation steps from the world size: "
+        "accum = global_batch // (world_size * micro_batch)); check the share is at least 1 where it is computed")
+
+
+def _world_names(source: SourceFile) -> set[str]:
+    """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
+    return set(WORLD_NAMES) | {name for name, value in assignments(source) if any(
+        call_name(part) == "get_world_size" or env_read(part) in WORLD_VARIABLES for part in ast.walk(value))}
 
 
 def _failing_statement(ctx: Context, tb) -> tuple | None:
@@ -2387,5 +2423,5 @@ EXCEPTION_MECHANISMS = (
     _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
-    _per_host_settings,
+    _empty_share, _per_host_settings,
 )
