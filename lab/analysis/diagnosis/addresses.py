@@ -60,7 +60,9 @@ def configured_master_addrs(evidence: Evidence) -> list[tuple[str, str, int | No
     return found
 
 
-def _unresolvable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+def _unresolvable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    if not match["host"] and any(trace.node == line.node and trace.history for trace in ctx.evidence.traces):
+        return None  # a name of the job's own (an HTTP client's host): the node's ranks met, so the rendezvous resolved
     host = match["host"] or "the rendezvous host"
     return (f"the rendezvous host '{host}' does not resolve on node{line.node}",
             f"set MASTER_ADDR (or --master-addr / --rdzv-endpoint) to a name every node resolves, "
