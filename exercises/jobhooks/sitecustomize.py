@@ -692,7 +692,7 @@ def _write_dumps(folder: str):
             # a call pending for a second that no snapshot holds yet, or the end of those it holds (a process killed
             # later, with no last words, must not seem to wait where it waited once)
             waiting = CALLS.long_pending(time.time())
-            if waiting != written and not ended.is_set():
+            if waiting != written:
                 dump("pending")
             written = waiting
             try:

@@ -17,9 +17,9 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, WORLD_NAMES, WORLD_VARIABLES, SourceFile,
-                                            assignments, call_name, called_on, calls_named, checkpoint_call, env_read,
-                                            holds, origin_of, parsed_files, self_attribute, source_named)
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, WORLD_NAMES, SourceFile, assignments, call_name,
+                                            called_on, calls_named, checkpoint_call, holds, identifier, origin_of,
+                                            parsed_files, reads_world_size, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -332,15 +332,11 @@ DATA_LENGTH = {"bincount": "minlength", "unique": None, "nonzero": None, "masked
 def _length_from_data(ctx: Context, tb) -> Finding | None:
     """A size error on some ranks only, at a line that uses a tensor whose length comes from the data (bincount
     without minlength, unique, nonzero): a rank whose batch lacks the largest value gets a shorter tensor."""
-    frame = tb.user_frame()
     raised = _ranks_raising(ctx, tb)
-    if frame is None or not SIZE_REFUSED.search(tb.message) or not ctx.multi_node or not raised or \
-            len(raised) >= ctx.evidence.expected_world_size:
+    if not SIZE_REFUSED.search(tb.message) or not raised or len(raised) >= ctx.evidence.expected_world_size or \
+            (failed := _failing_statement(ctx, tb)) is None:
         return None
-    source = source_named(parsed_files(ctx), frame.file)
-    statement = source.statement_at(frame.line) if source else None
-    if statement is None:
-        return None
+    frame, source, statement = failed
     scope = source.function_of(statement)
     for name in sorted({node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}):
         for assign in source.assignments_to(name, scope, before=frame.line):
@@ -503,7 +499,7 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     per_rank = _assigned_from(source, RANK_NAMES, "get_rank")
 
     def offset(expression: ast.AST) -> bool:
-        return any(_identifier(node) in per_rank for node in ast.walk(expression))
+        return any(identifier(node) in per_rank for node in ast.walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), offset)
     if not chain:
@@ -511,7 +507,7 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     # the offset the line reaches: the one its assignments name (the deepest cause), else the one in the line itself
     in_steps = next((found for text, _ in chain if text for found in per_rank if re.search(rf"\b{found}\b", text)),
                     None)
-    in_line = next((_identifier(node) for node in ast.walk(statement) if _identifier(node) in per_rank), None)
+    in_line = next((identifier(node) for node in ast.walk(statement) if identifier(node) in per_rank), None)
     name = in_steps or in_line or next(iter(per_rank))
     made, made_at = per_rank[name]
     origin = f" (`{made}`, line {made_at})"
@@ -543,7 +539,7 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
     split = _assigned_from(source, _world_names(source), "get_world_size")
     viewed = [call.func.value for call in ast.walk(statement) if isinstance(call, ast.Call)
               and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
-    named = next((_identifier(node) for tensor in viewed for node in ast.walk(tensor) if _identifier(node) in split),
+    named = next((identifier(node) for tensor in viewed for node in ast.walk(tensor) if identifier(node) in split),
                  None)
     if named is None:
         return None
@@ -583,7 +579,7 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
 
     chain = origin_of(source, statement, source.function_of(statement), a_share)
     split = next(((text, line) for text, line in reversed(chain) if text), None)
-    if not chain or split is None:
+    if split is None:
         return None
     rank = _rank_of(ctx, tb)
     return Finding(
@@ -599,8 +595,8 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
 
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
-    return set(WORLD_NAMES) | {name for name, value in assignments(source) if any(
-        call_name(part) == "get_world_size" or env_read(part) in WORLD_VARIABLES for part in ast.walk(value))}
+    return set(WORLD_NAMES) | {name for name, value in assignments(source)
+                               if any(reads_world_size(part) for part in ast.walk(value))}
 
 
 def _failing_statement(ctx: Context, tb) -> tuple | None:
@@ -623,14 +619,10 @@ def _assigned_from(source: SourceFile, names: set[str], call: str) -> dict[str, 
             continue
         for target in assign.targets:
             for node in ast.walk(target):
-                name = _identifier(node)
+                name = identifier(node)
                 if name and name not in names and name not in RANK_NAMES and name != "self":
                     found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno))
     return found
-
-
-def _identifier(node: ast.AST) -> str | None:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
 DICT_ATTRIBUTE = re.compile(r"'dict' object has no attribute '(?P<name>\w+)'")
@@ -649,13 +641,13 @@ def _nested_dataclass_from_dict(ctx: Context, tb) -> Finding | None:
         fields = {name: {item.target.id: item.annotation for item in cls.body if isinstance(item, ast.AnnAssign)
                          and isinstance(item.target, ast.Name)} for name, cls in classes.items()}
         for outer, annotated in fields.items():
-            nested = {field: annotation.id for field, annotation in annotated.items()
-                      if isinstance(annotation, ast.Name) and missing["name"] in fields.get(annotation.id, {})}
+            nested = [(field, inner) for field, inner in _nested_fields(annotated, classes)
+                      if missing["name"] in fields[inner]]
             rebuilt = next((call for call in calls_named(source, {outer})
                             if any(keyword.arg is None for keyword in call.keywords)), None)
             if not nested or rebuilt is None:
                 continue
-            field, inner = next(iter(nested.items()))
+            field, inner = nested[0]
             rank = _rank_of(ctx, tb)
             every = ", ".join(f"'{name}': {kind}(**d['{name}'])" for name, kind in _nested_fields(annotated, classes))
             return Finding(
@@ -736,17 +728,13 @@ def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
     """An OSError on the ranks of the other nodes only, at a call given a per-node resource (CPU cores, a device, an
     address to listen on) computed from something that names node0 or all nodes together: the global rank (which on
     node1 starts past the node's own cores or devices) or MASTER_ADDR (node0's address, which node1 cannot bind)."""
-    frame = tb.user_frame()
-    if frame is None or not issubclass(_builtin_error(tb.short_type), OSError) or not ctx.multi_node:
+    if not issubclass(_builtin_error(tb.short_type), OSError):
         return None
     same = [other for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None]
     nodes = {other.node for other in same}
-    if not same or 0 in nodes:
+    if not same or 0 in nodes or (failed := _failing_statement(ctx, tb)) is None:
         return None
-    source = source_named(parsed_files(ctx), frame.file)
-    statement = source.statement_at(frame.line) if source else None
-    if statement is None:
-        return None
+    frame, source, statement = failed
     for wanted, named in ((_master_address, "MASTER_ADDR"), (_global_rank, "the global rank")):
         chain = origin_of(source, statement, source.function_of(statement), wanted)
         if not chain:

@@ -138,7 +138,7 @@ def _scaled_up(source: SourceFile, rate: ast.AST) -> list[ast.AST] | None:
                 right = -right
             total = left + right
             return (total > 0) - (total < 0)
-        if isinstance(node, ast.Call) and call_name(node) == "get_world_size" or env_read(node) in WORLD_VARIABLES:
+        if reads_world_size(node):
             return 1
         return 0
 
@@ -1009,8 +1009,18 @@ def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Fi
 
 def names_in(tree: ast.AST) -> set[str]:
     """The names and attribute names the code uses (not its strings, docstrings or comments)."""
-    return {node.id if isinstance(node, ast.Name) else node.attr for node in ast.walk(tree)
-            if isinstance(node, (ast.Name, ast.Attribute))}
+    return {identifier(node) for node in ast.walk(tree) if isinstance(node, (ast.Name, ast.Attribute))}
+
+
+def identifier(node: ast.AST) -> str | None:
+    """A name's id or an attribute's name (`rank`, `self.vocab_start` -> vocab_start); None for anything else."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def reads_world_size(node: ast.AST) -> bool:
+    """dist.get_world_size(), or a variable of the launcher's that holds it (WORLD_SIZE, ...) read from the
+    environment."""
+    return isinstance(node, ast.Call) and call_name(node) == "get_world_size" or env_read(node) in WORLD_VARIABLES
 
 
 def _ratio_in_message(ctx: Context, ratio: int) -> tuple[object, float, float] | None:
