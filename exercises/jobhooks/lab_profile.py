@@ -77,16 +77,20 @@ def _boundary() -> None:
 
 
 def _node_cpu_ns():
-    for path, scale in NODE_CPU_FILES:
-        try:
-            with open(path) as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        if path.endswith("cpu.stat"):
-            text = next((line.split()[1] for line in text.splitlines() if line.startswith("usage_usec ")), "")
-        return int(text) * scale if text.strip().isdigit() else None
-    return None
+    if "node_cpu_file" not in _state:  # looked for once: a boundary is in the training loop
+        _state["node_cpu_file"] = next(((path, scale) for path, scale in NODE_CPU_FILES if os.access(path, os.R_OK)),
+                                       None)
+    if _state["node_cpu_file"] is None:
+        return None
+    path, scale = _state["node_cpu_file"]
+    try:
+        with open(path) as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    if path.endswith("cpu.stat"):
+        text = next((line.split()[1] for line in text.splitlines() if line.startswith("usage_usec ")), "")
+    return int(text) * scale if text.strip().isdigit() else None
 
 
 def _start_profiler(now: int) -> None:
