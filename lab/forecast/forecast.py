@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from lab.forecast.model import LinkModel, fit_in_job_factor, fit_link, model_durations, replay
 from lab.errors import ForecastError
-from lab.forecast.rehearsal import Rehearsal
+from lab.forecast.rehearsal import RankProfile, Rehearsal
 from lab.model.spec import format_rate, parse_link
 
 DOMINATES = 0.3  # from this share of exposed communication on, the forecast names the levers
@@ -78,6 +78,18 @@ class Forecast:
         return rows
 
 
+@dataclass(frozen=True)
+class _RankFit:
+    """One rank's replay settings: its profile, the computation's scale, the in-job factor, the computation no
+    collective hides (the anchoring offset), and the share of its computation's wall time it spent on the CPU."""
+
+    rank: RankProfile
+    scale: float
+    factor: float
+    offset: float
+    unthrottled: float
+
+
 class _Ranks:
     """Everything per rank the forecast replays: its profiled steps, the in-job factor fitted on them, and the
     anchoring of its computation to the steps outside the profiled window.
@@ -108,7 +120,8 @@ class _Ranks:
             replays = [replay(step, times, unthrottled) for step, times in zip(rank.window, durations)]
             modelled = max(statistics.fmean(result.seconds for result in replays), self._bound(world, 1.0))
             offset = rank.unprofiled_seconds - modelled
-            self.entries.append((rank, compute_scale, factor, max(offset, -0.5 * compute * unthrottled), unthrottled))
+            self.entries.append(_RankFit(rank, compute_scale, factor, max(offset, -0.5 * compute * unthrottled),
+                                         unthrottled))
 
     @property
     def quota_bound(self) -> bool:
@@ -127,16 +140,17 @@ class _Ranks:
         """Median over ranks of the mean profiled step replayed: (seconds, compute, comm). The time a quota held
         the node off the CPU counts as computation, as the rehearsal measures it."""
         per_rank = []
-        for rank, scale, factor, offset, unthrottled in self.entries:
-            bound = self._bound(ranks, scale * extra_scale, accumulate)
+        for fit in self.entries:
+            scale = fit.scale * extra_scale
+            bound = self._bound(ranks, scale, accumulate)
             replays = []
-            for trace in rank.window:
+            for trace in fit.rank.window:
                 trace = _merged(trace, merge) if merge > 1 else trace
                 scale_bytes = {index: bytes_scale for index, c in enumerate(trace.collectives)
                                if c.op in ("allreduce", "all_reduce")} if bytes_scale != 1 else None
-                durations = model_durations(trace, link, ranks, world, factor, scale_bytes)
-                result = replay(trace, durations, unthrottled * scale * extra_scale)
-                unhidden = offset * scale * extra_scale
+                durations = model_durations(trace, link, ranks, world, fit.factor, scale_bytes)
+                result = replay(trace, durations, fit.unthrottled * scale)
+                unhidden = fit.offset * scale
                 extra = (accumulate - 1) * (result.compute + unhidden)  # the micro-batches under no_sync
                 seconds = max(result.seconds + extra, bound) + unhidden
                 exposed = max(0.0, result.seconds - result.compute)
@@ -201,7 +215,7 @@ def forecast(rehearsal: Rehearsal, target: TargetCluster) -> Forecast:
     base = _row(ranks, link, rehearsal.nodes, nproc, world0, compute_scale, None, target)
     rows = [_row(ranks, link, nodes, nproc, world0, compute_scale, base.step_ms, target) for nodes in target.nodes]
     base = Row(**{**asdict(base), "efficiency": 1.0})
-    factor = statistics.median(entry[2] for entry in ranks.entries)
+    factor = statistics.median(fit.factor for fit in ranks.entries)
     result = Forecast(rows, base, rehearsal.step_seconds * 1000, rehearsal.comm_share, link, factor,
                       what_if=target.compute_ms is not None)
     result.assumptions = _assumptions(rehearsal, target, fitted, link, factor, compute_scale, nproc, ranks)
