@@ -593,6 +593,41 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
         "accum = global_batch // (world_size * micro_batch)); check the share is at least 1 where it is computed")
 
 
+# A negative number in an error's message: a count or size that came out below zero.
+NEGATIVE_NUMBER = re.compile(r"(?<![\w.])-\d+(?![\w.])|\bnegative\b")
+NARROW_SIGNED = {"int32": 2 ** 31 - 1, "int16": 2 ** 15 - 1, "int8": 2 ** 7 - 1}
+
+
+def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
+    """A count or size below zero, on a rank that summed narrow signed integers over the ranks: the total passed what
+    the type holds and wrapped around (int32 counts of tokens, bytes or samples from every rank)."""
+    if not NEGATIVE_NUMBER.search(tb.message) or not ctx.multi_node:
+        return None
+    rank = _rank_of(ctx, tb)
+    sums = [call for trace in ctx.evidence.traces if trace.node == tb.node and trace.calls
+            and (rank is None or trace.rank == rank) for call in trace.calls.made
+            if call.op in ("all_reduce", "reduce") and call.ended_at and call.tensors
+            and call.tensors[0].dtype in NARROW_SIGNED and dict(call.args).get("op", "SUM") == "SUM"]
+    if not sums or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    call, (frame, source, statement) = sums[-1], failed
+    summed = source.statement_at(int(call.caller.split(" in ")[0].rsplit(":", 1)[1])) if call.caller and \
+        call.caller.split(":", 1)[0] == frame.file.rsplit("/", 1)[-1] else None
+    given = next((identifier(node.args[0]) for node in ast.walk(summed) if isinstance(node, ast.Call)
+                  and call_name(node) == call.op and node.args), None) if summed is not None else None
+    if not given or not origin_of(source, statement, source.function_of(statement), lambda expression: any(
+            identifier(node) == given for node in ast.walk(expression))):
+        return None  # the failing line's values do not come from the sum
+    dtype = call.tensors[0].dtype
+    return Finding(
+        "integer-sum-wrapped", f"the {call.op} of `{given}` at {call.caller.split(' in ')[0]} summed {dtype} values "
+        f"over {ctx.evidence.expected_world_size} ranks: {dtype} holds at most {NARROW_SIGNED[dtype]:,}, and a total "
+        f"past it wraps around to a negative number without an error, which `{ast.unparse(statement)[:50]}` "
+        f"({frame.location}) refuses ({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
+        f"sum counts in int64: build the tensor with dtype=torch.int64 (or .long() it, not a NumPy {dtype} array) "
+        f"before the {call.op}; one rank's count fits in {dtype}, the sum over every rank of every node need not")
+
+
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
@@ -2082,9 +2117,39 @@ IN_PLACE_LINE = re.compile(r"inplace\w*['\"]?\s*[=:]\s*(?!False)\w+"
                            r"|\.(?!zero_grad|requires_grad_|manual_seed|clip_grad|_)\w*[a-z0-9]_\(")
 
 
+# Collectives that write their result into the tensor they were given.
+WRITES_ITS_TENSOR = ("all_reduce", "broadcast", "reduce")
+# torch's legacy tensor type names in autograd's messages ('torch.FloatTensor [8, 1]') -> the hooks' dtype names.
+LEGACY_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
+                 "Int": "int32"}
+
+
+def _collective_on_saved_tensor(shape: str, line: LogLine, ctx: Context) -> DistCall | None:
+    """The last in-place collective the failed node's ranks returned from, on a tensor of the kind autograd names
+    (`torch.FloatTensor []`): a loss all_reduced for logging before its backward."""
+    kind = re.fullmatch(r"(?:torch\.)?(\w+?)Tensor \[([\d, ]*)\]", shape.strip())
+    if not kind or kind[1] not in LEGACY_DTYPES:
+        return None
+    dims = tuple(int(dim) for dim in kind[2].replace(" ", "").split(",") if dim)
+    calls = [call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
+             for call in trace.calls.made if call.op in WRITES_ITS_TENSOR and call.ended_at and call.tensors
+             and call.tensors[0].shape == dims and call.tensors[0].dtype == LEGACY_DTYPES[kind[1]]]
+    return max(calls, key=lambda call: call.ended_at) if calls else None
+
+
 def _changed_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
-    """Autograd kept a tensor for backward and something changed it in place: the code's in-place operations (an
-    `inplace=True` layer, a method ending in `_`) are where to look."""
+    """Autograd kept a tensor for backward and something changed it in place: a collective the hooks saw on such a
+    tensor, else the code's in-place operations (an `inplace=True` layer, a method ending in `_`), are where to
+    look."""
+    collective = _collective_on_saved_tensor(match["shape"], line, ctx)
+    if collective:
+        where = f" at {collective.caller.split(' in ')[0]}" if collective.caller else ""
+        return (f"the {collective.op}{where} wrote its result into a tensor ({collective.tensors[0]}) that backward "
+                f"still needs (the output of {match['op']}): collectives change the tensor they are given in place, "
+                f"so backward found it at version {match['version']}",
+                f"give the {collective.op} a copy and keep the rank's own tensor for backward (e.g. logged = "
+                f"loss.detach().clone(); dist.{collective.op}(logged); call backward on loss): DDP already averages "
+                "the gradients; or run the collective after backward")
     places = []
     for trace in ctx.evidence.traces:
         for path, text in trace.sources.items():
@@ -2099,6 +2164,25 @@ def _changed_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
             f"make the operation that changes {match['op']}'s output out-of-place (inplace=False on the layer after "
             f"it, x = x + y instead of x += y, clamp instead of clamp_){seen}; "
             "torch.autograd.set_detect_anomaly(True) names the line")
+
+
+def _quantile_too_large(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """torch.quantile takes at most 2**24 elements: a tensor gathered from every rank passes it as the world grows."""
+    gathers = [call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
+               for call in trace.calls.made if call.op in ("all_gather", "all_gather_into_tensor") and call.tensors]
+    grown = ""
+    if gathers:
+        call = gathers[-1]
+        share = math.prod(call.tensors[-1].shape)
+        world = ctx.evidence.expected_world_size
+        where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+        grown = (f", and the tensor it got holds what the {call.op}{where} gathered from {world} ranks ({world} x "
+                 f"{share:,} = {world * share:,} elements): one rank's share fits, the whole world's does not")
+    return (f"torch.quantile takes at most 16,777,216 (2**24) elements{grown or ' and was given more'}",
+            "compute the quantile without one tensor of everything: gather a random sample from each rank "
+            "(local[torch.randperm(local.numel())[:k]]) and take its quantile, or sort the gathered tensor and index it "
+            "(torch.sort / torch.kthvalue have no such limit), or numpy.quantile on it; a size that grows with the "
+            "world size outgrows such limits")
 
 
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -2173,6 +2257,7 @@ PATTERNS = [
                     "num_workers=0 (no children); for a background evaluation, a thread or a process started by "
                     "the rank itself")),
     PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
+    PatternRule("input-over-size-limit", re.compile(r"quantile\(\) input tensor is too large"), _quantile_too_large),
     PatternRule("changed-in-place-for-backward", re.compile(
         r"one of the variables needed for gradient computation has been modified by an inplace operation: "
         r"\[(?P<shape>.+?)\], which is output \d+ of (?P<op>\w+?)(?:Backward\d*)?, is at version (?P<version>\d+)"),
@@ -2411,5 +2496,5 @@ EXCEPTION_MECHANISMS = (
     _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
-    _empty_share, _per_host_settings,
+    _empty_share, _per_host_settings, _integer_sum_wrapped,
 )

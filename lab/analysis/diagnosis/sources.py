@@ -289,10 +289,13 @@ class SourceFile:
         return None
 
     def assignments_to(self, name: str, scope: ast.AST | None = None, before: int | None = None) -> list[ast.Assign]:
-        """The `name = ...` statements in `scope` (the whole file by default), above line `before` where given."""
+        """The `name = ...` statements (`a, name = ...` among them) in `scope` (the whole file by default), above line
+        `before` where given."""
         return [node for node in ast.walk(scope or self.tree) if isinstance(node, ast.Assign)
                 and (before is None or node.lineno < before)
-                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)]
+                and any(isinstance(part, ast.Name) and part.id == name for target in node.targets
+                        for part in ([target] if isinstance(target, ast.Name) else
+                                     target.elts if isinstance(target, (ast.Tuple, ast.List)) else []))]
 
     @cached_property
     def names(self) -> set[str]:
@@ -413,7 +416,9 @@ def origin_of(source: SourceFile, expression: ast.AST, scope: ast.AST, wanted, d
         for name in names:
             for assign in reversed(source.assignments_to(name, scope, before=getattr(expression, "lineno", None))):
                 if chain := origin_of(source, assign.value, scope, wanted, depth + 1):
-                    return [(f"{name} = {ast.unparse(assign.value)[:60]}", assign.lineno)] + chain
+                    target = next(target for target in assign.targets if name in names_in(target))
+                    assigned = ", ".join(map(ast.unparse, getattr(target, "elts", [target])))
+                    return [(f"{assigned} = {ast.unparse(assign.value)[:60]}", assign.lineno)] + chain
     return [("", 0)] if wanted(expression) else []
 
 
@@ -799,11 +804,12 @@ def _loop_over_endless_stream(ctx: Context, files: list[SourceFile], evidence: s
 
 
 def _read_before_flushed(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
-    """A file a rank read at 0 bytes that the job's code keeps open for writing (`self.fh = open(path, 'a')`, never
-    flushed or closed): what was written sat in the writer's buffer when the file was read."""
+    """A file a rank read that the job's code keeps open for writing (`self.fh = open(path, 'a')`) and flushes or
+    closes only after that read, or never: what was written sat, whole or in part, in the writer's buffer when the
+    file was read."""
     writes = {op.path: op for trace in ctx.evidence.traces if trace.calls for op in trace.calls.writes}
     read = next(((trace.rank, op) for trace in ctx.evidence.traces if trace.calls for op in trace.calls.reads
-                 if op.size == 0 and op.path in writes), None)
+                 if op.path in writes), None)
     place = caller_place(writes[read[1].path].caller) if read else None
     source = source_named(files, place[0]) if place else None
     if source is None:
@@ -813,17 +819,44 @@ def _read_before_flushed(ctx: Context, files: list[SourceFile], evidence: str) -
     if opened is None:
         return None
     handle = ast.unparse(opened.targets[0])
-    tail = handle.rsplit(".", 1)[-1]  # self.fh is log.fh to the code outside the class
-    if any(isinstance(node, ast.Call) and call_name(node) in ("flush", "close") and isinstance(node.func, ast.Attribute)
-           and ast.unparse(node.func.value).rsplit(".", 1)[-1] == tail for node in ast.walk(source.tree)):
-        return None
     rank, op = read
+    read_at = caller_place(op.caller)
+    if not _unflushed_when_read(source, handle, read_at[1] if read_at and read_at[0] == source.name else None):
+        return None
+    size = "at 0 bytes" if op.size == 0 else f"at {op.size:,} bytes"
     return Finding(
-        "read-before-flushed", f"rank {rank} read {op.path.rsplit('/', 1)[-1]} at 0 bytes ({op.caller}): the job "
-        f"writes it through `{ast.unparse(opened)[:60]}` ({source.name}:{opened.lineno}), kept open and never flushed "
-        "or closed, so what was written sat in the writer's buffer when the file was read", evidence, None, rank,
+        "read-before-flushed", f"rank {rank} read {op.path.rsplit('/', 1)[-1]} {size} ({op.caller}): the job writes "
+        f"it through `{ast.unparse(opened)[:60]}` ({source.name}:{opened.lineno}), kept open and not flushed or "
+        "closed before that read, so what was written sat, whole or in part, in the writer's buffer when the file "
+        "was read", evidence, None, rank,
         f"flush it where the readers may start ({handle}.flush(), and os.fsync({handle}.fileno()) for a reader on "
         "another host) or close it before the barrier that lets them read; or open it line-buffered (buffering=1)")
+
+
+def _unflushed_when_read(source: SourceFile, handle: str, read_line: int | None) -> bool:
+    """No flush or close of `handle` (self.fh is log.fh to the code outside the class) comes before line
+    `read_line` of the function that reads: none at all, or each one only after it (`writer.close()` below the
+    read, where the class's close() closes the handle)."""
+    tail = handle.rsplit(".", 1)[-1]
+    closers = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in (
+        "flush", "close") and isinstance(node.func, ast.Attribute)
+        and ast.unparse(node.func.value).rsplit(".", 1)[-1] == tail]
+    if not closers:
+        return True
+    if read_line is None or (reader := source.statement_at(read_line)) is None:
+        return False
+    scope = source.function_of(reader)
+    lines = []
+    for closer in closers:
+        method = source.function_of(closer)
+        if method is scope:
+            lines.append(closer.lineno)
+        elif isinstance(method, ast.FunctionDef):  # called through the writer's method: where that is called
+            lines += [call.lineno for call in calls_named(source, {method.name})
+                      if source.function_of(call) is scope] or [0]
+        else:
+            lines.append(0)
+    return all(line > read_line for line in lines)
 
 
 def _rounded_up(node: ast.AST, worlds: set[str]) -> bool:
