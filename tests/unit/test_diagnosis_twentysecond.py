@@ -31,6 +31,13 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["rank 0 read preds_rank1.jsonl at 97,817 bytes (eval_predictions_merge.py:79 in main)",
       "`self.fh = open(self.path, 'w')` (eval_predictions_merge.py:35)", "not flushed or closed before that read"],
      ["close it before the barrier"]),
+    ("twentysecond_finetune_with_watchdog", "killed-by-signal",
+     ["rank 1 was killed by SIGUSR1: the job's own code sends it (`os.kill(os.getpid(), signal.SIGUSR1)`, "
+      "finetune_with_watchdog.py:33)", "installs its handler at finetune_with_watchdog.py:40"],
+     ["install the SIGUSR1 handler in every process", "outside any rank condition"]),
+    ("twentysecond_train_with_tracker", "env-not-set",
+     ["RANK was not set in the job's processes", '`return int(os.environ.get("RANK", "0")) == 0` (train_with_tracker.py:15)',
+      "made it 0 where the process group says 1"], ["dist.get_rank()", "--env RANK={rank}"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
@@ -80,3 +87,18 @@ def test_a_sum_in_int64_is_not_a_wrapped_sum():
         replace(call, tensors=(Tensor((2,), "int64"),)) if call.op == "all_reduce" else call
         for call in evidence.traces[0].calls.recent))
     assert "integer-sum-wrapped" not in causes(wide)
+
+
+def test_a_signal_the_job_does_not_send_is_still_told_as_someone_elses():
+    """The same record with the watchdog's os.kill gone from the source: SIGUSR1 came from outside (a scheduler)."""
+    other = with_source(sample("twentysecond_finetune_with_watchdog"), "os.kill(os.getpid(), signal.SIGUSR1)", "pass")
+    top = diagnose(other)[0]
+    assert top.cause == "killed-by-signal" and "a scheduler's warning" in top.title and "own code" not in top.title
+
+
+def test_a_rank_variable_that_was_set_is_not_a_default_standing_in():
+    """The same record where every process had RANK (as under torchrun): the default never stood in."""
+    evidence = sample("twentysecond_train_with_tracker")
+    told = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, env_read={
+        **trace.calls.env_read, "RANK": str(trace.rank)})) if trace.calls else trace for trace in evidence.traces])
+    assert "env-not-set" not in causes(told)

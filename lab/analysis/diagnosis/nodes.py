@@ -5,6 +5,8 @@ the run (Evidence.probes, gathered by lab/jobs/probes.py); `questions` says what
 
 from __future__ import annotations
 
+import ast
+
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -382,6 +384,55 @@ def env_findings(ctx: Context) -> list[Finding]:
     return []
 
 
+# Launcher variables whose true value each process knows once its group is up: name -> the RankTrace field.
+KNOWN_BY_THE_GROUP = {"RANK": "rank", "WORLD_SIZE": "world_size"}
+
+
+def defaulted_rank_findings(ctx: Context) -> list[Finding]:
+    """A process read RANK (or WORLD_SIZE) unset, as under `lab exec` or a hand launch, and the code's default
+    (`os.environ.get("RANK", "0")`) stood in for it: that process took itself for another rank than the one its
+    process group says it is (every process the main one, or a world of one)."""
+    if not ctx.multi_node or not ctx.evidence.failed:
+        return []
+    for name, field in KNOWN_BY_THE_GROUP.items():
+        unset = [trace for trace in ctx.evidence.traces if trace.calls and name in trace.calls.env_read
+                 and trace.calls.env_read[name] is None and getattr(trace, field) is not None]
+        for path, text in {path: text for trace in unset for path, text in trace.sources.items()}.items():
+            default = _env_default(text, name)
+            if default is None:
+                continue
+            value, line = default
+            wrong = [trace for trace in unset if getattr(trace, field) != value]
+            if not wrong:
+                continue
+            first = wrong[0]
+            where = f"{path.rsplit('/', 1)[-1]}:{line}"
+            ranks = ", ".join(f"rank {trace.rank} (node{trace.node})" for trace in wrong[:4])
+            return [Finding(
+                "env-not-set", f"{name} was not set in the job's processes, and the code's default stood in for it: "
+                f"`{text.splitlines()[line - 1].strip()[:70]}` ({where}) made it {value} where the process group "
+                f"says {getattr(first, field)} ({ranks}), so those processes acted as {name.lower().replace('_', ' ')} "
+                f"{value}", f"{name} unset in {len(unset)} process(es); {where}", first.node, first.rank,
+                f"take it from the process group once it is up (dist.get_{field}()), or from the arguments the script "
+                f"is given; {name} is set by torchrun (and most launchers), not by `lab exec` or a hand launch: run "
+                f"with `lab torchrun`, or pass --env {name}={EXEC_PLACEHOLDERS.get(name, 'VALUE')}")]
+    return []
+
+
+def _env_default(text: str, name: str) -> tuple[int, int] | None:
+    """(the default as a number, its line) of the first os.environ.get(name, DEFAULT) / os.getenv in `text`."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "getenv") \
+                and len(node.args) >= 2 and all(isinstance(arg, ast.Constant) for arg in node.args[:2]) \
+                and node.args[0].value == name and str(node.args[1].value).strip().lstrip("-").isdigit():
+            return int(node.args[1].value), node.lineno
+    return None
+
+
 def read_env_findings(ctx: Context) -> list[Finding]:
     """A variable the job's processes read (the jobs' hooks note each read and its value, by the script or any library
     it uses) with one value on some nodes and another, or none, on others: the same code then takes another path."""
@@ -549,7 +600,8 @@ def _source_reads(ctx: Context, tb: Traceback, name: str | None) -> str | None:
 
 def node_findings(ctx: Context) -> list[Finding]:
     """Every rule of this family, for diagnose()."""
-    return (rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + read_env_findings(ctx)
+    return (rendezvous_findings(ctx) + executable_findings(ctx) + env_findings(ctx) + defaulted_rank_findings(ctx)
+            + read_env_findings(ctx)
             + read_file_findings(ctx) + built_on_some_nodes_findings(ctx) + file_findings(ctx))
 
 

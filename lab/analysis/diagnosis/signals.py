@@ -79,7 +79,7 @@ def sent_signal_findings(ctx: Context) -> list[Finding]:
     such a signal, not as an exit code without a Python error."""
     found = []
     for node, rank, number, line in _endings(ctx, SENT):
-        meaning, fix = SENT[number]
+        meaning, fix = _sent_by_the_job(ctx, signal.Signals(number).name) or SENT[number]
         who = f"rank {rank}" if rank is not None else f"a process on node{node}"
         said = last_own_line([other.text for other in ctx.lines if other.node == node and other.rank in (rank, None)])
         found.append(Finding(
@@ -88,6 +88,29 @@ def sent_signal_findings(ctx: Context) -> list[Finding]:
                                 + "; the other ranks' errors follow from it",
             quote(line), node, rank, fix))
     return found
+
+
+# A line that installs a handler for a signal: signal.signal, faulthandler.register.
+INSTALLS_HANDLER = re.compile(r"\b(?:signal\.)?signal\s*\(|\bregister\s*\(")
+
+
+def _sent_by_the_job(ctx: Context, name: str) -> tuple[str, str] | None:
+    """(meaning, fix) where the job's own code sends signal `name` (a watchdog's os.kill(os.getpid(), SIGUSR1)): the
+    process it ended had no handler for it, though the job may install one elsewhere (on some ranks only)."""
+    lines = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
+             {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
+             for number, text in enumerate(source.splitlines(), 1) if name in text.split("#", 1)[0]]
+    sender = next((line for line in lines if SENDS_SIGNAL.search(line[2])), None)
+    if sender is None:
+        return None
+    handler = next((line for line in lines if INSTALLS_HANDLER.search(line[2])), None)
+    installed = (f"; the job installs its handler at {handler[0]}:{handler[1]} (`{handler[2][:60]}`), which this "
+                 "process had not run (a rank-0 branch, a function that returns early, a later line)") if handler else \
+        "; the job installs no handler for it, and its default action ends the process"
+    return (f"the job's own code sends it (`{sender[2][:60]}`, {sender[0]}:{sender[1]}){installed}",
+            f"install the {name} handler in every process before anything can send it (at the start, outside any "
+            f"rank condition{f', as at {handler[0]}:{handler[1]}' if handler else ''}), or send {name} only to a "
+            "process that handles it")
 
 
 # A line of the job's own code that sends signals: os.kill/killpg, a Popen's terminate/kill/send_signal, a shell's
