@@ -19,7 +19,7 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, WORLD_NAMES, SourceFile, assignments, call_name,
                                             called_on, calls_named, checkpoint_call, holds, identifier, origin_of,
-                                            parsed_files, reads_world_size, self_attribute, source_named)
+                                            names_in, parsed_files, reads_world_size, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -628,6 +628,41 @@ def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
         f"before the {call.op}; one rank's count fits in {dtype}, the sum over every rank of every node need not")
 
 
+# What a broken connection raises: the socket's own errors, not bytes that arrived short.
+CONNECTION_ERRORS = {"OSError", "ConnectionResetError", "ConnectionRefusedError", "ConnectionAbortedError",
+                     "BrokenPipeError", "TimeoutError", "timeout", "gaierror", "herror"}
+
+
+def _partial_recv(ctx: Context, tb) -> Finding | None:
+    """Data that did not parse, at a line whose bytes come from one `sock.recv(n)`: recv returns what has arrived so
+    far, up to n bytes, so a message bigger than a few packets comes in part."""
+    if tb.short_type in CONNECTION_ERRORS or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    if "MSG_WAITALL" in names_in(source.tree):
+        return None
+
+    def one_recv(expression: ast.AST) -> bool:
+        return any(isinstance(node, ast.Call) and call_name(node) == "recv" and node.args
+                   for node in ast.walk(expression))
+
+    if one_recv(statement):
+        return None  # the recv itself raised: a connection's error, not short data
+    chain = origin_of(source, statement, source.function_of(statement), one_recv)
+    received = next(((text, line) for text, line in chain if "recv(" in text), None)  # the nearest to the line
+    if received is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "partial-recv", f"`{received[0]}` (line {received[1]}) takes what one recv returns, and recv returns the bytes "
+        f"that have arrived so far (up to the size asked), not the whole message: `{ast.unparse(statement)[:50]}` "
+        f"({frame.location}) got part of it ({tb.short_type}: {_said(tb.message, 70)})", _crash_evidence(tb),
+        tb.node, rank,
+        "read until the announced length has arrived: loop on recv and append until len(data) == size (or "
+        "sock.makefile('rb').read(size), or recv with socket.MSG_WAITALL), the same for the length header; or send "
+        "tensors with torch.distributed (broadcast, send/recv) instead of a socket of your own")
+
+
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
@@ -1119,6 +1154,16 @@ def _own_port_taken(ctx: Context, tb) -> Finding:
     port = f"port {number[1]}" if number else "a port"
     at = _at(tb)
     per_node = ctx.evidence.nproc_per_node
+    again = _bound_again(ctx, tb)
+    if again is not None:
+        return Finding("port-in-use", f"{port} that the job's own code binds{at} ({source[:80] or tb.short_type}) is "
+                                      f"taken on node{tb.node}: the job binds it again and again (the loop at line "
+                                      f"{again}) without SO_REUSEADDR, so the port its own earlier socket closed is "
+                                      "still held in TIME_WAIT (up to 60 s after a close)", _raised(tb, rank),
+                       tb.node, rank,
+                       "set SO_REUSEADDR on the listening socket before bind (srv.setsockopt(socket.SOL_SOCKET, "
+                       "socket.SO_REUSEADDR, 1)), or make the listening socket once and keep it open across the loop; "
+                       "or send what it serves with a collective (broadcast_object_list) instead of a socket")
     who = (f"the job runs {per_node} processes per node and each binds the same port, so all but the first fail"
            if per_node > 1 else "another process on the node holds it")
     return Finding("port-in-use", f"{port} that the job's own code binds{at} ({source[:80] or tb.short_type}) is "
@@ -1127,6 +1172,23 @@ def _own_port_taken(ctx: Context, tb) -> Finding:
                    tb.node, rank,
                    "bind it in one process per node (if int(os.environ['LOCAL_RANK']) == 0), or give each process its "
                    "own port (BASE + LOCAL_RANK), or bind port 0 and report the port the system chose")
+
+
+def _bound_again(ctx: Context, tb) -> int | None:
+    """The line of the loop that runs the failing bind more than once (around it, or around a call of the function
+    that holds it), where the job never sets SO_REUSEADDR; None otherwise."""
+    failed = _failing_statement(ctx, tb)
+    if failed is None or ctx.evidence.nproc_per_node > 1:
+        return None
+    _, source, statement = failed
+    if "SO_REUSEADDR" in names_in(source.tree) or "SO_REUSEPORT" in names_in(source.tree):
+        return None
+    if (loop := source.loop_of(statement)) is not None:
+        return loop.lineno
+    function = source.function_of(statement)
+    name = getattr(function, "name", None)
+    return next((loop.lineno for call in calls_named(source, {name}) if (loop := source.loop_of(call)) is not None),
+                None) if name else None
 
 
 def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
@@ -2185,6 +2247,30 @@ def _quantile_too_large(match: re.Match, line: LogLine, ctx: Context) -> tuple[s
             "world size outgrows such limits")
 
 
+CUT_SOMEWHERE = (": it was cut at a byte count (a fixed-width buffer, a slice of encoded text) or read before its "
+                 "writer finished")
+
+
+def _text_cut_at_bytes(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """UTF-8 that ends inside a character was cut at a byte count: a fixed-width byte buffer (how strings travel in a
+    tensor collective), a slice of encoded text, or a file read before its writer finished."""
+    carried = [call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
+               for call in trace.calls.made if call.tensors and call.tensors[-1].dtype in ("uint8", "int8")
+               and call.op not in ("init_process_group", "barrier")]
+    width = ""
+    if carried:
+        call = carried[-1]
+        where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+        width = (f": the text came through the {call.op}{where} as fixed-width bytes ({call.tensors[-1]}), and a "
+                 f"string longer than the width, once encoded, was cut inside a character")
+    return (f"a UTF-8 text ends inside a multi-byte character (the one that starts at byte {match['position']} lost its "
+            f"last bytes){width or CUT_SOMEWHERE}",
+            "cut and size text by its encoded bytes, not its characters: make the buffer as wide as the longest "
+            "encoded string (all_reduce MAX of len(text.encode())) and send each string's byte length with it, or cut "
+            "on a character boundary (text.encode()[:n].decode(errors='ignore')); for strings between ranks, "
+            "all_gather_object / broadcast_object_list carry them whole")
+
+
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                     for name, value in trace.calls.locale.items()})
@@ -2257,6 +2343,9 @@ PATTERNS = [
                     "num_workers=0 (no children); for a background evaluation, a thread or a process started by "
                     "the rank itself")),
     PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
+    PatternRule("text-cut-at-bytes", re.compile(
+        r"UnicodeDecodeError: 'utf-?8' codec can't decode byte 0x[0-9a-f]{2} in position (?P<position>\d+): "
+        r"unexpected end of data"), _text_cut_at_bytes),
     PatternRule("input-over-size-limit", re.compile(r"quantile\(\) input tensor is too large"), _quantile_too_large),
     PatternRule("changed-in-place-for-backward", re.compile(
         r"one of the variables needed for gradient computation has been modified by an inplace operation: "
@@ -2496,5 +2585,5 @@ EXCEPTION_MECHANISMS = (
     _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
-    _empty_share, _per_host_settings, _integer_sum_wrapped,
+    _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv,
 )
