@@ -649,7 +649,7 @@ def _partial_recv(ctx: Context, tb) -> Finding | None:
     if one_recv(statement):
         return None  # the recv itself raised: a connection's error, not short data
     chain = origin_of(source, statement, source.function_of(statement), one_recv)
-    received = next(((text, line) for text, line in chain if "recv(" in text), None)  # the nearest to the line
+    received = chain[0] if chain and "recv(" in chain[0][0] else None  # the bytes the line consumes: not a header
     if received is None:
         return None
     rank = _rank_of(ctx, tb)
@@ -661,6 +661,32 @@ def _partial_recv(ctx: Context, tb) -> Finding | None:
         "read until the announced length has arrived: loop on recv and append until len(data) == size (or "
         "sock.makefile('rb').read(size), or recv with socket.MSG_WAITALL), the same for the length header; or send "
         "tensors with torch.distributed (broadcast, send/recv) instead of a socket of your own")
+
+
+def _lazy_sized_on_some_ranks(ctx: Context, tb) -> Finding | None:
+    """DDP refused lazy layers (LazyLinear) with no shapes yet on some ranks: lazy modules take their shapes from
+    their first forward, and the job ran that forward only under a rank condition (a summary on rank 0)."""
+    if "uninitialized parameters" not in tb.message or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    wrapped = next((ast.unparse(call.args[0]) for call in ast.walk(statement) if isinstance(call, ast.Call)
+                    and call_name(call) in ("DistributedDataParallel", "DDP") and call.args), None)
+    branch = next((node for node in ast.walk(source.tree) if isinstance(node, ast.If) and wrapped
+                   and holds(node.test, source.ranks, set(), ()) and node.lineno < statement.lineno
+                   and any(isinstance(part, ast.Name) and part.id == wrapped for item in node.body
+                           for part in ast.walk(item))), None)
+    if branch is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    lazy = sorted({name for name in names_in(source.tree) if name and name.startswith("Lazy")})
+    return Finding(
+        "made-on-some-ranks", f"rank {rank if rank is not None else '?'}'s lazy layers ({', '.join(lazy) or 'Lazy*'}) "
+        f"had no shapes when DDP wrapped `{wrapped}` ({frame.location}): lazy modules take their shapes from their "
+        f"first forward, and that forward ran only under `if {ast.unparse(branch.test)[:40]}:` (line {branch.lineno})",
+        _crash_evidence(tb), tb.node, rank,
+        f"run the first forward on every rank before wrapping (a dummy batch through `{wrapped}` under "
+        "torch.no_grad(), outside any rank condition), and keep only the printing under rank 0; or give the layers "
+        "their input sizes (nn.Linear(in_features, ...)) instead of Lazy ones")
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -2585,5 +2611,5 @@ EXCEPTION_MECHANISMS = (
     _json_int_keys, _debugger_quit, _optimizer_state_mismatch, _grad_of_non_leaf, _created_by_every_rank,
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
-    _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv,
+    _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv, _lazy_sized_on_some_ranks,
 )

@@ -865,11 +865,37 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
                 "objects' sizes as a tensor of the list's length first, and those tensors differ",
                 "give broadcast_object_list a list of the same length on every rank: the source its objects, the others "
                 "[None] * the same N (agree on N first, e.g. broadcast it, or send one object: a dict or a list)")
+    if (buffers := _ddp_synced_buffers(ctx)) is not None:
+        return buffers
     if sent is not None:
         return (f"rank {line.rank} received a message of another size than its buffer: {sent}",
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
                 "allocate from it, or use send_object_list for data whose size varies")
     return ("the ranks passed tensors of different sizes to the same collective", SIZES_FIX)
+
+
+# DDP's own broadcasts of rank 0's parameters and buffers: when it wraps the model, and buffers before each forward.
+DDP_SYNC = re.compile(r"\b_sync_(?:module_states|params_and_buffers|buffers|module_buffers)\b")
+
+
+def _ddp_synced_buffers(ctx: Context) -> tuple[str, str] | None:
+    """Sizes that differ in DDP's broadcast of the model's state, in a job that registers buffers: a buffer holds
+    each rank's own data (a shard, a memory, a per-rank count), and DDP sends rank 0's to every rank."""
+    if not any(DDP_SYNC.search(other.text) for other in ctx.lines):
+        return None
+    registered = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
+                  {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
+                  for number, text in enumerate(source.splitlines(), 1) if "register_buffer(" in text]
+    if not registered:
+        return None
+    shown = ", ".join(f"`{text[:60]}` ({name}:{number})" for name, number, text in registered[:2])
+    return (f"the ranks' models hold buffers of different sizes ({shown}): DDP broadcasts rank 0's parameters and "
+            "buffers to every rank when it wraps the model, and its buffers again before each forward, so a buffer "
+            "filled with each rank's own data (a shard, a memory bank) cannot be received",
+            "keep per-rank data out of the wrapped module's buffers: hold it as a plain attribute (or outside the "
+            "module), or tell DDP to leave it alone (DistributedDataParallel._set_params_and_buffers_to_ignore_for_"
+            "model(model, [names]) before wrapping, or broadcast_buffers=False when no other buffer needs syncing); "
+            "buffers DDP syncs must have the same shape on every rank")
 
 
 def _object_lists(ctx: Context) -> str | None:
@@ -970,7 +996,29 @@ def _gradient_reductions(ctx: Context, line: LogLine) -> int:
     return len(reductions) // len(set(reductions)) if reductions else 0
 
 
+def _job_lines(ctx: Context, wanted: re.Pattern) -> list[tuple[str, int, str]]:
+    """(file, line, text) of the job's own lines (the files the hooks kept) that `wanted` finds, comments aside."""
+    return [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
+            {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
+            for number, text in enumerate(source.splitlines(), 1) if wanted.search(text.split("#", 1)[0])]
+
+
+TIED = re.compile(r"\.weight\s*=\s*[\w.]+\.weight\s*$")
+MATERIALIZED = re.compile(r"\bto_empty\s*\(")
+
+
 def _model_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    counts = re.search(r"Rank (\d+) has (\d+) params, while rank (\d+) has inconsistent (\d+) params", line.text)
+    ties, emptied = _job_lines(ctx, TIED), _job_lines(ctx, MATERIALIZED)
+    if counts and ties and emptied:
+        tie, empty = ties[0], emptied[0]
+        return (f"rank {counts[1]} has {counts[2]} parameters and rank {counts[3]} {counts[4]}: the model ties two "
+                f"weights (`{tie[2][:50]}`, {tie[0]}:{tie[1]}), and `{empty[2][:40]}` ({empty[0]}:{empty[1]}) on the "
+                "ranks that built it on the meta device gives each its own storage, which unties them into two "
+                "parameters",
+                f"tie the weights again after to_empty() and after loading (`{tie[2][:50]}` once more, or the "
+                "model's tie_weights()), on every rank, before DDP wraps it; or build the model the same way on every "
+                "rank and let DDP broadcast rank 0's weights")
     shape = re.search(r"\[(\d+)\]: params\[(\d+)\] in this process with sizes (\[[^\]]*\]) appears not to match "
                       r"sizes of the same param in process (\d+)", line.text)
     detail = (f": rank {shape[1]}'s params[{shape[2]}] is {shape[3]}, not the shape rank {shape[4]} has" if shape
@@ -980,12 +1028,30 @@ def _model_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
             "read per node, a rank-dependent layer size or a stale file on one node makes them differ)")
 
 
+STRIDED_VIEW = re.compile(r"assign\s*=\s*True|\.T\b|\.t\(\)|\.transpose\(|\.permute\(")
+
+
+def _layout_lines(ctx: Context) -> str:
+    """' (`...`, file:line)': the job's lines that make strided views or assign tensors as parameters."""
+    found = _job_lines(ctx, STRIDED_VIEW)
+    return f" ({', '.join(f'`{text[:50]}`, {name}:{number}' for name, number, text in found[:2])})" if found else ""
+
+
 PATTERNS = [
     PatternRule("ddp-unused-parameters", re.compile(
         r"Expected to have finished reduction in the prior iteration"), _unused_parameters),
     PatternRule("ddp-parameter-mismatch", re.compile(
         r"appears not to match sizes of the same param in process|DDP expects same model across all ranks"),
         _model_mismatch),
+    PatternRule("ddp-parameter-mismatch", re.compile(
+        r"params\[(?P<index>\d+)\] in this process with sizes (?P<sizes>\[[^\]]*\]) appears not to match strides of "
+        r"the same param in process (?P<other>\d+)"), lambda match, line, ctx: (
+        f"rank {line.rank if line.rank is not None else '?'}'s params[{match['index']}] has the shape of process "
+        f"{match['other']}'s ({match['sizes']}) but another memory layout (strides): it was made from a transposed or "
+        "otherwise strided view on some ranks only" + _layout_lines(ctx) + "; DDP needs the same layout everywhere",
+        "make the parameters contiguous before DDP, the same on every rank: load converted weights with .contiguous() "
+        "(torch.from_numpy(kernel).T.contiguous()), or copy them into the existing parameters (load_state_dict "
+        "without assign=True); load the checkpoint the same way on every rank")),
     PatternRule("collective-mismatch", re.compile(r"Detected mismatch between collectives on ranks"), _op_mismatch),
     PatternRule("shape-mismatch", re.compile(r"Detected mismatch between collectives on ranks"), _fingerprint_mismatch),
     PatternRule("shape-mismatch", re.compile(
