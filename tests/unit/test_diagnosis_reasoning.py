@@ -607,7 +607,8 @@ def test_a_store_server_sized_for_more_clients_than_processes_holds_its_rank_not
 @pytest.mark.parametrize("name, cause, says, fix", [
     # right at first try, which must stay right
     ("fifth_barrier_in_except", "collective-mismatch", "at #1 rank 0 called all_reduce", "same collectives"),
-    ("fifth_zero_optim_checkpoint", "rank-crashed", "consolidate_state_dict(to=0)", "consolidate_state_dict"),
+    ("fifth_zero_optim_checkpoint", "state-consolidated-elsewhere", "a ZeroRedundancyOptimizer that nothing "
+     "consolidated", "consolidate_state_dict(to=0) on every rank"),  # right then as the crash, now by its own cause
     ("fifth_pipeline_autocast_send", "shape-mismatch", "different dtypes to send", "dtype"),
     # mended by mechanism
     ("fifth_ckpt_replace_race", "rename-race", "found checkpoints/last.pt.tmp gone", "f'{path}.tmp.{rank}'"),

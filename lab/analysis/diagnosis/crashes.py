@@ -17,8 +17,8 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_NAMES, WORLD_NAMES, SourceFile, assignments, call_name,
-                                            called_on, calls_named, checkpoint_call, holds, identifier, origin_of,
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
+                                            SourceFile, assignments, call_name, called_on, calls_named, checkpoint_call, holds, identifier, origin_of,
                                             names_in, parsed_files, reads_world_size, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
@@ -687,6 +687,64 @@ def _lazy_sized_on_some_ranks(ctx: Context, tb) -> Finding | None:
         f"run the first forward on every rank before wrapping (a dummy batch through `{wrapped}` under "
         "torch.no_grad(), outside any rank condition), and keep only the printing under rank 0; or give the layers "
         "their input sizes (nn.Linear(in_features, ...)) instead of Lazy ones")
+
+
+SPLIT_SIZES_REFUSED = re.compile(r"Sum of input lengths does not equal the length of the input dataset|"
+                                 r"split_with_sizes expects split_sizes to sum exactly to")
+
+
+def _split_drops_remainder(ctx: Context, tb) -> Finding | None:
+    """random_split / torch.split refused lengths that do not add up to the whole, at a line that makes them by
+    dividing by the world size (`[n // world] * world`): the remainder of the division is in no rank's share."""
+    if not SPLIT_SIZES_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source)
+    divided = next((part for part in ast.walk(statement) if isinstance(part, ast.BinOp)
+                    and isinstance(part.op, ast.FloorDiv) and holds(part.right, worlds, set(), ())), None)
+    if divided is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "split-drops-remainder", f"`{ast.unparse(divided)}` ({frame.location}) gives each of the "
+        f"{ctx.evidence.expected_world_size} ranks the whole division's quotient, and the remainder is in no share: "
+        f"the lengths add up to less than the data, which `{ast.unparse(statement)[:50]}` refuses "
+        f"({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
+        "give the remainder to some shards (lengths = [n // world + (1 if i < n % world else 0) for i in "
+        "range(world)]), or pass fractions ([1 / world] * world: random_split spreads the remainder), or split by "
+        "index (indices[rank::world], torch.tensor_split); with 1 rank the division has no remainder, which is why "
+        "it passed there")
+
+
+TOP_K_REFUSED = re.compile(r"selected index k out of range|k \(\d+\) is too big|k not in range")
+
+
+def _global_k_on_shard(ctx: Context, tb) -> Finding | None:
+    """topk/kthvalue with a k set for the whole job, on a tensor that holds one rank's share of the data: as the
+    world grows, a share gets smaller than k."""
+    if not TOP_K_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    call = next((node for node in ast.walk(statement) if isinstance(node, ast.Call)
+                 and call_name(node) in ("topk", "kthvalue") and node.args), None)
+    if call is None:
+        return None
+    k = next((keyword.value for keyword in call.keywords if keyword.arg == "k"),
+             call.args[1] if len(call.args) > 1 else None)
+    chain = origin_of(source, call.args[0], source.function_of(statement),  # down to the rank itself
+                      lambda expression: holds(expression, RANK_NAMES, RANK_VARIABLES, RANK_CALLS))
+    share = next(((text, line) for text, line in reversed(chain) if text), None)
+    if k is None or share is None or holds(k, source.ranks | _world_names(source), set(), ()):
+        return None  # k already follows the rank's share
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "global-index-on-shard", f"`{ast.unparse(call)[:60]}` ({frame.location}) asks for k={ast.unparse(k)} set "
+        f"for the whole job, of a tensor that holds rank {rank if rank is not None else '?'}'s share only (`{share[0]}`,"
+        f" line {share[1]}): with {ctx.evidence.expected_world_size} ranks a share has fewer items than k",
+        _crash_evidence(tb), tb.node, rank,
+        f"take at most the share's size on each rank (k_local = min({ast.unparse(k)}, tensor.size(dim))), gather "
+        f"the candidates (padded, or with all_gather_object), and apply the global k={ast.unparse(k)} once, after "
+        "the merge")
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -2297,6 +2355,48 @@ def _text_cut_at_bytes(match: re.Match, line: LogLine, ctx: Context) -> tuple[st
             "all_gather_object / broadcast_object_list carry them whole")
 
 
+LOCAL_RANK_IN_A_NAME = re.compile(r"""f["'][^"']*\{[^}]*\blocal_rank\b[^}]*\}|\bLOCAL_RANK\b.*\+|\+.*\bLOCAL_RANK\b""",
+                                 re.IGNORECASE)
+
+
+def _name_not_unique(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """Two processes registered one RPC name: a name made from the local rank, which starts at 0 on every node."""
+    made = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
+            {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
+            for number, text in enumerate(source.splitlines(), 1) if LOCAL_RANK_IN_A_NAME.search(text.split("#")[0])]
+    how = (f": the name is made from the local rank (`{made[0][2][:60]}`, {made[0][0]}:{made[0][1]}), which starts "
+           "at 0 again on every node" if made and ctx.multi_node else
+           ": names must be unique across every process of every node")
+    return (f"two processes registered the RPC name {match['name']}{how}",
+            "name each worker by its global rank (f'worker{rank}' with rank = dist.get_rank() or int(os.environ['RANK'])"
+            "), or add the hostname to it; the local rank is unique on one node only")
+
+
+CONSOLIDATED_TO = re.compile(r"consolidate_state_dict\((?:to\s*=\s*)?(?P<to>[^)]*)\)")
+
+
+def _consolidated_elsewhere(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """ZeroRedundancyOptimizer.state_dict() on a rank its state was not consolidated to: only that rank holds it."""
+    consolidated = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
+                    {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
+                    for number, text in enumerate(source.splitlines(), 1)
+                    if CONSOLIDATED_TO.search(text.split("#")[0])]
+    who = f"rank {line.rank}" if line.rank is not None else f"a rank on node{line.node}"
+    if not consolidated:
+        return (f"{who} called state_dict() of a ZeroRedundancyOptimizer that nothing consolidated: each rank holds "
+                "its own shard of the optimizer's state",
+                "call optimizer.consolidate_state_dict(to=0) on every rank (it is a collective) before the save, then "
+                "optimizer.state_dict() and the save on rank 0 only")
+    name, number, text = consolidated[0]
+    to = CONSOLIDATED_TO.search(text)["to"].strip() or "0"
+    return (f"{who} called state_dict() of a ZeroRedundancyOptimizer whose state was consolidated to rank {to} (`"
+            f"{text[:60]}`, {name}:{number}): each rank holds its own shard of the state, and only the rank it was "
+            "gathered to has the whole",
+            f"keep consolidate_state_dict(to={to}) on every rank (it is a collective), then call optimizer.state_dict() "
+            f"and build and save the checkpoint on rank {to} only (if dist.get_rank() == {to}); the other ranks skip it "
+            "(torch's message asks for another `to`, which would only move the failure to another rank)")
+
+
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                     for name, value in trace.calls.locale.items()})
@@ -2369,6 +2469,9 @@ PATTERNS = [
                     "num_workers=0 (no children); for a background evaluation, a thread or a process started by "
                     "the rank itself")),
     PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
+    PatternRule("state-consolidated-elsewhere", re.compile(r"Optimizer state has not been consolidated on this rank"),
+                _consolidated_elsewhere),
+    PatternRule("duplicate-rank", re.compile(r"RPC worker name (?P<name>\S+) is not unique"), _name_not_unique),
     PatternRule("text-cut-at-bytes", re.compile(
         r"UnicodeDecodeError: 'utf-?8' codec can't decode byte 0x[0-9a-f]{2} in position (?P<position>\d+): "
         r"unexpected end of data"), _text_cut_at_bytes),
@@ -2612,4 +2715,5 @@ EXCEPTION_MECHANISMS = (
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
     _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv, _lazy_sized_on_some_ranks,
+    _split_drops_remainder, _global_k_on_shard,
 )

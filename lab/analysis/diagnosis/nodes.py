@@ -244,6 +244,13 @@ def file_findings(ctx: Context) -> list[Finding]:
                     ".hexdigest()[:8] (or zlib.crc32), or build the name from the values themselves; or set one "
                     "PYTHONHASHSEED for every process before Python starts (`lab torchrun --env PYTHONHASHSEED=0`)"))
                 continue
+            if (local := _named_by_local_rank(ctx, path)) is not None:
+                found.append(Finding("file-missing-everywhere", f"{path} is on no node: {local}", evidence, line.node,
+                                     line.rank, "name the files by the global rank (dist.get_rank()) where they are "
+                                     "written and where they are read: the local rank starts at 0 on every node, so "
+                                     "each node's ranks write the same names (on a shared folder, over each other's) "
+                                     "and the ranks of the other nodes find none under their own number"))
+                continue
             if stamped := _stamped_differently(path, sorted(nearest)[0] if nearest else ""):
                 wanted, made = stamped
                 found.append(Finding(
@@ -299,6 +306,34 @@ def _named_by_salted_hash(ctx: Context, path: str, nearest: str) -> tuple[str, s
     if not hashed or len({calls.hash_probe for calls in logs if calls.hash_probe is not None}) < 2:
         return None
     return differ[0][0], made, hashed[0]
+
+
+def _named_by_local_rank(ctx: Context, path: str) -> str | None:
+    """How a file named by a rank's number is missing because it was written under the local rank and read under the
+    global one: every writer's number is its local rank, and the reader's (another) is its global rank."""
+    def number(name: str) -> int | None:
+        found = re.findall(r"\d+", name.rsplit("/", 1)[-1])
+        return int(found[-1]) if found else None
+
+    traces = [trace for trace in ctx.evidence.traces if trace.calls and trace.rank is not None]
+    by_node: dict[int | None, list[int]] = {}
+    for trace in traces:
+        by_node.setdefault(trace.node, []).append(trace.rank)
+    local = {trace.rank: sorted(by_node[trace.node]).index(trace.rank) for trace in traces}
+    written = [(trace, op) for trace in traces for op in (*trace.calls.files, *trace.calls.writes)
+               if op.op in ("save", "write", "append") and number(op.path) is not None]
+    reader = next((trace for trace in traces for op in trace.calls.files if op.op == "load" and op.path.rsplit(
+        "/", 1)[-1] == path.rsplit("/", 1)[-1]), None)
+    if reader is None or not written or number(path) != reader.rank or local[reader.rank] == reader.rank:
+        return None
+    if any(number(op.path) != local[trace.rank] for trace, op in written) or \
+            all(local[trace.rank] == trace.rank for trace, _ in written):
+        return None
+    twin = next(((trace, op) for trace, op in written if trace.rank != local[trace.rank]), None)
+    trace, op = twin
+    return (f"the ranks wrote their files under their local rank (rank {trace.rank} on node{trace.node} wrote "
+            f"{op.path.rsplit('/', 1)[-1]}, {op.caller}) and read them under their global rank (rank {reader.rank} asked "
+            f"for {path.rsplit('/', 1)[-1]})")
 
 
 def _stamped_differently(path: str, nearest: str) -> tuple[str, str] | None:

@@ -665,6 +665,7 @@ def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tu
     calls = tuple(calls)
     while True:
         more = {name for name, value in assigned if name not in found and holds(value, found, variables, calls)}
+        more |= _parameters_given(functions, source, found, variables, calls) - found
         returning = {function.name for function in functions if function.name not in calls and any(
             isinstance(node, ast.Return) and node.value is not None and holds(node.value, found, variables, calls)
             for node in ast.walk(function))}  # a function whose result holds it: its calls do too
@@ -672,6 +673,23 @@ def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tu
             return found
         found |= more
         calls += tuple(returning)
+
+
+def _parameters_given(functions: list[ast.FunctionDef], source: SourceFile, names: set[str], variables: set[str],
+                      calls: tuple[str, ...]) -> set[str]:
+    """The parameters of the file's functions that a call in the file passes a name holding it (`score(rank,
+    world)` into `def score(shard, num_shards)`): by position, or by keyword."""
+    given = set()
+    for function in functions:
+        parameters = [arg.arg for arg in function.args.args]
+        for call in calls_named(source, {function.name}):
+            skip = 1 if parameters[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+            for parameter, argument in zip(parameters[skip:], call.args):
+                if not isinstance(argument, ast.Starred) and holds(argument, names, variables, calls):
+                    given.add(parameter)
+            given |= {keyword.arg for keyword in call.keywords if keyword.arg in parameters
+                      and holds(keyword.value, names, variables, calls)}
+    return given
 
 
 def holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
