@@ -3,7 +3,6 @@ with the cause and fix the lab must now give first, and the same record changed 
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.calls import CallLog, DistCall
 from lab.analysis.diagnosis import Evidence, NodeEvidence, diagnose
@@ -12,7 +11,6 @@ from lab.analysis.diagnosis.logs import LogLine, read_tracebacks
 from lab.analysis.stacks import ProcessStack
 
 from tests.unit.test_diagnosis_fourteenth import with_log
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_reasoning import ranks, top
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
@@ -47,11 +45,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
       "which it forked (recsys_snapshot_trainer.py:47) after init_process_group", "it hangs as it exits"],
      ["multiprocessing.get_context('spawn')", "os._exit(0)"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_a_gradient_of_another_shape_than_the_world_size_explains_is_told_as_a_wrong_shape_only():

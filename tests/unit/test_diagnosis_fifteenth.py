@@ -4,11 +4,9 @@ the same record changed where the finding must not fire."""
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_eleventh import without_lines
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -41,11 +39,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["`self.training and random.random() < self.p_drop`, layerdrop_checkpoint_random.py:27"],
      ["torch.rand(()) < p"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_a_short_tmpdir_a_real_stream_an_anchored_link_and_shutils_terminal_size_are_not_these_causes():

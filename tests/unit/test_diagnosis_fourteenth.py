@@ -4,10 +4,8 @@ fire."""
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -41,11 +39,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["`scheduler.step()` (accum_scheduler_microstep.py:61)", "`optimizer.step()` (line 55) only where `last_micro`"],
      ["move scheduler.step() into the `if last_micro:` block"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def with_log(evidence, old: str, new: str):

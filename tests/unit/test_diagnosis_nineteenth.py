@@ -4,12 +4,10 @@ changed where the finding must not fire."""
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 
 from tests.unit.test_diagnosis_fourteenth import with_log
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -40,11 +38,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["waits in all_reduce while it holds `with node_lock(INDEX_DIR / '.build.lock')`", "wait to take a lock at "
       "retrieval_index_eval.py:18 (`fcntl.flock(fh, fcntl.LOCK_EX)`)"], ["leave the `with` block"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_bincount_given_its_length_is_no_length_from_the_data():

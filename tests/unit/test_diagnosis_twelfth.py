@@ -3,11 +3,9 @@ with the cause and fix the lab must now give first, and the same record changed 
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_eleventh import without_lines
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -55,11 +53,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["rank 0 gathered the sharded model's full state dict", "get_model_state_dict at fsdp_checkpoint_rank0.py:29"],
      ["on all ranks", "cpu_offload=True", "torch.save under `if rank == 0`"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_a_native_crash_without_a_warning_before_it_keeps_the_general_fix():

@@ -3,11 +3,9 @@ with the cause and fix the lab must now give first, and the same record changed 
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
 
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -40,11 +38,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["ranks 2, 3 (on node1) could not attach to the shared-memory segment /featcache_none"],
      ["local rank 0 creates it"]),
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
 
 
 def test_a_static_graph_without_no_sync_keeps_the_changed_parameters_wording():

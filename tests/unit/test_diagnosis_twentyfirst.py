@@ -2,11 +2,6 @@
 own record, with the cause and fix the lab must now give first, and the same record changed where the finding must
 not fire."""
 
-import pytest
-
-from tests.unit.test_diagnosis_held_out import assert_told
-from tests.unit.test_diagnosis_replicas import causes, sample
-from tests.unit.test_diagnosis_sources import with_source
 
 TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyfirst_tp_vocab_head_finetune", "global-index-on-shard",
@@ -34,11 +29,6 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 ]
 
 
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
-
-
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
     ("twentyfirst_seqpar_rope_finetune", "position_ids = torch.arange(rank * local, (rank + 1) * local)",
      "position_ids = torch.arange(0, local) + local", "global-index-on-shard"),  # an offset not from the rank
@@ -53,7 +43,3 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
      "cfg = TrialConfig(trial_id=json.loads(payload[0])['trial_id'])", "nested-dataclass-from-dict"),  # by field
 ]
 
-
-@pytest.mark.parametrize("name, was, now, cause", NOT_TOLD, ids=[case[-1] for case in NOT_TOLD])
-def test_the_record_changed_so_the_mechanism_did_not_happen_is_not_told_it(name, was, now, cause):
-    assert cause not in causes(with_source(sample(name), was, now))

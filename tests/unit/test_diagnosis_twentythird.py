@@ -3,12 +3,10 @@ record, with the cause and fix the lab must now give first, and the same record 
 
 from dataclasses import replace
 
-import pytest
 
 from lab.analysis.calls import Tensor
 from lab.analysis.diagnosis import diagnose
-from tests.unit.test_diagnosis_held_out import assert_told
-from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
+from tests.unit.test_diagnosis_replicas import sample, with_calls
 from tests.unit.test_diagnosis_sources import with_source
 
 TOLD = [  # sample, cause, words of the title, words of the fix
@@ -42,16 +40,6 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
     ("twentythird_ctr_tabular_trainer", "    if rank == 0:\n        log_model_summary(",
      "    if True:\n        log_model_summary(", "made-on-some-ranks"),  # the first forward ran everywhere
 ]
-
-
-@pytest.mark.parametrize("name, cause, title, fix", TOLD, ids=[told[0] for told in TOLD])
-def test_the_held_out_record_is_told_its_cause_and_fix(name, cause, title, fix):
-    assert_told(name, cause, title, fix)
-
-
-@pytest.mark.parametrize("name, was, now, cause", NOT_TOLD, ids=[case[0] for case in NOT_TOLD])
-def test_the_record_changed_so_the_mechanism_did_not_happen_is_not_told_it(name, was, now, cause):
-    assert cause not in causes(with_source(sample(name), was, now))
 
 
 def test_a_port_bound_once_with_so_reuseaddr_is_not_time_wait():
