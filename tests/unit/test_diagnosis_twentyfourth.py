@@ -1,7 +1,9 @@
 """The twenty-fourth held-out batch's mended misses (bench/diagnosis/TWENTYFOURTH_BATCH.md): each scored run's own
 record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
 
+from dataclasses import replace
 
+from lab.analysis.calls import FileOp
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
@@ -22,6 +24,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyfourth_sampled_passk_eval", "split-drops-remainder",
      ["`len(test_set) // world` (sampled_passk_eval.py:78)", "the remainder is in no share"],
      ["give the remainder to some shards"]),
+    ("twentyfourth_token_stream_pretrain", "restored-another-ranks-state",
+     ["rank 1 put back state from pretrain_state.pt, which rank 0 alone saved",
+      "`load_state_dict` (token_stream_pretrain.py:40) refused it"], ["state_rank{rank}.pt", "each rank's own entry"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
@@ -43,3 +48,13 @@ def test_a_zero_state_saved_without_any_consolidation_asks_for_it():
     top = diagnose(evidence)[0]
     assert top.cause == "state-consolidated-elsewhere" and "nothing consolidated" in top.title
     assert "consolidate_state_dict(to=0) on every rank" in top.fix
+
+
+def test_state_every_rank_saved_for_itself_is_not_another_ranks():
+    """The same record where rank 1 had saved the file it loads: its own state, whatever it refused."""
+    evidence = sample("twentyfourth_token_stream_pretrain")
+    path = next(op.path for trace in evidence.traces for op in trace.calls.files if op.op == "load")
+    own = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, files=(
+        FileOp("save", path, "token_stream_pretrain.py:76 in main"), *trace.calls.files))) if trace.calls else trace
+        for trace in evidence.traces])
+    assert "restored-another-ranks-state" not in causes(own)

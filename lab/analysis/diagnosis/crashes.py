@@ -747,6 +747,40 @@ def _global_k_on_shard(ctx: Context, tb) -> Finding | None:
         "the merge")
 
 
+# A function of the user's that puts saved state back: the frame a restored state fails in.
+RESTORES = re.compile(r"load|restore|set_?state|resume", re.IGNORECASE)
+
+
+def _restored_another_ranks_state(ctx: Context, tb) -> Finding | None:
+    """A rank failed putting back state from a file that another rank alone saved (rank 0's checkpoint): it got that
+    rank's own state (its data position, its RNG, its shard), which does not fit it."""
+    rank = _rank_of(ctx, tb)
+    if rank is None or not ctx.multi_node:
+        return None
+    saved: dict[str, set[int]] = {}
+    for trace in ctx.evidence.traces:
+        for op in (trace.calls.files if trace.calls and trace.rank is not None else ()):
+            if op.op == "save":
+                saved.setdefault(op.path, set()).add(trace.rank)
+    mine = next((trace for trace in ctx.evidence.traces if trace.rank == rank and trace.calls), None)
+    loaded = [op for op in (mine.calls.files if mine else ()) if op.op == "load" and op.path in saved
+              and rank not in saved[op.path]]
+    restoring = next((frame for frame in tb.frames if not LIBRARY_FILE.search(frame.file)
+                      and RESTORES.search(frame.function)), None)
+    if not loaded or restoring is None:
+        return None
+    path, savers = loaded[-1].path, sorted(saved[loaded[-1].path])
+    by = ", ".join(f"rank {saver}" for saver in savers)
+    return Finding(
+        "restored-another-ranks-state", f"rank {rank} put back state from {path.rsplit('/', 1)[-1]}, which {by} alone "
+        f"saved, so it got {by}'s own state (what differs per rank: a data position, an RNG, a shard), and "
+        f"`{restoring.function}` ({restoring.location}) refused it ({_said(tb.message, 70)})", _crash_evidence(tb),
+        tb.node, rank,
+        "keep what differs per rank per rank: save it in a file of each rank's own (state_rank{rank}.pt), or "
+        "all_gather_object every rank's state into the checkpoint and restore each rank's own entry; rank 0's file "
+        "holds only what every rank shares (the model, the optimizer)")
+
+
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
@@ -2715,5 +2749,5 @@ EXCEPTION_MECHANISMS = (
     _service_at_localhost, _length_from_data, _grad_of_unused_parameter, _node_resource_from_another_node,
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
     _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv, _lazy_sized_on_some_ranks,
-    _split_drops_remainder, _global_k_on_shard,
+    _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
 )
