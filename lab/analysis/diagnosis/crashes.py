@@ -18,8 +18,9 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
-                                            SourceFile, assignments, call_name, called_on, calls_named, checkpoint_call, holds, identifier, origin_of,
-                                            names_in, parsed_files, reads_world_size, self_attribute, source_named)
+                                            SourceFile, assignments, call_name, called_on, calls_named, checkpoint_call,
+                                            holds, identifier, names_in, origin_of, parsed_files, reads_world_size,
+                                            self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -779,6 +780,64 @@ def _restored_another_ranks_state(ctx: Context, tb) -> Finding | None:
         "keep what differs per rank per rank: save it in a file of each rank's own (state_rank{rank}.pt), or "
         "all_gather_object every rank's state into the checkpoint and restore each rank's own entry; rank 0's file "
         "holds only what every rank shares (the model, the optimizer)")
+
+
+NON_FINITE = re.compile(r"non-?finite|\b(?:nan|inf)\b|infinit", re.IGNORECASE)
+HALF_MAX = {"float16": 65504}
+
+
+def _half_sum_overflowed(ctx: Context, tb) -> Finding | None:
+    """Values that became inf or nan, on a rank that summed float16 tensors over the ranks: the sum of every rank's
+    values passes float16's largest (65504) long before one rank's does (a compression hook that divides after)."""
+    if not NON_FINITE.search(tb.message) or not ctx.multi_node:
+        return None
+    rank = _rank_of(ctx, tb)
+    sums = [call for trace in ctx.evidence.traces if trace.node == tb.node and trace.calls
+            and (rank is None or trace.rank == rank) for call in (*trace.calls.made, *trace.calls.posted)
+            if call.op in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor") and call.tensors
+            and call.tensors[0].dtype in HALF_MAX and dict(call.args).get("op", "SUM") == "SUM"]
+    if not sums:
+        return None
+    call = sums[-1]
+    world = ctx.evidence.expected_world_size
+    where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+    return Finding(
+        "half-sum-overflowed", f"the {call.op}{where} sums {call.tensors[0]} over {world} ranks with op SUM: float16 "
+        f"holds at most {HALF_MAX[call.tensors[0].dtype]:,}, and the sum of {world} ranks' values overflows to inf "
+        f"where one rank's fits, so what follows is not finite ({_said(tb.message, 70)})", _crash_evidence(tb),
+        tb.node, rank,
+        f"divide by the world size before the reduction (x.div(world).to(torch.float16), as torch's "
+        "fp16_compress_hook does), or reduce in float32 or bfloat16; with loss scaling, keep the scale small enough "
+        "for the sum of every rank's gradients (or use a dynamic scaler)")
+
+
+def _ratio_of_a_share(ctx: Context, tb) -> Finding | None:
+    """A division by zero at a line whose denominator counts something in this rank's share of the data: a share can
+    lack what the whole data always has (a class, a token kind), so the ratio must be taken of the reduced counts."""
+    if tb.short_type != "ZeroDivisionError" or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    ranks = source.ranks
+    division = next((part for part in ast.walk(statement) if isinstance(part, ast.BinOp)
+                     and isinstance(part.op, (ast.Div, ast.FloorDiv, ast.Mod))), None)
+    if division is None:
+        return None
+    if not holds(division.right, ranks, set(), ()):
+        return None  # the denominator does not follow from the rank's share
+    scope = source.function_of(statement)
+    assigned = next((assign for name in sorted(names_in(division.right) & ranks)
+                     for assign in reversed(source.assignments_to(name, scope, before=statement.lineno))), None)
+    counted = (ast.unparse(assigned)[:60], assigned.lineno) if assigned else (ast.unparse(division.right),
+                                                                               statement.lineno)
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "ratio-of-a-share", f"`{ast.unparse(division)}` ({frame.location}) divides by a count of rank "
+        f"{rank if rank is not None else '?'}'s own share of the data (`{counted[0]}`, line {counted[1]}), and that "
+        "share has none of what it counts: one process with all the data always has some, a share of it need not",
+        _crash_evidence(tb), tb.node, rank,
+        "reduce the counts, not the ratios: keep numerator and denominator as tensors, all_reduce (SUM) both across "
+        "the ranks, then divide once (guarding a count of 0); or shard so every rank sees every kind "
+        "(DistributedSampler, x[rank::world] on shuffled data)")
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -1919,8 +1978,30 @@ def _watchdog(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
 
 
 def _script_not_found(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    if moved := _looked_for_after_chdir(match["path"], line, ctx):
+        started_in, cwd = moved
+        return (f"the script {match['path']} is not where it was looked for: a process of the job changed directory "
+                f"(from {started_in} to {cwd}) and then started `{match['path'].rsplit('/', 1)[-1]}` by a relative "
+                "path (sys.argv[0], a bare file name), which now resolves inside the new folder",
+                "start child processes with an absolute path (os.path.abspath(sys.argv[0]) or __file__, taken before "
+                "any chdir) or with cwd= the launch folder; or do not chdir: write outputs under the run folder by "
+                "path")
     return (f"the script {match['path']} is not on node{line.node}",
             "copy it to every node (lab exec --copy FILE, or a path under the lab's shared folder /lab/shared)")
+
+
+def _looked_for_after_chdir(path: str, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """(launch folder, folder changed to) where a process of the node moved into the folder the missing script was
+    looked for in, and the script is a file of the job's own (it exists in the folder the process started in)."""
+    folder, _, name = path.rpartition("/")
+    for trace in ctx.evidence.traces:
+        calls = trace.calls
+        if trace.node != line.node or not calls or not calls.cwd or not calls.started_in:
+            continue
+        if calls.cwd != calls.started_in and folder == calls.cwd and any(
+                source.rsplit("/", 1)[-1] == name for source in trace.sources):
+            return calls.started_in, calls.cwd
+    return None
 
 
 def _bad_arguments(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -2750,4 +2831,5 @@ EXCEPTION_MECHANISMS = (
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
     _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv, _lazy_sized_on_some_ranks,
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
+    _half_sum_overflowed, _ratio_of_a_share,
 )

@@ -11,6 +11,8 @@ it was (the Flight Recorder dumps):
 
 from __future__ import annotations
 
+import re
+
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 
@@ -19,7 +21,33 @@ NODE_OWN_OPTIONS = {"--node-rank", "--node_rank", "--local-addr", "--local_addr"
 
 def launch_findings(ctx: Context) -> list[Finding]:
     agents = _agents(ctx)
-    return _options_differ(ctx, agents) + _nodes_never_come(ctx, agents) + _separate_worlds(ctx)
+    return (_options_differ(ctx, agents) + _nodes_never_come(ctx, agents) + _separate_worlds(ctx)
+            + _option_spelled_otherwise(ctx))
+
+
+def _option_spelled_otherwise(ctx: Context) -> list[Finding]:
+    """An option of the job's command line that the script's parser defines under another spelling (`--node-rank`
+    given, `--node_rank` defined), in a script that parses with parse_known_args: argparse left it among the unknown
+    arguments without an error, and the option kept its default on every node."""
+    for path, text in {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items():
+        if "parse_known_args" not in text:
+            continue
+        defined = set(re.findall(r"add_argument\(\s*[^)]*?[\"'](--[\w-]+)[\"']", text))
+        for word in ctx.evidence.command:
+            given = word.partition("=")[0]
+            if not given.startswith("--") or given in defined or any(name.startswith(given) for name in defined):
+                continue
+            meant = next((name for name in defined if name.replace("_", "-") == given.replace("_", "-")), None)
+            if meant:
+                return [Finding(
+                    "option-spelled-otherwise", f"the command passes {given}, but {path.rsplit('/', 1)[-1]} defines "
+                    f"{meant}: parse_known_args() puts an option it does not know among the leftovers without an "
+                    f"error, so {meant} kept its default on every node", f"command: {' '.join(ctx.evidence.command)}",
+                    None, None,
+                    f"pass the spelling the script defines ({meant}), or accept both (add_argument('{given}', "
+                    f"'{meant}', dest=...)); and do not let unknown options pass silently: parse_args(), or fail on "
+                    "leftovers that are not the overrides the script expects")]
+    return []
 
 
 def _launcher_options(cmdline: list[str]) -> dict[str, str] | None:

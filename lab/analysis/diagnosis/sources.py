@@ -624,7 +624,8 @@ def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | Non
 
 
 def assignments(source: SourceFile):
-    """(name, value) of every plain assignment, tuple assignments item by item (rank, world = a, b)."""
+    """(name, value) of every plain assignment, tuple assignments item by item (rank, world = a, b), and each name
+    unpacked from one value with that whole value (xs, ys = shard(x, y, rank, world))."""
     for node in ast.walk(source.tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
@@ -634,6 +635,8 @@ def assignments(source: SourceFile):
                         target.elts) == len(node.value.elts):
                     yield from ((item.id, value) for item, value in zip(target.elts, node.value.elts)
                                 if isinstance(item, ast.Name))
+                elif isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
+                    yield from ((item.id, node.value) for item in target.elts if isinstance(item, ast.Name))
 
 
 UNORDERED_CALLS = {"set": "a set", "frozenset": "a set", "listdir": "os.listdir()", "scandir": "os.scandir()",
