@@ -20,6 +20,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyfifth_train_with_run_folder", "script-not-found",
      ["a process of the job changed directory", "outputs/lm-base", "by a relative path"],
      ["os.path.abspath(sys.argv[0])"]),
+    ("twentyfifth_tp_mlp_pretrain", "plain-tensor-into-dtensor",
+     ["clip_grad_norm_ (or another norm over every gradient at once) got plain tensors and DTensors together"],
+     ["compute the global norm per kind and combine"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be

@@ -2512,6 +2512,20 @@ def _consolidated_elsewhere(match: re.Match, line: LogLine, ctx: Context) -> tup
             "(torch's message asks for another `to`, which would only move the failure to another rank)")
 
 
+def _norm_of_mixed(line: LogLine) -> tuple[str, str] | None:
+    """One norm over a model's gradients where some parameters are DTensors and some plain tensors (a model sharded in
+    part): clip_grad_norm_ computes them with one foreach operation, which refuses the mix."""
+    if not re.search(r"_foreach_norm|clip_grad_norm|get_total_norm", line.text):
+        return None
+    return ("clip_grad_norm_ (or another norm over every gradient at once) got plain tensors and DTensors together: "
+            "only part of the model is sharded (tensor parallelism or fully_shard on some layers), and its foreach "
+            "norm takes one kind at a time",
+            "compute the global norm per kind and combine: the norm of the DTensor gradients (their full_tensor(), or "
+            "their local shards' squared norms all_reduced over the mesh) and of the plain ones, total = sqrt(a**2 + "
+            "b**2), then scale every gradient by max_norm / total; or make every parameter a DTensor (shard or "
+            "replicate the rest on the same mesh) so one clip_grad_norm_ covers them")
+
+
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                     for name, value in trace.calls.locale.items()})
@@ -2723,7 +2737,8 @@ PATTERNS = [
                     "function runs, or use torch.no_grad(), which makes ordinary tensors), or .clone() it outside "
                     "inference mode before changing it")),
     PatternRule("plain-tensor-into-dtensor", re.compile(r"got mixed torch\.Tensor and DTensor"),
-                lambda match, line, ctx: _module_added_after_sharding(ctx) or _root_not_sharded(ctx) or (
+                lambda match, line, ctx: _module_added_after_sharding(ctx) or _root_not_sharded(ctx) or _norm_of_mixed(
+                    line) or (
                     ("a full (unsharded) state dict was loaded with load_state_dict into a model whose parameters are "
                      "DTensors, sharded by fully_shard (FSDP2) or tensor parallelism: copying a plain tensor into a "
                      "DTensor is refused" if "While copying the parameter" in line.text else
