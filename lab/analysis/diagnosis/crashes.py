@@ -840,6 +840,121 @@ def _ratio_of_a_share(ctx: Context, tb) -> Finding | None:
         "(DistributedSampler, x[rank::world] on shuffled data)")
 
 
+REACHING_FAILED = re.compile(r"refused|unreachable|timed? ?out|could not (?:fetch|connect|reach)|not reachable|"
+                             r"Connection|gave up|after \d+ (?:attempts|tries|retries)", re.IGNORECASE)
+
+
+def _failed_before_joining(ctx: Context, tb) -> Finding | None:
+    """A rank that gave up reaching a peer before it called init_process_group, while that peer waited in
+    init_process_group for it: each waited for the other (a service rank 0 starts only after joining)."""
+    rank = _rank_of(ctx, tb)
+    mine = next((trace for trace in ctx.evidence.traces if trace.rank == rank and trace.calls), None)
+    if rank is None or mine is None or any(call.op == "init_process_group" for call in mine.calls.made):
+        return None
+    waiting = [trace for trace in ctx.evidence.traces if trace.rank != rank and trace.calls
+               and any(call.op == "init_process_group" and call.ended_at is None for call in trace.calls.made)]
+    hosts = {f"node{trace.node}" for trace in waiting} | ({ctx.evidence.master_addr} if ctx.evidence.master_addr
+                                                         else set())
+    named = sorted(host for host in hosts if host and host in tb.message)
+    if not waiting or not (named or REACHING_FAILED.search(tb.message)):
+        return None
+    other = waiting[0]
+    entered = next(call for call in other.calls.made if call.op == "init_process_group" and call.ended_at is None)
+    return Finding(
+        "ranks-wait-for-each-other", f"rank {other.rank} waited in init_process_group ({entered.caller}) for rank {rank} "
+        f"to join, while rank {rank} never called it: before joining it waited for something "
+        f"{'on ' + named[0] + ' ' if named else ''}that rank {other.rank} was to provide only after joining, and gave "
+        f"up{_at(tb)} ({_said(tb.message, 90)})", _crash_evidence(tb), tb.node, rank,
+        "order the start-up so that no rank waits for a peer that waits for it: start what the others need (a "
+        "config server, a file, a store key) before init_process_group on the rank that provides it, or let every "
+        "rank call init_process_group first and then hand the rest over with torch.distributed (broadcast_object_list "
+        "after the group exists)")
+
+
+# Collectives that write into an output buffer of their own: what comes out has no autograd history.
+INTO_A_NEW_BUFFER = ("all_to_all_single", "all_to_all", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+                     "reduce_scatter_tensor", "gather", "recv", "irecv")
+
+
+def _no_history_through_a_collective(ctx: Context, tb) -> Finding | None:
+    """backward() of a tensor with no grad_fn, on a rank whose values went through a c10d collective into a buffer
+    of its own: torch.distributed's collectives are not autograd operations, so the graph ends at the buffer."""
+    if "does not require grad and does not have a grad_fn" not in tb.message:
+        return None
+    rank = _rank_of(ctx, tb)
+    calls = [call for trace in ctx.evidence.traces if trace.node == tb.node and trace.calls
+             and (rank is None or trace.rank == rank) for call in trace.calls.made if call.op in INTO_A_NEW_BUFFER]
+    sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
+    if not calls or any("distributed.nn" in text or "functional_collectives" in text for text in sources.values()):
+        return None
+    call = calls[-1]
+    where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+    return Finding(
+        "gathered-without-gradient", f"backward{_at(tb)} got a tensor with no autograd history: its values went "
+        f"through the {call.op}{where}, which writes into a buffer of its own and is not an autograd operation, so "
+        "the graph ends there and nothing before it gets a gradient", _crash_evidence(tb), tb.node, rank,
+        f"make the exchange differentiable: wrap the {call.op} in a torch.autograd.Function whose backward runs the "
+        "reverse exchange (for all_to_all: all_to_all with the split sizes swapped), or use the autograd-aware "
+        "versions (torch.distributed.nn.functional.all_to_all_single, all_gather)")
+
+
+def _splits_not_per_rank(ctx: Context, tb) -> Finding | None:
+    """all_to_all's split sizes with another count of entries than the group has ranks: one size per destination rank
+    is what it takes (per-expert counts passed where per-rank ones are meant)."""
+    if "Number of tensor splits not equal to group size" not in tb.message:
+        return None
+    rank = _rank_of(ctx, tb)
+    failed = [call for trace in ctx.evidence.traces if trace.rank == rank and trace.calls for call in trace.calls.failed
+              if call.op in ("all_to_all_single", "all_to_all")]
+    if not failed:
+        return None
+    call = failed[-1]
+    group = len(call.group) if call.group else ctx.evidence.expected_world_size
+    counts = {name: len(value.strip("[]").split(",")) for name, value in call.args
+              if name.endswith("split_sizes") and value.startswith("[")}
+    wrong = {name: count for name, count in counts.items() if count != group}
+    if not wrong:
+        return None
+    shown = ", ".join(f"{name} has {count} entries" for name, count in wrong.items())
+    return Finding(
+        "shape-mismatch", f"{call.op} at {call.caller.split(' in ')[0] if call.caller else '?'}: {shown} for a group of "
+        f"{group} ranks: it takes one size per rank of the group (what goes to, or comes from, each rank), so sizes "
+        "counted per expert or per item must be summed per owning rank first", _crash_evidence(tb), tb.node, rank,
+        f"give {call.op} {group} split sizes, one per rank: sum the per-expert counts by the rank that owns each "
+        "expert (counts.view(world, experts_per_rank).sum(1).tolist(), with the tokens sorted by expert so each "
+        "rank's part is contiguous), and use the matching per-rank sizes when sending the results back")
+
+
+OUT_OF_RANGE = re.compile(r"index out of range|out of bounds|index \d+ is out of|list index out of range")
+
+
+def _index_past_a_rounded_share(ctx: Context, tb) -> Finding | None:
+    """An index out of range at a line whose index follows from a floor division by the world size: the division
+    drops its remainder (6 experts over 4 ranks: 1 each), so the items past world * share map past the last rank."""
+    if not OUT_OF_RANGE.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source)
+
+    def rounded(expression: ast.AST) -> bool:
+        return any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.FloorDiv)
+                   and holds(part.right, worlds, set(), ()) for part in ast.walk(expression))
+
+    chain = origin_of(source, statement, source.function_of(statement), rounded)
+    divided = next(((text, line) for text, line in reversed(chain) if text), None)
+    if divided is None or len(chain) < 3:  # the division itself, and an index made from it
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "split-drops-remainder", f"`{divided[0]}` (line {divided[1]}) divides by the world size and rounds down: with "
+        f"{ctx.evidence.expected_world_size} ranks what does not divide evenly has no rank, so an index computed from "
+        f"it (`{chain[0][0]}`, line {chain[0][1]}) points past the last one, which `{ast.unparse(statement)[:50]}` "
+        f"({frame.location}) refuses ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, rank,
+        "make the division cover every item: require that the count divides by the world size (or choose a group "
+        "size that divides it), or place items with ceiling division or an explicit item-to-rank table "
+        "(numpy.array_split of the indices); with 1 rank nothing is left over, which is why it passed there")
+
+
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
@@ -2846,5 +2961,6 @@ EXCEPTION_MECHANISMS = (
     _shared_memory_of_another_node, _global_index_on_shard, _view_of_a_split, _nested_dataclass_from_dict,
     _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv, _lazy_sized_on_some_ranks,
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
-    _half_sum_overflowed, _ratio_of_a_share,
+    _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
+    _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
 )

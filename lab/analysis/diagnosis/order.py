@@ -339,8 +339,8 @@ def _unordered_loop(ctx: Context, files: list[SourceFile], evidence: str) -> Fin
                     "collectives-in-unordered-loop", f"the {op} at {name}:{line} runs in a loop over {text} "
                     f"(line {loop.lineno}): {why}, so each rank runs the loop's collectives in its own order and pairs "
                     "them with other tensors than its peers", evidence, node, rank,
-                    f"loop in an order every rank shares: `for ... in sorted({text})`; to drop repeats and keep the "
-                    "order given, use dict.fromkeys(items) instead of set(items)")
+                    f"loop in an order every rank shares: `for ... in sorted({ast.unparse(loop.iter)[:60]})`; to drop "
+                    "repeats and keep the order given, use dict.fromkeys(items) instead of set(items)")
     return None
 
 

@@ -649,6 +649,10 @@ def unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | None
         return "a set", ast.unparse(expression)[:60]
     if isinstance(expression, ast.Call) and (called := call_name(expression)) in UNORDERED_CALLS:
         return UNORDERED_CALLS[called], ast.unparse(expression)[:60]
+    if isinstance(expression, ast.BinOp) and isinstance(expression.op, (ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)) \
+            and any(unordered(source, side) == ("a set", ast.unparse(side)[:60])
+                    for side in (expression.left, expression.right)):  # set algebra gives a set
+        return "a set", ast.unparse(expression)[:60]
     if isinstance(expression, ast.Name):  # a name the same function (or the module) set to one
         for node in source.assignments_to(expression.id, source.function_of(expression), before=expression.lineno):
             if (found := unordered(source, node.value)) is not None:
