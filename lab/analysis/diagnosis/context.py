@@ -170,3 +170,11 @@ def on_shared_folder(ctx: Context, path: str) -> bool:
     """`path` is in the lab's shared folder, or in a folder the nodes said they all see (no node's own disk)."""
     probes = ctx.evidence.probes
     return path.startswith(SHARED_MOUNT + "/") or (probes is not None and probes.on_shared_folder(path))
+
+
+def job_lines(ctx: Context, wanted: Callable[[str], object]) -> list[tuple[str, int, str]]:
+    """(file name, line number, the line stripped) of the job's own lines (the files its hooks kept) whose code, its
+    comment aside, `wanted` finds: where a job sends a signal, names a worker, registers a buffer."""
+    sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
+    return [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in sources.items()
+            for number, text in enumerate(source.splitlines(), 1) if wanted(text.split("#", 1)[0])]

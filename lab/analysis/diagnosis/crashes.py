@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import endpoint_host, is_loopback, job_own_port
-from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, near, quote,
-                                             quoted_source, report_root_rank)
+from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, job_lines, near,
+                                             quote, quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
@@ -574,9 +574,8 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
     worlds = _world_names(source)
 
     def a_share(expression: ast.AST) -> bool:
-        return any(isinstance(part, ast.BinOp) and isinstance(part.op, (ast.FloorDiv, ast.Div))
-                   and holds(part.right, worlds, set(), ()) or isinstance(part, ast.Slice) and part.step is not None
-                   and holds(part.step, worlds, set(), ()) for part in ast.walk(expression))
+        return any(_divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or isinstance(part, ast.Slice)
+                   and part.step is not None and holds(part.step, worlds, set(), ()) for part in ast.walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), a_share)
     split = next(((text, line) for text, line in reversed(chain) if text), None)
@@ -605,9 +604,7 @@ def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
     if not NEGATIVE_NUMBER.search(tb.message) or not ctx.multi_node:
         return None
     rank = _rank_of(ctx, tb)
-    sums = [call for trace in ctx.evidence.traces if trace.node == tb.node and trace.calls
-            and (rank is None or trace.rank == rank) for call in trace.calls.made
-            if call.op in ("all_reduce", "reduce") and call.ended_at and call.tensors
+    sums = [call for call in _calls_of(ctx, tb.node, rank, ("all_reduce", "reduce")) if call.ended_at and call.tensors
             and call.tensors[0].dtype in NARROW_SIGNED and dict(call.args).get("op", "SUM") == "SUM"]
     if not sums or (failed := _failing_statement(ctx, tb)) is None:
         return None
@@ -701,8 +698,7 @@ def _split_drops_remainder(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     worlds = _world_names(source)
-    divided = next((part for part in ast.walk(statement) if isinstance(part, ast.BinOp)
-                    and isinstance(part.op, ast.FloorDiv) and holds(part.right, worlds, set(), ())), None)
+    divided = next((part for part in ast.walk(statement) if _divides_by(part, worlds)), None)
     if divided is None:
         return None
     rank = _rank_of(ctx, tb)
@@ -792,10 +788,9 @@ def _half_sum_overflowed(ctx: Context, tb) -> Finding | None:
     if not NON_FINITE.search(tb.message) or not ctx.multi_node:
         return None
     rank = _rank_of(ctx, tb)
-    sums = [call for trace in ctx.evidence.traces if trace.node == tb.node and trace.calls
-            and (rank is None or trace.rank == rank) for call in (*trace.calls.made, *trace.calls.posted)
-            if call.op in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor") and call.tensors
-            and call.tensors[0].dtype in HALF_MAX and dict(call.args).get("op", "SUM") == "SUM"]
+    sums = [call for call in _calls_of(ctx, tb.node, rank, ("all_reduce", "reduce", "reduce_scatter",
+                                                              "reduce_scatter_tensor"), posted=True)
+            if call.tensors and call.tensors[0].dtype in HALF_MAX and dict(call.args).get("op", "SUM") == "SUM"]
     if not sums:
         return None
     call = sums[-1]
@@ -882,10 +877,8 @@ def _no_history_through_a_collective(ctx: Context, tb) -> Finding | None:
     if "does not require grad and does not have a grad_fn" not in tb.message:
         return None
     rank = _rank_of(ctx, tb)
-    calls = [call for trace in ctx.evidence.traces if trace.node == tb.node and trace.calls
-             and (rank is None or trace.rank == rank) for call in trace.calls.made if call.op in INTO_A_NEW_BUFFER]
-    sources = {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}
-    if not calls or any("distributed.nn" in text or "functional_collectives" in text for text in sources.values()):
+    calls = _calls_of(ctx, tb.node, rank, INTO_A_NEW_BUFFER)
+    if not calls or job_lines(ctx, lambda code: "distributed.nn" in code or "functional_collectives" in code):
         return None
     call = calls[-1]
     where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
@@ -937,8 +930,7 @@ def _index_past_a_rounded_share(ctx: Context, tb) -> Finding | None:
     worlds = _world_names(source)
 
     def rounded(expression: ast.AST) -> bool:
-        return any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.FloorDiv)
-                   and holds(part.right, worlds, set(), ()) for part in ast.walk(expression))
+        return any(_divides_by(part, worlds) for part in ast.walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), rounded)
     divided = next(((text, line) for text, line in reversed(chain) if text), None)
@@ -953,6 +945,20 @@ def _index_past_a_rounded_share(ctx: Context, tb) -> Finding | None:
         "make the division cover every item: require that the count divides by the world size (or choose a group "
         "size that divides it), or place items with ceiling division or an explicit item-to-rank table "
         "(numpy.array_split of the indices); with 1 rank nothing is left over, which is why it passed there")
+
+
+def _calls_of(ctx: Context, node: int | None, rank: int | None, ops: tuple[str, ...],
+              posted: bool = False) -> list[DistCall]:
+    """The torch.distributed calls of `ops` that the processes of `node` (of `rank` only, where given) made, oldest
+    first per process; with `posted`, their async ones too (a DDP comm hook's)."""
+    return [call for trace in ctx.evidence.traces if trace.node == node and trace.calls
+            and (rank is None or trace.rank == rank)
+            for call in (*trace.calls.made, *(trace.calls.posted if posted else ())) if call.op in ops]
+
+
+def _divides_by(part: ast.AST, worlds: set[str], ops: tuple[type, ...] = (ast.FloorDiv,)) -> bool:
+    """`part` is a division (floor division by default) by something that holds the world size."""
+    return isinstance(part, ast.BinOp) and isinstance(part.op, ops) and holds(part.right, worlds, set(), ())
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -2507,8 +2513,7 @@ def _collective_on_saved_tensor(shape: str, line: LogLine, ctx: Context) -> Dist
     if not kind or kind[1] not in LEGACY_DTYPES:
         return None
     dims = tuple(int(dim) for dim in kind[2].replace(" ", "").split(",") if dim)
-    calls = [call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
-             for call in trace.calls.made if call.op in WRITES_ITS_TENSOR and call.ended_at and call.tensors
+    calls = [call for call in _calls_of(ctx, line.node, None, WRITES_ITS_TENSOR) if call.ended_at and call.tensors
              and call.tensors[0].shape == dims and call.tensors[0].dtype == LEGACY_DTYPES[kind[1]]]
     return max(calls, key=lambda call: call.ended_at) if calls else None
 
@@ -2544,8 +2549,8 @@ def _changed_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
 
 def _quantile_too_large(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """torch.quantile takes at most 2**24 elements: a tensor gathered from every rank passes it as the world grows."""
-    gathers = [call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
-               for call in trace.calls.made if call.op in ("all_gather", "all_gather_into_tensor") and call.tensors]
+    gathers = [call for call in _calls_of(ctx, line.node, None, ("all_gather", "all_gather_into_tensor"))
+               if call.tensors]
     grown = ""
     if gathers:
         call = gathers[-1]
@@ -2591,9 +2596,7 @@ LOCAL_RANK_IN_A_NAME = re.compile(r"""f["'][^"']*\{[^}]*\blocal_rank\b[^}]*\}|\b
 
 def _name_not_unique(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """Two processes registered one RPC name: a name made from the local rank, which starts at 0 on every node."""
-    made = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
-            {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
-            for number, text in enumerate(source.splitlines(), 1) if LOCAL_RANK_IN_A_NAME.search(text.split("#")[0])]
+    made = job_lines(ctx, LOCAL_RANK_IN_A_NAME.search)
     how = (f": the name is made from the local rank (`{made[0][2][:60]}`, {made[0][0]}:{made[0][1]}), which starts "
            "at 0 again on every node" if made and ctx.multi_node else
            ": names must be unique across every process of every node")
@@ -2607,10 +2610,7 @@ CONSOLIDATED_TO = re.compile(r"consolidate_state_dict\((?:to\s*=\s*)?(?P<to>[^)]
 
 def _consolidated_elsewhere(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """ZeroRedundancyOptimizer.state_dict() on a rank its state was not consolidated to: only that rank holds it."""
-    consolidated = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
-                    {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
-                    for number, text in enumerate(source.splitlines(), 1)
-                    if CONSOLIDATED_TO.search(text.split("#")[0])]
+    consolidated = job_lines(ctx, CONSOLIDATED_TO.search)
     who = f"rank {line.rank}" if line.rank is not None else f"a rank on node{line.node}"
     if not consolidated:
         return (f"{who} called state_dict() of a ZeroRedundancyOptimizer that nothing consolidated: each rank holds "

@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 
 from lab.analysis.diagnosis.addresses import connect_attempts
 from lab.analysis.diagnosis.context import (ARGUMENT_ERRORS, JOINED, STORE_WAIT, Context, PatternRule, echoes_a_peer, env_values,
-                                            missing_rank, near, node_evidence, node_of_rank, quote, rendezvous_host)
+                                            job_lines, missing_rank, near, node_evidence, node_of_rank, quote,
+                                            rendezvous_host)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
 from lab.analysis.diagnosis.nodes import RENDEZVOUS_CALLS
@@ -883,9 +884,7 @@ def _ddp_synced_buffers(ctx: Context) -> tuple[str, str] | None:
     each rank's own data (a shard, a memory, a per-rank count), and DDP sends rank 0's to every rank."""
     if not any(DDP_SYNC.search(other.text) for other in ctx.lines):
         return None
-    registered = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
-                  {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
-                  for number, text in enumerate(source.splitlines(), 1) if "register_buffer(" in text]
+    registered = job_lines(ctx, lambda code: "register_buffer(" in code)
     if not registered:
         return None
     shown = ", ".join(f"`{text[:60]}` ({name}:{number})" for name, number, text in registered[:2])
@@ -996,20 +995,13 @@ def _gradient_reductions(ctx: Context, line: LogLine) -> int:
     return len(reductions) // len(set(reductions)) if reductions else 0
 
 
-def _job_lines(ctx: Context, wanted: re.Pattern) -> list[tuple[str, int, str]]:
-    """(file, line, text) of the job's own lines (the files the hooks kept) that `wanted` finds, comments aside."""
-    return [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
-            {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
-            for number, text in enumerate(source.splitlines(), 1) if wanted.search(text.split("#", 1)[0])]
-
-
 TIED = re.compile(r"\.weight\s*=\s*[\w.]+\.weight\s*$")
 MATERIALIZED = re.compile(r"\bto_empty\s*\(")
 
 
 def _model_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     counts = re.search(r"Rank (\d+) has (\d+) params, while rank (\d+) has inconsistent (\d+) params", line.text)
-    ties, emptied = _job_lines(ctx, TIED), _job_lines(ctx, MATERIALIZED)
+    ties, emptied = job_lines(ctx, TIED.search), job_lines(ctx, MATERIALIZED.search)
     if counts and ties and emptied:
         tie, empty = ties[0], emptied[0]
         return (f"rank {counts[1]} has {counts[2]} parameters and rank {counts[3]} {counts[4]}: the model ties two "
@@ -1033,7 +1025,7 @@ STRIDED_VIEW = re.compile(r"assign\s*=\s*True|\.T\b|\.t\(\)|\.transpose\(|\.perm
 
 def _layout_lines(ctx: Context) -> str:
     """' (`...`, file:line)': the job's lines that make strided views or assign tensors as parameters."""
-    found = _job_lines(ctx, STRIDED_VIEW)
+    found = job_lines(ctx, STRIDED_VIEW.search)
     return f" ({', '.join(f'`{text[:50]}`, {name}:{number}' for name, number, text in found[:2])})" if found else ""
 
 

@@ -12,7 +12,7 @@ import ast
 import re
 import signal
 
-from lab.analysis.diagnosis.context import SYMPTOM, Context, explained_by_rule, quote
+from lab.analysis.diagnosis.context import SYMPTOM, Context, explained_by_rule, job_lines, quote
 from lab.analysis.diagnosis.crashes import last_warning, message_advice
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, WARNING_LINE, LogLine, last_own_line
@@ -97,9 +97,7 @@ INSTALLS_HANDLER = re.compile(r"\b(?:signal\.)?signal\s*\(|\bregister\s*\(")
 def _sent_by_the_job(ctx: Context, name: str) -> tuple[str, str] | None:
     """(meaning, fix) where the job's own code sends signal `name` (a watchdog's os.kill(os.getpid(), SIGUSR1)): the
     process it ended had no handler for it, though the job may install one elsewhere (on some ranks only)."""
-    lines = [(path.rsplit("/", 1)[-1], number, text.strip()) for path, source in
-             {path: text for trace in ctx.evidence.traces for path, text in trace.sources.items()}.items()
-             for number, text in enumerate(source.splitlines(), 1) if name in text.split("#", 1)[0]]
+    lines = job_lines(ctx, lambda code: name in code)
     sender = next((line for line in lines if SENDS_SIGNAL.search(line[2])), None)
     if sender is None:
         return None
