@@ -21,6 +21,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentysixth_moe_router_calibration", "split-drops-remainder",
      ["`per_rank = max(1, E // ws)` (line 27)", "`owner = eid // per_rank`, line 45"],
      ["require that the count divides by the world size"]),
+    ("twentysixth_eval_multitask_report", "collectives-in-unordered-loop",
+     ["the all_reduce at eval_multitask_report.py:78 runs in a loop over results.items() (line 77)",
+      "a dict filled in an order that depends on the rank (`for task in task_order(rank)`, line 73)"],
+     ["sorted(results.items())"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
@@ -28,6 +32,8 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
      'selected = [s["name"] for s in SCHEMA if s["name"] not in args.drop]', "collectives-in-unordered-loop"),
     ("twentysixth_moe_router_calibration", "per_rank = max(1, E // ws)", "per_rank = max(1, E - ws)",
      "split-drops-remainder"),  # an index out of range, but not through a division by the world
+    ("twentysixth_eval_multitask_report", "for task in task_order(rank):", "for task in TASKS:",
+     "collectives-in-unordered-loop"),  # filled in one order everywhere: the sizes differ for another reason
 ]
 
 

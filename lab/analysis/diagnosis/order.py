@@ -329,6 +329,15 @@ def _unordered_loop(ctx: Context, files: list[SourceFile], evidence: str) -> Fin
             if source.name != name:
                 continue
             for loop in _loops_around(source, line):
+                if (filled := _filled_in_rank_order(source, loop.iter)) is not None:
+                    return Finding(
+                        "collectives-in-unordered-loop", f"the {op} at {name}:{line} runs in a loop over "
+                        f"{ast.unparse(loop.iter)[:40]} (line {loop.lineno}), a dict filled in an order that depends "
+                        f"on the rank ({filled}); a dict keeps the order its keys came in, so each rank runs the "
+                        "loop's collectives in its own order and pairs them with other tensors than its peers",
+                        evidence, node, rank,
+                        f"loop in an order every rank shares, whatever order each filled it in: `for key in "
+                        f"sorted({ast.unparse(loop.iter)[:40]})` (or the fixed list the keys come from)")
                 if (found := unordered(source, loop.iter)) is None:
                     continue
                 what, text = found
@@ -341,6 +350,24 @@ def _unordered_loop(ctx: Context, files: list[SourceFile], evidence: str) -> Fin
                     "them with other tensors than its peers", evidence, node, rank,
                     f"loop in an order every rank shares: `for ... in sorted({ast.unparse(loop.iter)[:60]})`; to drop "
                     "repeats and keep the order given, use dict.fromkeys(items) instead of set(items)")
+    return None
+
+
+def _filled_in_rank_order(source: SourceFile, iterated: ast.AST) -> str | None:
+    """"`for ... in ...`, line N" when a loop iterates a dict (NAME, NAME.items(), .keys(), .values()) that the same
+    function filled in a loop over something that depends on the rank (a task order rotated by the rank): a dict
+    iterates in the order its keys came in, so each rank's order is its own."""
+    base = iterated.func.value if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute) and \
+        iterated.func.attr in ("items", "keys", "values") else iterated
+    if not isinstance(base, ast.Name):
+        return None
+    ranks = source.ranks
+    for loop in ast.walk(source.function_of(iterated)):
+        if isinstance(loop, ast.For) and loop.lineno < iterated.lineno and holds(loop.iter, ranks, set(), ()) and any(
+                isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) and isinstance(
+                    target.value, ast.Name) and target.value.id == base.id for target in node.targets)
+                for node in ast.walk(loop)):
+            return f"`for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)[:40]}`, line {loop.lineno}"
     return None
 
 
