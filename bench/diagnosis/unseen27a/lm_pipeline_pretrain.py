@@ -8,7 +8,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-VOCAB, HIDDEN, SEQ, N_BLOCKS = 256, 64, 32, 8
+VOCAB, HIDDEN, SEQ, N_BLOCKS = 256, 64, 32, 7
 BATCH, MICRO, STEPS = 16, 4, 5
 
 
