@@ -947,18 +947,44 @@ def _index_past_a_rounded_share(ctx: Context, tb) -> Finding | None:
         "(numpy.array_split of the indices); with 1 rank nothing is left over, which is why it passed there")
 
 
-def _calls_of(ctx: Context, node: int | None, rank: int | None, ops: tuple[str, ...],
+def _calls_of(ctx: Context, node: int | None, rank: int | None, ops: tuple[str, ...] | None,
               posted: bool = False) -> list[DistCall]:
-    """The torch.distributed calls of `ops` that the processes of `node` (of `rank` only, where given) made, oldest
-    first per process; with `posted`, their async ones too (a DDP comm hook's)."""
+    """The torch.distributed calls of `ops` (None: any) that the processes of `node` (of `rank` only, where given)
+    made, oldest first per process; with `posted`, their async ones too (a DDP comm hook's)."""
     return [call for trace in ctx.evidence.traces if trace.node == node and trace.calls
             and (rank is None or trace.rank == rank)
-            for call in (*trace.calls.made, *(trace.calls.posted if posted else ())) if call.op in ops]
+            for call in (*trace.calls.made, *(trace.calls.posted if posted else ())) if ops is None or call.op in ops]
 
 
 def _divides_by(part: ast.AST, worlds: set[str], ops: tuple[type, ...] = (ast.FloorDiv,)) -> bool:
     """`part` is a division (floor division by default) by something that holds the world size."""
     return isinstance(part, ast.BinOp) and isinstance(part.op, ops) and holds(part.right, worlds, set(), ())
+
+
+PARSE_ERRORS = {"JSONDecodeError", "UnicodeDecodeError", "Error", "ParserError", "UnpicklingError", "DecodeError"}
+
+
+def _read_from_a_rank_offset(ctx: Context, tb) -> Finding | None:
+    """A record that did not parse, in a function that seeks the file to an offset made from the rank (byte ranges
+    of a shared file split by the world size): the offset falls inside a record, and the first line read is its tail."""
+    if tb.short_type not in PARSE_ERRORS or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    function = source.function_of(statement)
+    seek = next((call for call in ast.walk(function) if isinstance(call, ast.Call) and call_name(call) == "seek"
+                 and call.args and holds(call.args[0], source.ranks, set(), ())), None)
+    if seek is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "split-mid-record", f"rank {rank if rank is not None else '?'} seeks to a byte offset made from its rank "
+        f"(`{ast.unparse(seek)[:50]}`, line {seek.lineno}) and parses from there: an offset computed by dividing the "
+        f"file's size lands inside a record, so the first thing read is a record's tail, which "
+        f"`{ast.unparse(statement)[:40]}` ({frame.location}) cannot parse ({_said(tb.message, 60)})",
+        _crash_evidence(tb), tb.node, rank,
+        "align each rank's range to record boundaries: after seeking to the offset, unless it is 0, discard the "
+        "partial line (one readline()), and let each rank read the record that crosses its end offset; or split by "
+        "records (line numbers, an index of offsets) rather than bytes")
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -2641,6 +2667,26 @@ def _norm_of_mixed(line: LogLine) -> tuple[str, str] | None:
             "replicate the rest on the same mesh) so one clip_grad_norm_ covers them")
 
 
+GLOO_LACKS = ("uint16", "uint32", "uint64")
+
+
+def _dtype_gloo_lacks(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """gloo's "Invalid scalar type": a collective given a dtype gloo has no implementation for (the unsigned types
+    above uint8), as the hooks recorded it."""
+    calls = [call for call in _calls_of(ctx, line.node, line.rank, None) if call.tensors
+             and any(tensor.dtype in GLOO_LACKS for tensor in call.tensors)]
+    if not calls:
+        return None
+    call = calls[-1]
+    dtype = next(tensor.dtype for tensor in call.tensors if tensor.dtype in GLOO_LACKS)
+    where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+    signed = dtype.replace("uint", "int")
+    return (f"the {call.op}{where} was given {dtype} tensors, which gloo has no implementation for (its unsigned "
+            "types stop at uint8)",
+            f"send them as a type gloo takes: view them as {signed} (tensor.view(torch.{signed}): the same bits, no "
+            f"copy) before the {call.op} and view the result back as {dtype}; or cast to int64 where the values fit")
+
+
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                     for name, value in trace.calls.locale.items()})
@@ -2713,6 +2759,13 @@ PATTERNS = [
                     "num_workers=0 (no children); for a background evaluation, a thread or a process started by "
                     "the rank itself")),
     PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
+    PatternRule("tensor-kind-unsupported", re.compile(r"RuntimeError: Invalid scalar type"), _dtype_gloo_lacks),
+    PatternRule("numpy-value-in-json", re.compile(
+        r"Object of type (?P<kind>u?int\d+|float\d+|bool_|ndarray) is not JSON serializable"), lambda match, line, ctx: (
+        f"json refused a NumPy {match['kind']}: a value computed with NumPy (a sum, a cumsum, an index from argmax, "
+        "counts gathered with all_gather_object) is a NumPy scalar, not a Python number",
+        "convert NumPy values to Python ones before json.dump: int(x) / float(x), array.tolist(), or .item(); or "
+        "json.dump(obj, f, default=lambda v: v.item() if hasattr(v, 'item') else str(v))")),
     PatternRule("state-consolidated-elsewhere", re.compile(r"Optimizer state has not been consolidated on this rank"),
                 _consolidated_elsewhere),
     PatternRule("duplicate-rank", re.compile(r"RPC worker name (?P<name>\S+) is not unique"), _name_not_unique),
@@ -2963,4 +3016,5 @@ EXCEPTION_MECHANISMS = (
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
+    _read_from_a_rank_offset,
 )

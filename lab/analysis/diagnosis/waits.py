@@ -174,6 +174,9 @@ def point_to_point_findings(ctx: Context, activities: dict[int, Activity]) -> li
                     _listing(p2p[rank] for rank in cycle), first.node, first.rank,
                     "receive from the neighbour that sends to you: with dst=(rank + 1) % world_size, receive with "
                     "src=(rank - 1) % world_size (or send left and receive from the right)")]
+            if phases := _different_phases(ctx, cycle, p2p, peers):
+                return [Finding("p2p-deadlock", phases, _listing(p2p[rank] for rank in cycle), first.node, first.rank,
+                                COUNTS_DIFFER_FIX)]
             return [Finding(
                 "p2p-deadlock", f"the ranks deadlock in point-to-point calls: {chain}; each waits for the other, "
                                 f"so none ever {'sends' if verb.startswith('receive') else 'receives'}",
@@ -185,6 +188,29 @@ def point_to_point_findings(ctx: Context, activities: dict[int, Activity]) -> li
         if found := _unmatched(ctx, activity, peer, activities, world):
             return [found]
     return []
+
+
+COUNTS_DIFFER_FIX = ("make both sides run their exchanges the same number of times: compute the count (micro-batches, "
+                     "steps, items) by one formula every rank shares, or on one rank and send it (torch.tensor_split(x, "
+                     "n) gives exactly n pieces where x.chunk(n) may give fewer); reordering sends and receives does "
+                     "not help when one side has more of them")
+
+
+def _different_phases(ctx: Context, cycle: list[int], p2p: dict[int, Activity], peers: dict[int, int | None]) -> str:
+    """Two ranks that each wait to receive from the other at different lines of the job: not an exchange both
+    started receive-first, but one rank that left a loop of sends the other still receives in (its count of them
+    was smaller). '' where the waits are at one line."""
+    if len(cycle) != 2 or len({p2p[rank].call.caller for rank in cycle}) != 2 or \
+            any(_direction(p2p[rank].call.op) != "recv" for rank in cycle):
+        return ""
+    counts = {trace.rank: trace.calls.counts for trace in ctx.evidence.traces if trace.calls and trace.rank in cycle}
+    said = "; ".join(f"rank {rank}: {counts[rank].get('send', 0)} sends, {counts[rank].get('recv', 0)} receives"
+                     for rank in cycle if rank in counts)
+    first, second = cycle
+    return (f"rank {first} waits at {p2p[first].call.caller} to receive from rank {second}, and rank {second} waits "
+            f"at another line, {p2p[second].call.caller}, to receive from rank {first}: they are in different parts "
+            f"of their exchange, so one ran the loop of sends or receives the other still waits in fewer times than "
+            f"the other expects" + (f" ({said})" if said else ""))
 
 
 def _direction(op: str) -> str:
