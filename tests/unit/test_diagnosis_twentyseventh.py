@@ -19,10 +19,15 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["rank 0 waits at gpipe_classifier_train.py:71 in main to receive from rank 1",
       "rank 1 waits at another line, gpipe_classifier_train.py:52 in main", "rank 0: 12 sends"],
      ["the same number of times", "torch.tensor_split(x, n)"]),
+    ("twentyseventh_lm_pipeline_pretrain", "split-drops-remainder",
+     ["rank 3, the last, failed with its part from `stage = stage_for(rank, world)` (line 50)",
+      "`layers[rank * per_stage:(rank + 1) * per_stage]` (line 36)"], ["bounds from the whole count"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
     ("twentyseventh_tokenize_jsonl_shards", "f.seek(start)", "f.seek(0)", "split-mid-record"),  # from the start
+    ("twentyseventh_lm_pipeline_pretrain", "owned = layers[rank * per_stage:(rank + 1) * per_stage]",
+     "owned = layers[rank * per_stage:]", "split-drops-remainder"),  # the last rank takes the rest
 ]
 
 

@@ -987,6 +987,47 @@ def _read_from_a_rank_offset(ctx: Context, tb) -> Finding | None:
         "records (line numbers, an index of offsets) rather than bytes")
 
 
+def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
+    """The last rank failed with what it computes from a function of the job that gives each rank
+    `items[rank * per:(rank + 1) * per]` with `per = n // world`: the last n % world items belong to no rank, and it
+    is the last rank's part (a pipeline's last layers: the head) that lacks them."""
+    rank = _rank_of(ctx, tb)
+    world = ctx.evidence.expected_world_size
+    if rank is None or rank != world - 1 or world < 2 or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source)
+    shares = {name for name, value in assignments(source) if any(_divides_by(part, worlds)
+                                                                for part in ast.walk(value))}
+    functions = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
+
+    def cut(function: ast.FunctionDef) -> ast.Subscript | None:
+        return next((node for node in ast.walk(function) if isinstance(node, ast.Subscript)
+                     and isinstance(node.slice, ast.Slice) and node.slice.upper is not None
+                     and names_in(node.slice.upper) & shares and holds(node.slice.upper, RANK_NAMES, set(), ())), None)
+
+    def shared_out(expression: ast.AST) -> bool:
+        return any(isinstance(node, ast.Call) and call_name(node) in functions and cut(functions[call_name(node)])
+                   for node in ast.walk(expression))
+
+    chain = origin_of(source, statement, source.function_of(statement), shared_out)
+    made = next(((text, line) for text, line in reversed(chain) if text), None)
+    if made is None:
+        return None
+    function = next(functions[call_name(node)] for node in ast.walk(ast.parse(made[0].split(" = ", 1)[1]))
+                    if isinstance(node, ast.Call) and call_name(node) in functions and cut(functions[call_name(node)]))
+    sliced = cut(function)
+    return Finding(
+        "split-drops-remainder", f"rank {rank}, the last, failed with its part from `{made[0][:50]}` (line {made[1]}): "
+        f"{function.name}() takes `{ast.unparse(sliced)[:60]}` (line {sliced.lineno}), with a share that divides by "
+        f"the world size and rounds down, so the last items are on no rank: with {world} ranks the last rank's part "
+        f"lacks the end it should hold ({_said(tb.message, 60)} at {frame.location})", _crash_evidence(tb), tb.node,
+        rank,
+        "split so that every item is owned once: bounds from the whole count (start = rank * n // world, end = "
+        "(rank + 1) * n // world), or let the last rank take the rest (items[rank * per:] when rank == world - 1); "
+        "assert that the parts add up to n")
+
+
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
@@ -3016,5 +3057,5 @@ EXCEPTION_MECHANISMS = (
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
-    _read_from_a_rank_offset,
+    _read_from_a_rank_offset, _tail_on_no_rank,
 )
