@@ -2800,6 +2800,15 @@ PATTERNS = [
                     "num_workers=0 (no children); for a background evaluation, a thread or a process started by "
                     "the rank itself")),
     PatternRule("locale-missing", re.compile(r"locale\.Error: unsupported locale setting"), _locale_missing),
+    PatternRule("ddp-without-trainable-parameters", re.compile(
+        r"DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient"),
+        lambda match, line, ctx: (
+            "DistributedDataParallel was given a module none of whose parameters requires a gradient (a frozen "
+            "encoder, a momentum / EMA target network, a teacher): DDP only averages gradients, and refuses a module "
+            "that has none",
+            "wrap only the modules that train: keep the frozen or EMA-updated one unwrapped (it stays the same on every "
+            "rank when it is updated from the wrapped model, or broadcast it once from rank 0), and build DDP for the "
+            "online network alone")),
     PatternRule("tensor-kind-unsupported", re.compile(r"RuntimeError: Invalid scalar type"), _dtype_gloo_lacks),
     PatternRule("numpy-value-in-json", re.compile(
         r"Object of type (?P<kind>u?int\d+|float\d+|bool_|ndarray) is not JSON serializable"), lambda match, line, ctx: (
