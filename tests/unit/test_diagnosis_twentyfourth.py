@@ -58,3 +58,13 @@ def test_state_every_rank_saved_for_itself_is_not_another_ranks():
         FileOp("save", path, "token_stream_pretrain.py:76 in main"), *trace.calls.files))) if trace.calls else trace
         for trace in evidence.traces])
     assert "restored-another-ranks-state" not in causes(own)
+
+
+def test_a_file_another_rank_saved_that_this_rank_could_not_read_is_not_its_state():
+    """The same record where rank 1's torch.load found no file (its node has its own disk): nothing was put back, so
+    this is not another rank's state (the file rules tell where the file is)."""
+    evidence = sample("twentyfourth_token_stream_pretrain")
+    missing = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, files=tuple(
+        replace(op, size=None, error="FileNotFoundError") if op.op == "load" else op for op in trace.calls.files)))
+        if trace.calls and trace.rank == 1 else trace for trace in evidence.traces])
+    assert "restored-another-ranks-state" not in causes(missing)

@@ -761,7 +761,7 @@ def _restored_another_ranks_state(ctx: Context, tb) -> Finding | None:
                 saved.setdefault(op.path, set()).add(trace.rank)
     mine = next((trace for trace in ctx.evidence.traces if trace.rank == rank and trace.calls), None)
     loaded = [op for op in (mine.calls.files if mine else ()) if op.op == "load" and op.path in saved
-              and rank not in saved[op.path]]
+              and rank not in saved[op.path] and op.error is None and op.size is not None]  # it did read the file
     restoring = next((frame for frame in tb.frames if not LIBRARY_FILE.search(frame.file)
                       and RESTORES.search(frame.function)), None)
     if not loaded or restoring is None:
