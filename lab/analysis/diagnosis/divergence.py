@@ -868,6 +868,8 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
                 "[None] * the same N (agree on N first, e.g. broadcast it, or send one object: a dict or a list)")
     if (buffers := _ddp_synced_buffers(ctx)) is not None:
         return buffers
+    if (lists := _tensor_lists_differ(ctx)) is not None:
+        return lists
     if sent is not None:
         return (f"rank {line.rank} received a message of another size than its buffer: {sent}",
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
@@ -895,6 +897,34 @@ def _ddp_synced_buffers(ctx: Context) -> tuple[str, str] | None:
             "module), or tell DDP to leave it alone (DistributedDataParallel._set_params_and_buffers_to_ignore_for_"
             "model(model, [names]) before wrapping, or broadcast_buffers=False when no other buffer needs syncing); "
             "buffers DDP syncs must have the same shape on every rank")
+
+
+# Ways to list a model's tensors, and what each holds.
+MODEL_TENSORS = {"state_dict": "parameters and buffers", "parameters": "parameters only",
+                 "named_parameters": "parameters only", "buffers": "buffers only"}
+
+
+def _tensor_lists_differ(ctx: Context) -> tuple[str, str] | None:
+    """Loops of one collective (broadcast, all_reduce) over a model's tensors, listed one way on one side and another
+    way on the other (state_dict() where the receiver walks parameters()): the i-th tensors are not the same one."""
+    files = {path.rsplit("/", 1)[-1]: text.splitlines() for trace in ctx.evidence.traces
+             for path, text in trace.sources.items()}
+    loops = []
+    for name, number, text in job_lines(ctx, re.compile(r"^\s*for .* in .*\.(state_dict|parameters|named_parameters|"
+                                                          r"buffers)\(\)").search):
+        body = " ".join(files.get(name, [])[number:number + 3])  # a collective right inside the loop
+        if re.search(r"\b(?:broadcast|all_reduce|reduce|send|recv|isend|irecv|all_gather)\(", body):
+            listed = re.search(r"\.(state_dict|parameters|named_parameters|buffers)\(\)", text)[1]
+            loops.append((name, number, text, listed))
+    kinds = {MODEL_TENSORS[listed] for *_, listed in loops}
+    if len(kinds) < 2:
+        return None
+    first, other = loops[0], next(loop for loop in loops if MODEL_TENSORS[loop[3]] != MODEL_TENSORS[loops[0][3]])
+    return (f"the ranks walk the model's tensors in two different lists: `{first[2][:60]}` ({first[0]}:{first[1]}, "
+            f"{MODEL_TENSORS[first[3]]}) and `{other[2][:60]}` ({other[0]}:{other[1]}, {MODEL_TENSORS[other[3]]}), "
+            "so one side's i-th collective carries another tensor than the other side's",
+            "send and receive the same list in the same order on every side: state_dict().values() on both (buffers "
+            "included: a normaliser's running statistics), or parameters() on both and the buffers sent apart")
 
 
 def _object_lists(ctx: Context) -> str | None:

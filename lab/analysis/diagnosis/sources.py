@@ -1181,13 +1181,17 @@ def _local_denominator(files: list[SourceFile], evidence: str) -> Finding | None
     for source in files:
         accumulated = {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
                        and isinstance(node.target, ast.Name)}
+        counted = {name for name, value in assignments(source) if any(  # a count of this rank's own data
+            isinstance(part, ast.Call) and call_name(part) in ("numel", "len", "count_nonzero") for part in
+            ast.walk(value))}
         reduced = {root_name(node.args[0]) for node in ast.walk(source.tree) if isinstance(node, ast.Call)
                    and call_name(node) in ("all_reduce", "reduce") and node.args}
         for node in ast.walk(source.tree):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
                 continue
             top, bottom = root_name(node.left), root_name(node.right)
-            if top in reduced and bottom in accumulated and top in accumulated and bottom not in reduced:
+            if top in reduced and bottom not in reduced and (bottom in accumulated and top in accumulated
+                                                              or bottom in counted):
                 return Finding(
                     "sum-over-local-count", f"{source.name}:{node.lineno} divides {top}, all-reduced (summed over every "
                     f"rank), by {bottom}, which is this rank's own count: `{ast.unparse(node)}` comes out about "
