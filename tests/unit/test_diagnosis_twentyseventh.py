@@ -6,6 +6,7 @@ from dataclasses import replace
 from lab.analysis.calls import Tensor
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_replicas import causes, sample, with_calls
+from tests.unit.test_diagnosis_sources import with_source
 
 TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyseventh_tokenize_jsonl_shards", "split-mid-record",
@@ -52,3 +53,11 @@ def test_ranks_that_wait_at_one_line_are_a_plain_receive_first_deadlock():
         if trace.calls else trace for trace in evidence.traces])
     top = diagnose(one_line)[0]
     assert top.cause == "p2p-deadlock" and "each waits for the other" in top.title
+
+
+def test_the_last_ranks_part_made_by_a_long_assignment_is_still_traced_to_its_split():
+    """The assignment that calls the splitting function, longer than the 60 characters a finding quotes: the rule
+    reads the statement itself, not its quoted text."""
+    longer = with_source(sample("twentyseventh_lm_pipeline_pretrain"), "stage = stage_for(rank, world)",
+                         "stage = stage_for(rank, world) if world > 1 else stage_for(rank, world)")
+    assert diagnose(longer)[0].cause == "split-drops-remainder"

@@ -18,9 +18,9 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
-                                            SourceFile, assignments, call_name, called_on, calls_named, checkpoint_call,
-                                            holds, identifier, names_in, origin_of, parsed_files, reads_world_size,
-                                            self_attribute, source_named)
+                                            SourceFile, assignments, call_name, called_on, caller_place, calls_named,
+                                            checkpoint_call, holds, identifier, names_in, origin_of, parsed_files,
+                                            reads_world_size, self_attribute, source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -609,8 +609,8 @@ def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
     if not sums or (failed := _failing_statement(ctx, tb)) is None:
         return None
     call, (frame, source, statement) = sums[-1], failed
-    summed = source.statement_at(int(call.caller.split(" in ")[0].rsplit(":", 1)[1])) if call.caller and \
-        call.caller.split(":", 1)[0] == frame.file.rsplit("/", 1)[-1] else None
+    place = caller_place(call.caller)
+    summed = source.statement_at(place[1]) if place and place[0] == frame.file.rsplit("/", 1)[-1] else None
     given = next((identifier(node.args[0]) for node in ast.walk(summed) if isinstance(node, ast.Call)
                   and call_name(node) == call.op and node.args), None) if summed is not None else None
     if not given or not origin_of(source, statement, source.function_of(statement), lambda expression: any(
@@ -618,7 +618,7 @@ def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
         return None  # the failing line's values do not come from the sum
     dtype = call.tensors[0].dtype
     return Finding(
-        "integer-sum-wrapped", f"the {call.op} of `{given}` at {call.caller.split(' in ')[0]} summed {dtype} values "
+        "integer-sum-wrapped", f"the {call.op} of `{given}`{_called_at(call)} summed {dtype} values "
         f"over {ctx.evidence.expected_world_size} ranks: {dtype} holds at most {NARROW_SIGNED[dtype]:,}, and a total "
         f"past it wraps around to a negative number without an error, which `{ast.unparse(statement)[:50]}` "
         f"({frame.location}) refuses ({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
@@ -795,7 +795,7 @@ def _half_sum_overflowed(ctx: Context, tb) -> Finding | None:
         return None
     call = sums[-1]
     world = ctx.evidence.expected_world_size
-    where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+    where = _called_at(call)
     return Finding(
         "half-sum-overflowed", f"the {call.op}{where} sums {call.tensors[0]} over {world} ranks with op SUM: float16 "
         f"holds at most {HALF_MAX[call.tensors[0].dtype]:,}, and the sum of {world} ranks' values overflows to inf "
@@ -815,10 +815,8 @@ def _ratio_of_a_share(ctx: Context, tb) -> Finding | None:
     ranks = source.ranks
     division = next((part for part in ast.walk(statement) if isinstance(part, ast.BinOp)
                      and isinstance(part.op, (ast.Div, ast.FloorDiv, ast.Mod))), None)
-    if division is None:
-        return None
-    if not holds(division.right, ranks, set(), ()):
-        return None  # the denominator does not follow from the rank's share
+    if division is None or not holds(division.right, ranks, set(), ()):
+        return None  # no division, or a denominator that does not follow from the rank's share
     scope = source.function_of(statement)
     assigned = next((assign for name in sorted(names_in(division.right) & ranks)
                      for assign in reversed(source.assignments_to(name, scope, before=statement.lineno))), None)
@@ -881,7 +879,7 @@ def _no_history_through_a_collective(ctx: Context, tb) -> Finding | None:
     if not calls or job_lines(ctx, lambda code: "distributed.nn" in code or "functional_collectives" in code):
         return None
     call = calls[-1]
-    where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+    where = _called_at(call)
     return Finding(
         "gathered-without-gradient", f"backward{_at(tb)} got a tensor with no autograd history: its values went "
         f"through the {call.op}{where}, which writes into a buffer of its own and is not an autograd operation, so "
@@ -910,7 +908,7 @@ def _splits_not_per_rank(ctx: Context, tb) -> Finding | None:
         return None
     shown = ", ".join(f"{name} has {count} entries" for name, count in wrong.items())
     return Finding(
-        "shape-mismatch", f"{call.op} at {call.caller.split(' in ')[0] if call.caller else '?'}: {shown} for a group of "
+        "shape-mismatch", f"{call.op}{_called_at(call) or ' at ?'}: {shown} for a group of "
         f"{group} ranks: it takes one size per rank of the group (what goes to, or comes from, each rank), so sizes "
         "counted per expert or per item must be summed per owning rank first", _crash_evidence(tb), tb.node, rank,
         f"give {call.op} {group} split sizes, one per rank: sum the per-expert counts by the rank that owns each "
@@ -954,6 +952,11 @@ def _calls_of(ctx: Context, node: int | None, rank: int | None, ops: tuple[str, 
     return [call for trace in ctx.evidence.traces if trace.node == node and trace.calls
             and (rank is None or trace.rank == rank)
             for call in (*trace.calls.made, *(trace.calls.posted if posted else ())) if ops is None or call.op in ops]
+
+
+def _called_at(call: DistCall) -> str:
+    """' at train.py:41' for a recorded call, '' where its line is not known."""
+    return f" at {call.caller.split(' in ')[0]}" if call.caller else ""
 
 
 def _divides_by(part: ast.AST, worlds: set[str], ops: tuple[type, ...] = (ast.FloorDiv,)) -> bool:
@@ -1014,7 +1017,7 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
     made = next(((text, line) for text, line in reversed(chain) if text), None)
     if made is None:
         return None
-    function = next(functions[call_name(node)] for node in ast.walk(ast.parse(made[0].split(" = ", 1)[1]))
+    function = next(functions[call_name(node)] for node in ast.walk(source.statement_at(made[1]))
                     if isinstance(node, ast.Call) and call_name(node) in functions and cut(functions[call_name(node)]))
     sliced = cut(function)
     return Finding(
@@ -2591,7 +2594,7 @@ def _changed_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
     look."""
     collective = _collective_on_saved_tensor(match["shape"], line, ctx)
     if collective:
-        where = f" at {collective.caller.split(' in ')[0]}" if collective.caller else ""
+        where = _called_at(collective)
         return (f"the {collective.op}{where} wrote its result into a tensor ({collective.tensors[0]}) that backward "
                 f"still needs (the output of {match['op']}): collectives change the tensor they are given in place, "
                 f"so backward found it at version {match['version']}",
@@ -2623,7 +2626,7 @@ def _quantile_too_large(match: re.Match, line: LogLine, ctx: Context) -> tuple[s
         call = gathers[-1]
         share = math.prod(call.tensors[-1].shape)
         world = ctx.evidence.expected_world_size
-        where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+        where = _called_at(call)
         grown = (f", and the tensor it got holds what the {call.op}{where} gathered from {world} ranks ({world} x "
                  f"{share:,} = {world * share:,} elements): one rank's share fits, the whole world's does not")
     return (f"torch.quantile takes at most 16,777,216 (2**24) elements{grown or ' and was given more'}",
@@ -2640,13 +2643,12 @@ CUT_SOMEWHERE = (": it was cut at a byte count (a fixed-width buffer, a slice of
 def _text_cut_at_bytes(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """UTF-8 that ends inside a character was cut at a byte count: a fixed-width byte buffer (how strings travel in a
     tensor collective), a slice of encoded text, or a file read before its writer finished."""
-    carried = [call for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
-               for call in trace.calls.made if call.tensors and call.tensors[-1].dtype in ("uint8", "int8")
-               and call.op not in ("init_process_group", "barrier")]
+    carried = [call for call in _calls_of(ctx, line.node, None, None) if call.tensors
+               and call.tensors[-1].dtype in ("uint8", "int8") and call.op not in ("init_process_group", "barrier")]
     width = ""
     if carried:
         call = carried[-1]
-        where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+        where = _called_at(call)
         width = (f": the text came through the {call.op}{where} as fixed-width bytes ({call.tensors[-1]}), and a "
                  f"string longer than the width, once encoded, was cut inside a character")
     return (f"a UTF-8 text ends inside a multi-byte character (the one that starts at byte {match['position']} lost its "
@@ -2720,7 +2722,7 @@ def _dtype_gloo_lacks(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
         return None
     call = calls[-1]
     dtype = next(tensor.dtype for tensor in call.tensors if tensor.dtype in GLOO_LACKS)
-    where = f" at {call.caller.split(' in ')[0]}" if call.caller else ""
+    where = _called_at(call)
     signed = dtype.replace("uint", "int")
     return (f"the {call.op}{where} was given {dtype} tensors, which gloo has no implementation for (its unsigned "
             "types stop at uint8)",

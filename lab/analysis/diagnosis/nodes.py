@@ -16,6 +16,7 @@ from lab.analysis.diagnosis.context import Context, on_shared_folder, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
+from lab.analysis.diagnosis.sources import SourceFile, env_read, parsed_files
 from lab.analysis.diagnosis.settings import (NOT_READ, agreed_per_node, blame, nodes_that_stood_out,
                                             nodes_with_own_errors)
 
@@ -329,8 +330,7 @@ def _named_by_local_rank(ctx: Context, path: str) -> str | None:
     if any(number(op.path) != local[trace.rank] for trace, op in written) or \
             all(local[trace.rank] == trace.rank for trace, _ in written):
         return None
-    twin = next(((trace, op) for trace, op in written if trace.rank != local[trace.rank]), None)
-    trace, op = twin
+    trace, op = next((trace, op) for trace, op in written if trace.rank != local[trace.rank])  # one, by the check above
     return (f"the ranks wrote their files under their local rank (rank {trace.rank} on node{trace.node} wrote "
             f"{op.path.rsplit('/', 1)[-1]}, {op.caller}) and read them under their global rank (rank {reader.rank} asked "
             f"for {path.rsplit('/', 1)[-1]})")
@@ -432,20 +432,22 @@ def defaulted_rank_findings(ctx: Context) -> list[Finding]:
     for name, field in KNOWN_BY_THE_GROUP.items():
         unset = [trace for trace in ctx.evidence.traces if trace.calls and name in trace.calls.env_read
                  and trace.calls.env_read[name] is None and getattr(trace, field) is not None]
-        for path, text in {path: text for trace in unset for path, text in trace.sources.items()}.items():
-            default = _env_default(text, name)
+        texts = {path.rsplit("/", 1)[-1]: text for trace in unset for path, text in trace.sources.items()}
+        for source in parsed_files(ctx):
+            default = _env_default(source, name) if source.name in texts else None
             if default is None:
                 continue
-            value, line = default
+            value, read = default
             wrong = [trace for trace in unset if getattr(trace, field) != value]
             if not wrong:
                 continue
             first = wrong[0]
-            where = f"{path.rsplit('/', 1)[-1]}:{line}"
+            where = f"{source.name}:{read.lineno}"
+            shown = texts[source.name].splitlines()[read.lineno - 1].strip()
             ranks = ", ".join(f"rank {trace.rank} (node{trace.node})" for trace in wrong[:4])
             return [Finding(
                 "env-not-set", f"{name} was not set in the job's processes, and the code's default stood in for it: "
-                f"`{text.splitlines()[line - 1].strip()[:70]}` ({where}) made it {value} where the process group "
+                f"`{shown[:70]}` ({where}) made it {value} where the process group "
                 f"says {getattr(first, field)} ({ranks}), so those processes acted as {name.lower().replace('_', ' ')} "
                 f"{value}", f"{name} unset in {len(unset)} process(es); {where}", first.node, first.rank,
                 f"take it from the process group once it is up (dist.get_{field}()), or from the arguments the script "
@@ -454,17 +456,12 @@ def defaulted_rank_findings(ctx: Context) -> list[Finding]:
     return []
 
 
-def _env_default(text: str, name: str) -> tuple[int, int] | None:
-    """(the default as a number, its line) of the first os.environ.get(name, DEFAULT) / os.getenv in `text`."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "getenv") \
-                and len(node.args) >= 2 and all(isinstance(arg, ast.Constant) for arg in node.args[:2]) \
-                and node.args[0].value == name and str(node.args[1].value).strip().lstrip("-").isdigit():
-            return int(node.args[1].value), node.lineno
+def _env_default(source: SourceFile, name: str) -> tuple[int, ast.Call] | None:
+    """(the default as a number, the read) of the first os.environ.get(name, DEFAULT) / os.getenv in `source`."""
+    for node in ast.walk(source.tree):
+        if env_read(node) == name and isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(
+                node.args[1], ast.Constant) and str(node.args[1].value).strip().lstrip("-").isdigit():
+            return int(node.args[1].value), node
     return None
 
 

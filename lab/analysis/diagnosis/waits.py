@@ -174,7 +174,7 @@ def point_to_point_findings(ctx: Context, activities: dict[int, Activity]) -> li
                     _listing(p2p[rank] for rank in cycle), first.node, first.rank,
                     "receive from the neighbour that sends to you: with dst=(rank + 1) % world_size, receive with "
                     "src=(rank - 1) % world_size (or send left and receive from the right)")]
-            if phases := _different_phases(ctx, cycle, p2p, peers):
+            if phases := _different_phases(ctx, cycle, p2p):
                 return [Finding("p2p-deadlock", phases, _listing(p2p[rank] for rank in cycle), first.node, first.rank,
                                 COUNTS_DIFFER_FIX)]
             return [Finding(
@@ -196,7 +196,7 @@ COUNTS_DIFFER_FIX = ("make both sides run their exchanges the same number of tim
                      "not help when one side has more of them")
 
 
-def _different_phases(ctx: Context, cycle: list[int], p2p: dict[int, Activity], peers: dict[int, int | None]) -> str:
+def _different_phases(ctx: Context, cycle: list[int], p2p: dict[int, Activity]) -> str:
     """Two ranks that each wait to receive from the other at different lines of the job: not an exchange both
     started receive-first, but one rank that left a loop of sends the other still receives in (its count of them
     was smaller). '' where the waits are at one line."""
