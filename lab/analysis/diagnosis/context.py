@@ -70,10 +70,14 @@ def pattern_findings(ctx: Context) -> list[Finding]:
     return found
 
 
-def explained_by_rule(ctx: Context, text: str) -> bool:
-    """A line one of the message rules already turns into a cause."""
-    return any(rule.pattern.search(text) for rule in ctx.patterns) or bool(
-        JOINED.search(text) or STORE_WAIT.search(text))
+def explained_by_rule(ctx: Context, line: LogLine, read_only: bool = False) -> bool:
+    """A line one of the message rules already turns into a cause. A rule whose pattern matches but whose describe
+    says "not this cause after all" explains nothing (the crash is then told by the other mechanisms, not dropped);
+    with `read_only`, a line a rule reads is enough (an abort that follows a message the rules defer to others)."""
+    if JOINED.search(line.text) or STORE_WAIT.search(line.text):
+        return True
+    return any((match := rule.pattern.search(line.text)) and (read_only or guarded(rule.describe, match, line, ctx))
+               for rule in ctx.patterns)
 
 
 def rendezvous_host(evidence: Evidence) -> str:

@@ -19,8 +19,9 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
                                             SourceFile, assignments, call_name, called_on, caller_place, calls_named,
-                                            checkpoint_call, holds, identifier, names_in, origin_of, parsed_files,
-                                            reads_world_size, self_attribute, source_named)
+                                            checkpoint_call, derived, holds, identifier, names_in, origin_of,
+                                            parsed_files, reads_world_size, rounded_up, self_attribute,
+                                            source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -60,7 +61,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
         if (limited := _write_limited(ctx, tb)) is not None:
             found.append(limited)
             continue
-        if explained_by_rule(ctx, tb.line.text) or echoes_a_peer(tb):
+        if explained_by_rule(ctx, tb.line) or echoes_a_peer(tb):
             continue
         if (told := next(filter(None, (mechanism(ctx, tb) for mechanism in EXCEPTION_MECHANISMS)), None)) is not None:
             found.append(told)
@@ -723,14 +724,23 @@ def _global_k_on_shard(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     call = next((node for node in ast.walk(statement) if isinstance(node, ast.Call)
-                 and call_name(node) in ("topk", "kthvalue") and node.args), None)
+                 and call_name(node) in ("topk", "kthvalue") and (node.args or node.keywords)), None)
     if call is None:
         return None
-    k = next((keyword.value for keyword in call.keywords if keyword.arg == "k"),
-             call.args[1] if len(call.args) > 1 else None)
-    chain = origin_of(source, call.args[0], source.function_of(statement),  # down to the rank itself
+    method = isinstance(call.func, ast.Attribute) and called_on(call) not in ("torch", "np", "numpy")
+    tensor, given = (call.func.value, call.args) if method else (call.args[0], call.args[1:])  # t.topk(k), topk(t, k)
+    k = next((keyword.value for keyword in call.keywords if keyword.arg == "k"), given[0] if given else None)
+    chain = origin_of(source, tensor, source.function_of(statement),  # down to the rank itself
                       lambda expression: holds(expression, RANK_NAMES, RANK_VARIABLES, RANK_CALLS))
-    share = next(((text, line) for text, line in reversed(chain) if text), None)
+    steps = [(text, line) for text, line in reversed(chain) if text]
+    # where the share enters the function (`ids, emb = local_catalog(items, rank, world)`), else the chain's origin
+    holding = _shares(source)[1]
+    function = source.function_of(statement)
+    entry = next((node for node in sorted((node for node in ast.walk(function) if isinstance(node, ast.Assign)),
+                                          key=lambda node: node.lineno)
+                  if node.lineno < statement.lineno and names_in(node.targets[0]) & holding
+                  and not names_in(node.value) & holding), None)
+    share = (ast.unparse(entry)[:60], entry.lineno) if entry else steps[0] if steps else None
     if k is None or share is None or holds(k, source.ranks | _world_names(source), set(), ()):
         return None  # k already follows the rank's share
     rank = _rank_of(ctx, tb)
@@ -1029,6 +1039,177 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
         "split so that every item is owned once: bounds from the whole count (start = rank * n // world, end = "
         "(rank + 1) * n // world), or let the last rank take the rest (items[rank * per:] when rank == world - 1); "
         "assert that the parts add up to n")
+
+
+SPLITTING_CALLS = {"tensor_split", "chunk", "array_split", "split"}
+
+
+def _splits_by_world(node: ast.AST, worlds: set[str], ranks: set[str]) -> bool:
+    """`node` takes one rank's share of something: divides by the world size (n // world), splits into world parts
+    (tensor_split(x, world)), strides by it (x[rank::world]) or keeps what `% world == rank` selects."""
+    for part in ast.walk(node):
+        if _divides_by(part, worlds, (ast.FloorDiv, ast.Div)):
+            return True
+        if isinstance(part, ast.Call) and call_name(part) in SPLITTING_CALLS and any(
+                holds(argument, worlds, set(), ()) for argument in [*part.args, *(k.value for k in part.keywords)]):
+            return True
+        if isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ()):
+            return True
+        if isinstance(part, ast.Compare) and isinstance(part.left, ast.BinOp) and isinstance(part.left.op, ast.Mod) \
+                and holds(part.left.right, worlds, set(), ()) and any(holds(c, ranks, set(), ())
+                                                                       for c in part.comparators):
+            return True
+    return False
+
+
+def _shares(source: SourceFile) -> tuple[list[tuple[str, int]], set[str]]:
+    """Where the job takes a rank's share ((the assignment, its line), in file order) and every name that holds one
+    or something made from one: through assignments, the parameters calls pass it to and the functions returning
+    it."""
+    worlds = _world_names(source)
+    # the rank as read (not source.ranks, which follows names file-wide: a loop's `start` named like a rank's)
+    ranks = set(RANK_NAMES) | {name for name, value in assignments(source)
+                               if holds(value, set(), RANK_VARIABLES, RANK_CALLS)}
+
+    def from_rank(bound: ast.AST, scope: ast.AST) -> bool:  # the rank, or a name this function made from it
+        return holds(bound, ranks, set(), ()) or any(holds(assign.value, ranks, set(), ()) for name in
+                                                     names_in(bound) for assign in source.assignments_to(name, scope))
+
+    def a_share(node: ast.Assign) -> bool:  # a split by the world, or a slice from a bound made from the rank
+        return _splits_by_world(node.value, worlds, ranks) or any(
+            isinstance(part, ast.Slice) and part.lower is not None and from_rank(part.lower, source.function_of(node))
+            for part in ast.walk(node.value))
+
+    taken = [node for node in ast.walk(source.tree) if isinstance(node, ast.Assign) and a_share(node)
+             and not any(rounded_up(part, worlds) for part in ast.walk(node.value))]  # rounded up: too large a share
+    seeds = {name for node in taken for target in node.targets for name in names_in(target)} - worlds - set(RANK_NAMES)
+    return ([(ast.unparse(node)[:70], node.lineno) for node in sorted(taken, key=lambda node: node.lineno)],
+            derived(source, seeds, set(), ()) if seeds else set())
+
+
+# A size or limit refused: what an operation needs is more than it was given (a window, k, a padding, samples).
+TOO_SMALL = re.compile(r"out of range|exceeds?|maximum size|should be (?:less|smaller|at most)|larger than|greater "
+                       r"than|bigger than|[Ff]ewer|too (?:small|short|few)|at least|must be (?:<|less|smaller)|"
+                       r"cannot be (?:larger|greater|bigger)|but (?:got|is) (?:size )?\d+")
+
+# What to do first, by the operation that refused: the lead of the fix, before the general ways.
+SHARE_FIXES = {
+    "unfold": "build the windows over the whole data and split the windows (their start indices) across the ranks, "
+              "or give each rank an overlapping share extended by the window length - 1",
+    "stft": "split on whole blocks (a share a multiple of the block and hop) or merge a short last piece into the "
+            "one before it, or pad it (pad_mode='constant')",
+    "pad": "split on whole blocks (a share a multiple of the block) or merge a short last piece into the one before "
+           "it, or pad it with zeros",
+    "choice": "build the distribution from every rank's counts (all_reduce the counts before normalising) and smooth "
+              "it (a floor, or a mix with uniform) so it has support enough, or sample with replacement",
+    "multinomial": "build the distribution from every rank's counts (all_reduce the counts before normalising) and "
+                   "smooth it so it has support enough, or sample with replacement",
+}
+
+
+def _share_too_small(ctx: Context, tb) -> Finding | None:
+    """A size refused at a line that works on a rank's share of the data (split by the world size): one process or
+    a few ranks pass, and at this world size a share (or its last piece) is smaller than what the operation needs."""
+    if not TOO_SMALL.search(tb.message) or re.search(r"\bindex\b", tb.message) or \
+            (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    taken, holding = _shares(source)
+    read = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else statement
+    used = names_in(read) & holding if read is not None else set()
+    if not used or not taken:
+        return None
+    before = [step for step in taken if step[1] <= statement.lineno]
+    split = before[-1] if before and source.function_of(source.statement_at(before[-1][1])) is \
+        source.function_of(statement) else taken[0]
+    operation = next((call_name(node) for node in ast.walk(statement) if call_name(node) in SHARE_FIXES), None)
+    lead = f"{SHARE_FIXES[operation]}; " if operation else ""
+    raised = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)})
+    rank = _rank_of(ctx, tb)
+    who = "every rank" if len(raised) == ctx.evidence.expected_world_size else \
+        f"rank {rank if rank is not None else '?'}"
+    return Finding(
+        "share-smaller-than-needed", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}): "
+        f"{_said(tb.message, 90).rstrip('.')}. What it works on (`{sorted(used)[0]}`) is the rank's share of the data, taken by "
+        f"splitting over the world size (`{split[0][:60]}`, line {split[1]}): with {ctx.evidence.expected_world_size}"
+        " ranks a share (or its last piece) is smaller than this operation needs; with fewer ranks it is not",
+        _crash_evidence(tb), tb.node, rank,
+        f"{lead}size the split by what the operation needs, not by the world size alone: split the units it consumes "
+        "(windows, candidates, whole blocks) rather than raw items, ask no more of a share than it holds (min(k, "
+        "len(share))), and compute what needs the whole data (counts, vocabularies) from every rank's share "
+        "(all_reduce or all_gather) before using it; check at the split that a share is at least what the operation "
+        "needs, or run fewer ranks")
+
+
+JOINS = {"cat", "concatenate", "concat", "hstack", "vstack", "chain", "from_iterable"}
+GATHERS = {"all_gather_object": 1, "all_gather": 1, "gather_object": 0}  # the gathered value's argument
+POSITIONS = re.compile(r"offset|indptr|ptr\b|cu_seqlens|starts?\b|positions?|ind(?:ex|ices)|idx", re.I)
+ORDERING = {"unique", "sort", "sorted", "argsort", "msort", "nsmallest", "nlargest"}
+
+
+def _part_kind(source: SourceFile, gathered: ast.AST, picked: int | None) -> tuple[str, str] | None:
+    """What one rank's part is made of ((kind, its text)): positions into the rank's own data or a sorted list, from
+    the gathered value (the picked item of a gathered tuple); None for anything else, which joined may be right."""
+    if isinstance(gathered, ast.Tuple):
+        if picked is None or picked >= len(gathered.elts):
+            return None
+        gathered = gathered.elts[picked]
+    named = identifier(gathered) or ""
+    made = [assign.value for assign in source.assignments_to(named, source.function_of(gathered))] if named else []
+    called = {call_name(node) for value in [gathered, *made] for node in ast.walk(value)}
+    if POSITIONS.search(named) or "cumsum" in called:
+        return "positions", ast.unparse(gathered)[:40]
+    if called & ORDERING:
+        return "sorted", ast.unparse(gathered)[:40]
+    return None
+
+
+def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
+    """A line failed on what the job made by joining every rank's gathered parts end to end (torch.cat of what
+    all_gather_object returned): each part was made from its rank's own data (offsets that start at 0, a list sorted
+    on its own), and joined they are not that of the whole data."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    lists = {}  # the list a gather fills -> the gathered value
+    for call in calls_named(source, set(GATHERS)):
+        if len(call.args) > GATHERS[call_name(call)] and (filled := identifier(call.args[0])):
+            lists[filled] = call.args[GATHERS[call_name(call)]]
+    joins = []  # (the assignment, the list joined, the item of each part it picks)
+    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+        for call in (node for node in ast.walk(assign.value) if call_name(node) in JOINS and node.args):
+            joined = call.args[0]
+            if identifier(joined) in lists:
+                joins.append((assign, identifier(joined), None))
+            elif isinstance(joined, (ast.ListComp, ast.GeneratorExp)) and identifier(
+                    joined.generators[0].iter) in lists and isinstance(item := joined.elt, ast.Subscript) and \
+                    isinstance(item.slice, ast.Constant) and isinstance(item.slice.value, int):  # [p[1] for p in parts]
+                joins.append((assign, identifier(joined.generators[0].iter), item.slice.value))
+    read = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else statement
+    reaching = [(assign, kind) for assign, parts, picked in joins if read is not None and (
+        kind := _part_kind(source, lists[parts], picked)) and not (kind[0] == "sorted" and any(
+            call_name(node) in ORDERING for node in ast.walk(assign.value)))  # sorted again as it is joined
+        and names_in(read) & derived(source, {name for target in assign.targets for name in names_in(target)},
+                                     set(), ())]
+    if not reaching:
+        return None
+    assign, (kind, part) = min(reaching, key=lambda join: join[1][0] != "positions")
+    told = {"positions": (f"each rank's `{part}` are positions into its own part (they start at 0), so joined "
+                          "they go back to 0 at every rank's boundary",
+                          f"shift each rank's `{part}` by the number of items in the parts before it when joining "
+                          "(part r + the total length of parts 0..r-1), or gather lengths instead and rebuild "
+                          "the positions with a cumsum over the joined lengths"),
+            "sorted": (f"each rank's `{part}` is sorted on its own, so joined they are not sorted (each part "
+                       "starts low again), and what assumes order (searchsorted, dropping adjacent duplicates, a "
+                       "merge) goes wrong",
+                       "sort the joined parts again (torch.unique(torch.cat(parts)) sorts and removes duplicates) "
+                       "before anything that relies on order")}[kind]
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "parts-joined-as-whole", f"rank {rank if rank is not None else '?'} failed at "
+        f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 80)}) on data joined from every "
+        f"rank's gathered parts (`{ast.unparse(assign)[:60]}`, line {assign.lineno}): {told[0]}",
+        _crash_evidence(tb), tb.node, rank, told[1])
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -2710,24 +2891,34 @@ def _norm_of_mixed(line: LogLine) -> tuple[str, str] | None:
             "replicate the rest on the same mesh) so one clip_grad_norm_ covers them")
 
 
-GLOO_LACKS = ("uint16", "uint32", "uint64")
+# The dtypes gloo's collectives have kernels for (ProcessGroupGloo's GENERATE_ALL_TYPES); any other raises
+# "Invalid scalar type" when the collective runs.
+GLOO_TAKES = {"float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool"}
 
 
 def _dtype_gloo_lacks(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
-    """gloo's "Invalid scalar type": a collective given a dtype gloo has no implementation for (the unsigned types
-    above uint8), as the hooks recorded it."""
+    """gloo's "Invalid scalar type": a collective given a dtype gloo has no kernel for, as the hooks recorded it
+    (the call that failed first, else the rank's last call with such a tensor)."""
     calls = [call for call in _calls_of(ctx, line.node, line.rank, None) if call.tensors
-             and any(tensor.dtype in GLOO_LACKS for tensor in call.tensors)]
+             and any(tensor.dtype not in GLOO_TAKES for tensor in call.tensors)]
     if not calls:
         return None
-    call = calls[-1]
-    dtype = next(tensor.dtype for tensor in call.tensors if tensor.dtype in GLOO_LACKS)
+    call = next((call for call in calls if call.error and "Invalid scalar type" in call.error), calls[-1])
+    dtype = next(tensor.dtype for tensor in call.tensors if tensor.dtype not in GLOO_TAKES)
     where = _called_at(call)
-    signed = dtype.replace("uint", "int")
-    return (f"the {call.op}{where} was given {dtype} tensors, which gloo has no implementation for (its unsigned "
-            "types stop at uint8)",
-            f"send them as a type gloo takes: view them as {signed} (tensor.view(torch.{signed}): the same bits, no "
-            f"copy) before the {call.op} and view the result back as {dtype}; or cast to int64 where the values fit")
+    cause = f"the {call.op}{where} was given {dtype} tensors, which gloo's collectives have no kernel for"
+    if dtype.startswith("uint"):
+        signed = dtype.replace("uint", "int")
+        return (f"{cause} (its unsigned types stop at uint8)",
+                f"send them as a type gloo takes: view them as {signed} (tensor.view(torch.{signed}): the same bits, "
+                f"no copy) before the {call.op} and view the result back as {dtype}; or cast to int64 where the "
+                "values fit")
+    if dtype.startswith("complex"):
+        return (cause, "send torch.view_as_real(tensor) (two floats per value) and torch.view_as_complex the result")
+    wider = "int32" if dtype.startswith("int") else "float32"
+    return (f"{cause} (it takes int8, uint8, int32, int64, float16, bfloat16, float32, float64 and bool)",
+            f"cast to a type gloo takes before the {call.op} (tensor.to(torch.{wider}), or int64/float32) and back "
+            f"after it where {dtype} is needed; or do the arithmetic in that type from the start")
 
 
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -3068,5 +3259,5 @@ EXCEPTION_MECHANISMS = (
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
-    _read_from_a_rank_offset, _tail_on_no_rank,
+    _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
 )

@@ -38,7 +38,7 @@ REPORT_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank")
 REPORT_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)")
 
 
-LIBRARY_FILE = re.compile(r"site-packages|dist-packages|/lib/python3[.\d]*/|^<frozen|/jobhooks/sitecustomize\.py$")
+LIBRARY_FILE = re.compile(r"site-packages|dist-packages|/lib/python3[.\d]*/|^<frozen|/jobhooks/sitecustomize\.py$|\.pyx$")
 
 
 @dataclass(frozen=True)

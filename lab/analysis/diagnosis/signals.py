@@ -151,7 +151,7 @@ def signal_findings(ctx: Context) -> list[Finding]:
     stack."""
     found = []
     for node, rank, number, line in _endings(ctx, FATAL):
-        if number == signal.SIGABRT and any(explained_by_rule(ctx, other.text) for other in ctx.lines
+        if number == signal.SIGABRT and any(explained_by_rule(ctx, other, read_only=True) for other in ctx.lines
                                             if other.node == node):
             continue  # an abort whose message a rule already reads (gloo's checks on sizes, NCCL's errors)
         if number == signal.SIGABRT and any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks):
@@ -295,7 +295,7 @@ def exit_findings(ctx: Context) -> list[Finding]:
         own = [line for line in ctx.lines if line.node == node and line.rank in (rank, None)]
         if any(tb.node == node and tb.rank in (rank, None) for tb in ctx.tracebacks) or any(
                 (EXCEPTION_LINE.match(line.text.strip()) and "ChildFailedError" not in line.text)  # torchrun's own
-                or explained_by_rule(ctx, line.text) for line in own) or any(
+                or explained_by_rule(ctx, line, read_only=True) for line in own) or any(
                 trace.rank == rank and (trace.exception or (trace.calls and trace.calls.failed))
                 for trace in ctx.evidence.traces):
             continue  # an exception or an error a rule reads ended it: those rules say which

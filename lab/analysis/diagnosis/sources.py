@@ -305,11 +305,11 @@ class SourceFile:
     @cached_property
     def ranks(self) -> set[str]:
         """The names that hold a rank (read once per file by every rule that asks)."""
-        return _derived(self, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        return derived(self, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
 
     @cached_property
     def worlds(self) -> set[str]:
-        return _derived(self, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
+        return derived(self, WORLD_NAMES, WORLD_VARIABLES, ("get_world_size",))
 
 
 def source_named(files: list[SourceFile], path: str) -> SourceFile | None:
@@ -660,7 +660,7 @@ def unordered(source: SourceFile, expression: ast.AST) -> tuple[str, str] | None
     return None
 
 
-def _derived(source: SourceFile, names: set[str], variables: set[str], calls: tuple[str, ...]) -> set[str]:
+def derived(source: SourceFile, names: set[str], variables: set[str], calls: tuple[str, ...]) -> set[str]:
     """Names that hold a rank (or a world size): parameters and attributes so named, torch's calls, the environment's
     variables, and names assigned from any of them."""
     found = set(names)
@@ -689,14 +689,29 @@ def _parameters_given(functions: list[ast.FunctionDef], source: SourceFile, name
     given = set()
     for function in functions:
         parameters = [arg.arg for arg in function.args.args]
-        for call in calls_named(source, {function.name}):
-            skip = 1 if parameters[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+        for call in calls_named(source, {function.name}) + _module_calls(source, function):
+            skip = 1 if parameters[:1] in (["self"], ["cls"]) and (
+                isinstance(call.func, ast.Attribute) or call_name(call) != function.name) else 0
             for parameter, argument in zip(parameters[skip:], call.args):
                 if not isinstance(argument, ast.Starred) and holds(argument, names, variables, calls):
                     given.add(parameter)
             given |= {keyword.arg for keyword in call.keywords if keyword.arg in parameters
                       and holds(keyword.value, names, variables, calls)}
     return given
+
+
+def _module_calls(source: SourceFile, function: ast.FunctionDef) -> list[ast.Call]:
+    """The calls that reach `function` when it is a class's forward: calls of the class's instances (`tower(x)` with
+    `tower = ItemTower().eval()`, `self.block(x)`), which nn.Module's __call__ hands to forward."""
+    owner = source.parent(function)
+    if function.name != "forward" or not isinstance(owner, ast.ClassDef):
+        return []
+    made = [node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)
+            and any(call_name(part) == owner.name for part in ast.walk(node.value))]
+    names = {target.id for node in made for target in node.targets if isinstance(target, ast.Name)}
+    attributes = {self_attribute(target) for node in made for target in node.targets} - {None}
+    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Name) and node.func.id in names or self_attribute(node.func) in attributes)]
 
 
 def holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
@@ -884,7 +899,7 @@ def _unflushed_when_read(source: SourceFile, handle: str, read_line: int | None)
     return all(line > read_line for line in lines)
 
 
-def _rounded_up(node: ast.AST, worlds: set[str]) -> bool:
+def rounded_up(node: ast.AST, worlds: set[str]) -> bool:
     """math.ceil(n / world), -(-n // world) or (n + world - 1) // world."""
     if isinstance(node, ast.Call) and call_name(node) == "ceil" and node.args:
         return _mentions(node.args[0], worlds)
@@ -904,7 +919,7 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
         return None
     for source in files:
         for name, value in assignments(source):
-            if _rounded_up(value, source.worlds):
+            if rounded_up(value, source.worlds):
                 return Finding(
                     "share-rounded-up", f"`{name} = {ast.unparse(value)[:50]}` ({source.name}:{value.lineno}) rounds "
                     f"each rank's share up, so the shares add up to more than the data holds: the last rank, "
