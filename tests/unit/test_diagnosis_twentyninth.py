@@ -28,6 +28,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyninth_loudness_normalize_corpus", "tensor-kind-unsupported",
      ["the all_reduce at loudness_normalize_corpus.py:41 was given int16 tensors"],
      ["cast to a type gloo takes before the all_reduce (tensor.to(torch.int32)"]),
+    ("twentyninth_rowwise_embedding_export", "layouts-disagree",
+     ["rowwise_embedding_export.py:37", "(`return ids % self.world`, line 28)",
+      "(`self.offset = rank * self.rows`, line 20)"], ["owner = id // rows_per_rank", "local row = id // world"]),
     ("twentyninth_recall_eval_sharded_catalog", "global-index-on-shard",
      ["`scores.topk(args.k, dim=1)` (recall_eval_sharded_catalog.py:55) asks for k=args.k",
       "(`shard_ids, shard_emb = local_catalog(items, rank, world)`, line 45)"], ["k_local = min(args.k"]),
@@ -44,6 +47,8 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
      "share-smaller-than-needed"),
     ("twentyninth_stream_fbank_extract", "seg = audio.numel() // world", "seg = audio.numel()",
      "share-smaller-than-needed"),  # no split by the world size
+    ("twentyninth_rowwise_embedding_export", "return ids % self.world", "return ids // self.rows",
+     "layouts-disagree"),  # routed by blocks too
     ("twentyninth_recall_eval_sharded_catalog", "scores.topk(args.k, dim=1)",
      "scores.topk(min(args.k, scores.shape[1]), dim=1)", "global-index-on-shard"),  # k already fits the share
 ]

@@ -1212,6 +1212,58 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
         _crash_evidence(tb), tb.node, rank, told[1])
 
 
+INDEX_REFUSED = re.compile(r"index out of range|out of bounds|index -?\d+ is out of")
+
+
+def _modulo_world(node: ast.AST, worlds: set[str]) -> bool:
+    """`ids % world`: an id's owner when ids are dealt round-robin."""
+    return any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) and holds(part.right, worlds, set(), ())
+               for part in ast.walk(node))
+
+
+def _layouts_disagree(ctx: Context, tb) -> Finding | None:
+    """An index refused at a line that subtracts a block's start (`offset = rank * rows`) from ids whose owner was
+    chosen by `id % world`: rows dealt round-robin are looked up in contiguous blocks (or the reverse), so most local
+    rows fall outside the rank's block."""
+    if not INDEX_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source)
+    ranks = set(RANK_NAMES) | {name for name, value in assignments(source)
+                               if holds(value, set(), RANK_VARIABLES, RANK_CALLS)}
+    starts = {}  # a block's start: the rank times a size (`self.offset = rank * self.rows`)
+    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+        value = assign.value
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and any(
+                holds(side, ranks, set(), ()) for side in (value.left, value.right)) and not _modulo_world(
+                value, worlds):
+            starts.update({identifier(target): assign for target in assign.targets if identifier(target)})
+    subtracted = next((node for node in ast.walk(statement) if isinstance(node, ast.BinOp)
+                       and isinstance(node.op, ast.Sub) and identifier(node.right) in starts), None)
+    if subtracted is None:
+        return None
+    functions = [node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)]
+    routing = {function.name: node for function in functions for node in ast.walk(function)
+               if isinstance(node, ast.Return) and node.value is not None and _modulo_world(node.value, worlds)}
+    dealt = {name for name, value in assignments(source) if _modulo_world(value, worlds)}
+    owned = derived(source, dealt, set(), tuple(routing)) if dealt or routing else set()
+    if not names_in(statement) & owned and not any(call_name(node) in routing for node in ast.walk(statement)):
+        return None
+    modulo = next(iter(routing.values()), None) or next(node for node in ast.walk(source.tree) if isinstance(
+        node, ast.Assign) and _modulo_world(node.value, worlds))
+    start = starts[identifier(subtracted.right)]
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "layouts-disagree", f"rank {rank if rank is not None else '?'} failed at `{ast.unparse(statement)[:60]}` "
+        f"({frame.location}: {_said(tb.message, 60)}): the ids it looks up were routed to their owner round-robin "
+        f"(`{ast.unparse(modulo)[:50]}`, line {modulo.lineno}), but each rank holds a contiguous block of rows and "
+        f"subtracts the block's start (`{ast.unparse(start)[:50]}`, line {start.lineno}): the two layouts disagree, "
+        "so most ids a rank owns fall outside its block", _crash_evidence(tb), tb.node, rank,
+        "use one layout for routing and storage: blocks (owner = id // rows_per_rank, local row = id - owner * "
+        "rows_per_rank) or round-robin (owner = id % world, local row = id // world, each rank's table of ceil(V / "
+        "world) rows)")
+
+
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
@@ -3260,4 +3312,5 @@ EXCEPTION_MECHANISMS = (
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
+    _layouts_disagree,
 )
