@@ -1147,6 +1147,89 @@ POSITIONS = re.compile(r"offset|indptr|ptr\b|cu_seqlens|starts?\b|positions?|ind
 ORDERING = {"unique", "sort", "sorted", "argsort", "msort", "nsmallest", "nlargest"}
 
 
+def _gathered_lists(source: SourceFile) -> dict[str, ast.AST]:
+    """The lists a gather fills (all_gather_object's, all_gather's output list) -> the value each rank gave."""
+    return {filled: call.args[GATHERS[call_name(call)]] for call in calls_named(source, set(GATHERS))
+            if len(call.args) > GATHERS[call_name(call)] and (filled := identifier(call.args[0]))}
+
+
+def _joined_list(statement: ast.AST, names: tuple[str, ...]) -> tuple[ast.Call, ast.AST] | None:
+    """The first call of `names` (torch.cat, torch.stack) in `statement` and the list it is given."""
+    call = next((node for node in ast.walk(statement) if call_name(node) in names and node.args), None)
+    return (call, call.args[0]) if call else None
+
+
+NOTHING_TO_JOIN = re.compile(r"expected a non-empty list of Tensors|need at least one array to (?:concatenate|stack)")
+
+
+def _nothing_to_join(ctx: Context, tb) -> Finding | None:
+    """torch.cat of a list the job starts empty and fills by `.append` as results come: a rank whose share of the data
+    gave none (no detection kept, no item of a class) has an empty list, while the others join theirs."""
+    if not NOTHING_TO_JOIN.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+
+    def appends_to(listed: ast.AST) -> list[ast.Call]:
+        name = identifier(listed)
+        return [node for node in ast.walk(source.tree) if call_name(node) == "append" and isinstance(
+            node.func, ast.Attribute) and identifier(node.func.value) == name] if name else []
+
+    def starts_empty(listed: ast.AST) -> bool:  # `x = []` (or `a, x = [], []`, `x = list()`) somewhere in the file
+        name = identifier(listed)
+        for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+            for target in assign.targets:
+                pairs = zip(target.elts, assign.value.elts) if isinstance(target, ast.Tuple) and isinstance(
+                    assign.value, ast.Tuple) else [(target, assign.value)]
+                if any(identifier(item) == name and (isinstance(value, ast.List) and not value.elts or isinstance(
+                        value, ast.Call) and call_name(value) == "list" and not value.args) for item, value in pairs):
+                    return True
+        return False
+
+    joined = next(((call, call.args[0]) for call in ast.walk(statement) if call_name(call) in JOINS | {
+        "stack", "vstack", "hstack"} and call.args and appends_to(call.args[0]) and starts_empty(call.args[0])),
+        None)
+    if joined is None:
+        return None
+    appends = appends_to(joined[1])
+    rank = _rank_of(ctx, tb)
+    raised = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)})
+    who = (f"rank {rank if rank is not None else '?'}" if len(raised) < ctx.evidence.expected_world_size
+           else "every rank")
+    filler = source.function_of(appends[0])
+    return Finding(
+        "nothing-to-join", f"{who} had nothing to join at `{ast.unparse(statement)[:60]}` ({frame.location}): "
+        f"`{ast.unparse(joined[1])}` is filled only by `.append` (line {appends[0].lineno}"
+        + (f", in {filler.name}()" if isinstance(filler, ast.FunctionDef) else "") + "), and this rank's share of "
+        "the data gave nothing to append, so the list is empty where the other ranks' are not",
+        _crash_evidence(tb), tb.node, rank,
+        "let a rank with no results still join and take part: start from an empty tensor of the right shape "
+        "(torch.cat([torch.empty(0, ...), *parts]) or append an empty tensor per item), send a count of 0 in the "
+        "collectives that follow; or split the data so that every rank gets some of each kind (interleaved: "
+        "data[rank::world])")
+
+
+RAGGED_STACK = re.compile(r"stack expects each tensor to be equal size")
+
+
+def _ragged_parts_stacked(ctx: Context, tb) -> Finding | None:
+    """torch.stack of what every rank gave a gather, where each rank's part holds its own number of items (atoms,
+    detections, tokens): stack needs equal sizes, the parts are to be joined end to end."""
+    if not RAGGED_STACK.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    lists = _gathered_lists(source)
+    joined = _joined_list(statement, ("stack",))
+    if joined is None or not (names_in(joined[1]) & set(lists)):
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "ragged-parts-stacked", f"rank {rank if rank is not None else '?'} stacked what every rank gave a gather "
+        f"(`{ast.unparse(joined[0])[:60]}`, {frame.location}: {_said(tb.message, 80)}): each rank's part holds "
+        "its own number of items, and torch.stack needs parts of one size", _crash_evidence(tb), tb.node, rank,
+        "join the parts end to end along the item dimension (torch.cat), or pad each to the longest with a mask "
+        "before stacking (gather the lengths first)")
+
+
 def _part_kind(source: SourceFile, gathered: ast.AST, picked: int | None) -> tuple[str, str] | None:
     """What one rank's part is made of ((kind, its text)): positions into the rank's own data or a sorted list, from
     the gathered value (the picked item of a gathered tuple); None for anything else, which joined may be right."""
@@ -1171,10 +1254,7 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
     if (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    lists = {}  # the list a gather fills -> the gathered value
-    for call in calls_named(source, set(GATHERS)):
-        if len(call.args) > GATHERS[call_name(call)] and (filled := identifier(call.args[0])):
-            lists[filled] = call.args[GATHERS[call_name(call)]]
+    lists = _gathered_lists(source)
     joins = []  # (the assignment, the list joined, the item of each part it picks)
     for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
         for call in (node for node in ast.walk(assign.value) if call_name(node) in JOINS and node.args):
@@ -3312,5 +3392,5 @@ EXCEPTION_MECHANISMS = (
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
-    _layouts_disagree,
+    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked,
 )

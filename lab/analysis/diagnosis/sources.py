@@ -604,8 +604,9 @@ def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | Non
         chunked = {name for name, value in assignments(source) if isinstance(value, ast.Call)
                    and call_name(value) in SPLITS and _mentions(value, worlds | shares)}
         for node in ast.walk(source.tree):
-            if not isinstance(node, ast.Subscript) or holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS):
-                continue
+            if not isinstance(node, ast.Subscript) or holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS) or holds(
+                    node.value, ranks, RANK_VARIABLES, RANK_CALLS):
+                continue  # the rank is in the slice, or what is sliced is already the rank's part (its batches)
             taken = isinstance(node.slice, ast.Slice) and not _multiplied(node.slice, worlds) and (
                 _divides(node.slice, worlds) or _mentions(node.slice, shares)
                 or (node.slice.step is not None and _mentions(node.slice.step, worlds)))
@@ -919,7 +920,8 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
         return None
     for source in files:
         for name, value in assignments(source):
-            if rounded_up(value, source.worlds):
+            if rounded_up(value, source.worlds) and not _clipped(source, name) and not _divides_evenly(
+                    source, value, world):
                 return Finding(
                     "share-rounded-up", f"`{name} = {ast.unparse(value)[:50]}` ({source.name}:{value.lineno}) rounds "
                     f"each rank's share up, so the shares add up to more than the data holds: the last rank, "
@@ -928,6 +930,19 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
                     f"clip the last rank's window to the data (end = min(start + {name}, total)), or take the shares "
                     "from torch.tensor_split / np.array_split, which hand the remainder out one item at a time")
     return None
+
+
+def _clipped(source: SourceFile, share: str) -> bool:
+    """The window made from the share is clipped to the data (`min(total, (rank + 1) * share)`)."""
+    return any(call_name(node) == "min" and _mentions(node, {share}) for node in ast.walk(source.tree))
+
+
+def _divides_evenly(source: SourceFile, value: ast.AST, world: int) -> bool:
+    """The rounded share's total is a constant of the file that the world size divides: rounding up adds nothing."""
+    totals = {name for name in names_in(value) if name not in source.worlds and name not in ("math", "ceil")}
+    constants = {name: node.value for name, node in assignments(source) if isinstance(node, ast.Constant)
+                 and type(node.value) is int}
+    return len(totals) == 1 and (total := totals.pop()) in constants and constants[total] % world == 0
 
 
 ANCHORED = {"abspath", "realpath", "resolve", "absolute", "basename", "relpath", "name"}  # a target a link can hold

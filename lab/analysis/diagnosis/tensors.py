@@ -1,6 +1,6 @@
-"""What a tensor or a traced function is, against what a call accepts: a sparse or quantized tensor where only plain
-dense ones go, a custom autograd Function's gradient shaped for all ranks instead of one, a collective inside code
-torch.compile must trace whole. Each is told from torch's own message, then placed in the job's source.
+"""What a tensor or a traced function is, against what a call accepts: a sparse, quantized or nested tensor where only
+plain dense ones go, a collective inside a function vmap batches, a custom autograd Function's gradient shaped for
+all ranks instead of one, a collective inside code torch.compile must trace whole. Each is told from torch's own message, then placed in the job's source.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ SPARSE_LAYOUT = re.compile(r"unsupported memory format option \w+|[Ss]parse(?: C
 # The calls that make each kind of tensor, and the keyword that makes a layer's gradients sparse.
 MAKERS = {"sparse": {"to_sparse", "to_sparse_coo", "to_sparse_csr", "sparse_coo_tensor", "sparse_csr_tensor"},
           "quantized": {"quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic",
-                        "quantize_dynamic", "convert_fx", "quantize_fx"}}
+                        "quantize_dynamic", "convert_fx", "quantize_fx"},
+          "nested": {"nested_tensor", "as_nested_tensor"}}
 
 FIXES = {
     ("quantized", True): "send what a quantized tensor is made of: q.int_repr() (its integer values) with "
@@ -35,6 +36,11 @@ FIXES = {
     ("sparse", True): "give the collective dense tensors: t.to_dense() before it; or send the sparse tensor's "
                       "indices() and values() (their counts differ per rank: agree on them first) and rebuild with "
                       "torch.sparse_coo_tensor(...).coalesce(); for gradients, DDP reduces sparse ones itself",
+    ("nested", True): "give the collective regular tensors: pad the items to the largest shape "
+                      "(torch.nested.to_padded_tensor, with each item's shape gathered first to unpad after) or "
+                      "flatten them into one 1-D tensor with their lengths; or all_gather_object the list of tensors",
+    ("nested", False): "run the operation on a padded regular tensor (torch.nested.to_padded_tensor) or on each item "
+                       "(unbind())",
     ("sparse", False): "treat sparse gradients apart from dense ones where the code flattens or views them (if "
                        "g.is_sparse: reduce g.to_dense() or g.coalesce()'s values), or let DDP reduce them (it "
                        "handles sparse gradients), or make the layer dense (sparse=False)",
@@ -42,10 +48,10 @@ FIXES = {
 
 
 def _kind(key: str | None, message: str) -> str | None:
-    """'sparse' or 'quantized', from the dispatch key (or a sparse tensor's missing strides); None for another kind."""
+    """'sparse', 'quantized' or 'nested', from the dispatch key (or a sparse tensor's missing strides); None for another kind."""
     if key is None:
         return "sparse" if SPARSE_LAYOUT.search(message) else None
-    for kind in ("quantized", "sparse"):
+    for kind in ("quantized", "sparse", "nested"):
         if kind in key.lower():
             return kind
     return None
@@ -184,7 +190,27 @@ def _not_traceable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
             "fullgraph=True so dynamo runs it outside the graph")
 
 
+# functorch's refusal of an operator it cannot batch: a collective called inside vmap (or another torch.func transform).
+NOT_BATCHED = re.compile(r"Batching rule not implemented for (?P<op>c10d::\w+)")
+TRANSFORMS = {"vmap", "jacrev", "jacfwd", "hessian"}
+
+
+def _collective_in_transform(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """A collective inside a function torch.func.vmap runs: the function sees batched tensors, and c10d's operators
+    have no batching rule."""
+    op = match["op"].split("::")[-1].rstrip("_")
+    where = next((f" ({call_name(call)} at {source.name}:{call.lineno}: {ast.unparse(call)[:60]})"
+                  for source in parsed_files(ctx)
+                  for call in calls_named(source, TRANSFORMS)), "")
+    return (f"the collective {op} ran inside a function that torch.func transforms{where}, at {_raised_at(ctx, line)}: "
+            "vmap runs it on batched tensors, and collectives have no batching rule",
+            f"take the {op} out of the transformed function: compute the batch's local values outside vmap (or "
+            "before it), reduce them once, and pass the result into the function; or apply the per-item function "
+            "in a loop")
+
+
 PATTERNS = [
+    PatternRule("collective-in-transform", NOT_BATCHED, _collective_in_transform),
     PatternRule("tensor-kind-unsupported", NO_KERNEL, _tensor_kind),
     PatternRule("tensor-kind-unsupported", SPARSE_LAYOUT, _tensor_kind),
     PatternRule("autograd-gradient-shape", GRADIENT_SHAPE, _gradient_shape),
