@@ -45,8 +45,6 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
      "share-smaller-than-needed"),  # every rank samples from the whole log
     ("twentyninth_forecast_window_trainer", "shard = local_span(series, rank, world)", "shard = series",
      "share-smaller-than-needed"),
-    ("twentyninth_stream_fbank_extract", "seg = audio.numel() // world", "seg = audio.numel()",
-     "share-smaller-than-needed"),  # no split by the world size
     ("twentyninth_rowwise_embedding_export", "return ids % self.world", "return ids // self.rows",
      "layouts-disagree"),  # routed by blocks too
     ("twentyninth_recall_eval_sharded_catalog", "scores.topk(args.k, dim=1)",
@@ -70,3 +68,12 @@ def test_a_message_rule_that_declines_leaves_the_crash_to_the_other_mechanisms(t
         trace.write_text(trace.read_text().replace('"int16"', '"int32"').replace('"Short"', '"Int"'))
     found = diagnose(load_evidence(copy))[0]
     assert found.cause == "rank-crashed" and "Invalid scalar type" in found.title
+
+
+def test_a_recording_no_rank_splits_is_not_told_as_a_share_too_small():
+    """Neither a size divided by the world size nor a slice from a bound made from the rank: no share. (Both go: the
+    dataflow follows names file-wide, and `start`, the segment's bound, is also the name of a loop's variable.)"""
+    evidence = with_source(with_source(sample("twentyninth_stream_fbank_extract"), "seg = audio.numel() // world",
+                                       "seg = audio.numel()"), "start = rank * seg", "start = 0")
+    assert diagnose(evidence)[0].cause != "share-smaller-than-needed"
+

@@ -544,7 +544,7 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
     named = next((identifier(node) for tensor in viewed for node in ast.walk(tensor) if identifier(node) in split),
                  None)
     if named is None:
-        return None
+        return _view_splits_by_world(ctx, tb, frame, statement, _world_names(source), refused)
     made, made_at = split[named]
     dims, size = [int(dim) for dim in refused["dims"].split(", ")], int(refused["size"])
     rows = math.prod(dim for dim in dims[:-1] if dim != -1)
@@ -561,6 +561,26 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
         "world size, not the features); where the ranks outnumber the groups (more tensor-parallel ranks than "
         "key/value heads), replicate each group on world // groups ranks (group = rank * groups // world), or run "
         "a world size that divides the groups")
+
+
+def _view_splits_by_world(ctx: Context, tb, frame, statement: ast.AST, worlds: set[str],
+                          refused: re.Match) -> Finding | None:
+    """A view that cuts a dimension into world-size parts (`x.reshape(rows, world, cols // world)`, as an all_to_all
+    needs), refused because that dimension is no multiple of the world size (an rfft's N // 2 + 1 columns)."""
+    call = next((node for node in ast.walk(statement) if call_name(node) in ("view", "reshape") and any(
+        _divides_by(argument, worlds) for argument in node.args)), None)
+    if call is None:
+        return None
+    divided = next(argument for argument in call.args if _divides_by(argument, worlds))
+    world = ctx.evidence.expected_world_size
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "view-of-a-split", f"`{ast.unparse(call)[:60]}` ({frame.location}) cuts a dimension into world-size parts "
+        f"(`{ast.unparse(divided)}`), and with {world} ranks that dimension is no multiple of {world}: "
+        f"{_said(tb.message, 70)}", _crash_evidence(tb), tb.node, rank,
+        "split the dimension unevenly and say so: per-rank counts with the remainder spread (torch.tensor_split, "
+        "or sizes given to all_to_all_single as input_split_sizes/output_split_sizes); or pad it to a multiple of "
+        "the world size before the view and drop the padding after")
 
 
 EMPTY_OR_ZERO = re.compile(r"non-empty|\bempty\b|\bzero\b|=0\b|got 0\b|positive integer|must be positive", re.I)
@@ -1062,10 +1082,10 @@ def _splits_by_world(node: ast.AST, worlds: set[str], ranks: set[str]) -> bool:
     return False
 
 
-def _shares(source: SourceFile) -> tuple[list[tuple[str, int]], set[str]]:
+def _shares(source: SourceFile, contiguous: bool = False) -> tuple[list[tuple[str, int]], set[str]]:
     """Where the job takes a rank's share ((the assignment, its line), in file order) and every name that holds one
     or something made from one: through assignments, the parameters calls pass it to and the functions returning
-    it."""
+    it. With `contiguous`, only shares that are blocks, not every world-th item."""
     worlds = _world_names(source)
     # the rank as read (not source.ranks, which follows names file-wide: a loop's `start` named like a rank's)
     ranks = set(RANK_NAMES) | {name for name, value in assignments(source)
@@ -1075,16 +1095,22 @@ def _shares(source: SourceFile) -> tuple[list[tuple[str, int]], set[str]]:
         return holds(bound, ranks, set(), ()) or any(holds(assign.value, ranks, set(), ()) for name in
                                                      names_in(bound) for assign in source.assignments_to(name, scope))
 
-    def a_share(node: ast.Assign) -> bool:  # a split by the world, or a slice from a bound made from the rank
+    def a_share(node: ast.Assign | ast.Return) -> bool:  # a split by the world, or a slice from a rank's bound
         return _splits_by_world(node.value, worlds, ranks) or any(
             isinstance(part, ast.Slice) and part.lower is not None and from_rank(part.lower, source.function_of(node))
             for part in ast.walk(node.value))
 
-    taken = [node for node in ast.walk(source.tree) if isinstance(node, ast.Assign) and a_share(node)
-             and not any(rounded_up(part, worlds) for part in ast.walk(node.value))]  # rounded up: too large a share
-    seeds = {name for node in taken for target in node.targets for name in names_in(target)} - worlds - set(RANK_NAMES)
+    rounded = {name for name, value in assignments(source) if any(rounded_up(part, worlds) for part in ast.walk(value))}
+    taken = [node for node in ast.walk(source.tree) if isinstance(node, (ast.Assign, ast.Return))
+             and node.value is not None and a_share(node)
+             and not any(rounded_up(part, worlds) for part in ast.walk(node.value))  # rounded up: too large a share
+             and not names_in(node.value) & rounded and not (contiguous and _interleaved(node.value, worlds))]
+    seeds = {name for node in taken if isinstance(node, ast.Assign) for target in node.targets
+             for name in names_in(target)} - worlds - set(RANK_NAMES)
+    returning = tuple({function.name for node in taken if isinstance(node, ast.Return)
+                       and isinstance(function := source.function_of(node), ast.FunctionDef)})  # their calls hold one
     return ([(ast.unparse(node)[:70], node.lineno) for node in sorted(taken, key=lambda node: node.lineno)],
-            derived(source, seeds, set(), ()) if seeds else set())
+            derived(source, seeds, set(), returning) if seeds or returning else set())
 
 
 # A size or limit refused: what an operation needs is more than it was given (a window, k, a padding, samples).
@@ -1115,7 +1141,7 @@ def _share_too_small(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     taken, holding = _shares(source)
-    read = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else statement
+    read = _what_it_reads(source, statement)
     used = names_in(read) & holding if read is not None else set()
     if not used or not taken:
         return None
@@ -1342,6 +1368,74 @@ def _layouts_disagree(ctx: Context, tb) -> Finding | None:
         "use one layout for routing and storage: blocks (owner = id // rows_per_rank, local row = id - owner * "
         "rows_per_rank) or round-robin (owner = id % world, local row = id // world, each rank's table of ceil(V / "
         "world) rows)")
+
+
+# What a fit or a statistic says of data that lacks what it needs: one class, no variation, a singular matrix. (A NaN
+# or values of two types can come of anything: not read as this.)
+DEGENERATE = re.compile(r"only one class|one class present|not positive.definite|singular|ill.conditioned|zero "
+                        r"variance|contains? (?:only )?(?:a )?single (?:class|label|value)|no positive|no negative",
+                        re.I)
+
+
+def _share_not_representative(ctx: Context, tb) -> Finding | None:
+    """A fit or a statistic that failed on what a rank computed from its own contiguous block of the data: ordered
+    data (by time, region, class) puts in one block only part of what the whole holds, and what needs the whole
+    (both classes, every category, a varying column) breaks on the block."""
+    if not DEGENERATE.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    blocks, holding = _shares(source, contiguous=True)
+    # the lists a gather fills with what every rank made of its block hold blocks too
+    holding |= {filled for filled, value in _gathered_lists(source).items() if names_in(value) & holding}
+    read = _what_it_reads(source, statement)
+    if not blocks or read is None or not names_in(read) & holding:
+        return None
+    # the block the data is taken by (a slice, a split) before a size computed for it, then the nearest
+    split = min(blocks, key=lambda step: (not _takes_items(source.statement_at(step[1])),
+                                          abs(step[1] - statement.lineno)))
+    raised = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)})
+    rank = _rank_of(ctx, tb)
+    who = "every rank" if len(raised) == ctx.evidence.expected_world_size else \
+        f"rank {rank if rank is not None else '?'}"
+    return Finding(
+        "share-not-representative", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}: "
+        f"{_said(tb.message, 80)}) on what it computed from its own contiguous block of the data (`{split[0][:60]}`, "
+        f"line {split[1]}): where the data is ordered (by time, region, class, file), a block holds only part of "
+        "what the whole does (one class, some categories, a column that does not vary there), and a fit or "
+        "statistic that needs the whole breaks on it", _crash_evidence(tb), tb.node, rank,
+        "compute what needs the whole from every rank's data: all_reduce its sufficient statistics (counts, sums, "
+        "min and max, X^T X and X^T y) or all_gather what it reads, and use the global result on every rank; agree "
+        "on what each column is across the ranks (an explicit schema, not one inferred per block); or shuffle or "
+        "stratify before splitting, or take an interleaved share (data[rank::world]), so each block is like the whole")
+
+
+def _what_it_reads(source: SourceFile, statement: ast.AST) -> ast.AST | None:
+    """What a failing statement computes from: an assignment's value, an assert's test, the test of the `if` that
+    led to a `raise` (the job's own check), else the statement."""
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return statement.value
+    if isinstance(statement, ast.Assert):
+        return statement.test
+    if isinstance(statement, ast.Raise):
+        node = source.parent(statement)
+        while node is not None and not isinstance(node, (ast.If, ast.FunctionDef, ast.Module)):
+            node = source.parent(node)
+        return node.test if isinstance(node, ast.If) else statement
+    return statement
+
+
+def _takes_items(node: ast.AST | None) -> bool:
+    """A statement that takes items (a slice, tensor_split, chunk), not one that computes a share's size."""
+    return node is not None and any(isinstance(part, ast.Slice) or call_name(part) in SPLITTING_CALLS
+                                    for part in ast.walk(node))
+
+
+def _interleaved(node: ast.AST | None, worlds: set[str]) -> bool:
+    """A share taken every world-th item (`x[rank::world]`, `% world == rank`): it samples the whole evenly."""
+    return node is not None and any(
+        isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ()) or
+        isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) and holds(part.right, worlds, set(), ())
+        for part in ast.walk(node))
 
 
 def _world_names(source: SourceFile) -> set[str]:
@@ -2571,6 +2665,16 @@ def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
         what = re.search(r"local object '([^']+)'", line.text)
         user = saving.user_frame()
         at = f" at {user.location}" if user else ""
+        handle = re.search(r"cannot pickle '?(?:[\w.]*\.)?(?P<type>ProcessGroup\w*|Work|_?thread\.\w+|\w*[Ll]ock|socket|"
+                           r"TextIOWrapper|BufferedWriter|BufferedReader|Store|TCPStore|FileStore|Generator)'? object",
+                           line.text)
+        if handle:
+            return (f"torch.save{at} pickles everything it is given, and that includes a live {handle['type']} "
+                    "object (a process group, a store, a lock, a file or a thread a process holds), which has no "
+                    "meaning outside the process that made it",
+                    "save only the state (tensors, numbers, state_dict()s): build the dict to save yourself, or give "
+                    "the class a __getstate__ that leaves the handle out, and create the handle again (new_group, "
+                    "open) when the state is restored")
         return (f"torch.save{at} pickles the whole object it is given, and {what[1] if what else 'something in it'} "
                 "cannot be pickled (a lambda or a function defined inside another)",
                 "save the weights, not the module: torch.save(model.state_dict(), path) (and load_state_dict into a "
@@ -3392,5 +3496,5 @@ EXCEPTION_MECHANISMS = (
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
-    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked,
+    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
 )

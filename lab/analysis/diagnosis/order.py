@@ -217,8 +217,8 @@ def _holds_line(body: list[ast.stmt], line: int) -> bool:
 def _agreed(source: SourceFile, branch: ast.If | ast.While) -> bool:
     """The test reads the rank itself (other findings tell those), or names a collective gave every rank alike before
     it (all_reduce(t) then `if t.item() > x`). Values only computed from the rank's own shard are not agreed."""
-    if holds(branch.test, RANK_NAMES, RANK_VARIABLES, RANK_CALLS):
-        return True
+    if holds(branch.test, _ranks_in(source, source.function_of(branch)), RANK_VARIABLES, RANK_CALLS):
+        return True  # `if up >= 0` with `up = rank - 1`: a neighbour that exists on some ranks only
     names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name)}
     alike = _counters(source, branch) | {name for name in names if name.isupper() or name in CONFIGS}
     if names <= alike:
@@ -228,6 +228,22 @@ def _agreed(source: SourceFile, branch: ast.If | ast.While) -> bool:
               and node.lineno < branch.lineno for argument in node.args[:1] for part in ast.walk(argument)
               if isinstance(part, ast.Name)}
     return bool(names) and bool(names & shared)
+
+
+def _ranks_in(source: SourceFile, scope: ast.AST) -> set[str]:
+    """The rank's names in `scope`, and what the scope computes from them by arithmetic alone (`up, down = rank - 1,
+    rank + 1`): a test of those tests the rank. A value a call computes from the rank (a loss over the rank's shard)
+    is the rank's own value, not the rank. Within one function: a name that holds a rank elsewhere does not count."""
+    found = set(RANK_NAMES)
+    assigned = [(target, value) for node in ast.walk(scope) if isinstance(node, ast.Assign) for target, value in (
+        zip(node.targets[0].elts, node.value.elts) if isinstance(node.targets[0], ast.Tuple) and isinstance(
+            node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts)
+        else [(node.targets[0], node.value)])]
+    while more := {target.id for target, value in assigned if isinstance(target, ast.Name) and target.id not in found
+                   and holds(value, found, RANK_VARIABLES, RANK_CALLS) and not any(
+                       isinstance(part, (ast.Call, ast.Subscript)) for part in ast.walk(value))}:
+        found |= more
+    return found
 
 
 # Names that hold a run's options, the same on every rank (a setting that differs per node is told elsewhere).

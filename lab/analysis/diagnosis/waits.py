@@ -11,6 +11,7 @@ A rank inside no distributed call is busy: where a rank waits for its DataLoader
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections import Counter
@@ -20,7 +21,8 @@ from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
 from lab.analysis.diagnosis.context import SYMPTOM, Context, echoes_a_peer, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
-from lab.analysis.diagnosis.sources import endless_stream, parsed_files, source_named
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, assignments, call_name,
+                                            endless_stream, holds, parsed_files, source_named)
 from lab.analysis.stacks import Frame, ProcessStack
 
 RECEIVES = ("recv", "irecv", "recv_object_list")
@@ -186,8 +188,46 @@ def point_to_point_findings(ctx: Context, activities: dict[int, Activity]) -> li
         if peer is None:
             continue
         if found := _unmatched(ctx, activity, peer, activities, world):
-            return [found]
+            return [_rank_zero_as_false(ctx, activity, peer) or found]
     return []
+
+
+def _can_be_rank_zero(value: ast.AST) -> bool:
+    """A rank computed so that it can be 0: the rank itself, one below it (`rank - 1`), or one modulo the world;
+    not `rank + 1`, which never is."""
+    parts = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    return any(isinstance(part, ast.Name) and part.id in RANK_NAMES or any(
+        isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Mod) or isinstance(node.op, ast.Sub) and holds(
+            node.left, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)) and holds(node, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
+        for node in ast.walk(part)) for part in parts)
+
+
+P2P_CALLS = {"send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv", "send_object_list", "recv_object_list"}
+
+
+def _rank_zero_as_false(ctx: Context, activity: Activity, peer: int) -> Finding | None:
+    """An exchange with rank 0 that its partner skipped: the partner tests the neighbour's rank for truth (`if left:`
+    with `left = rank - 1 if rank > 0 else None`), and where the neighbour is rank 0 the test is false."""
+    if 0 not in (activity.rank, peer):
+        return None
+    for source in parsed_files(ctx):
+        ranked = {name for name, value in assignments(source) if _can_be_rank_zero(value)}
+        for branch in (node for node in ast.walk(source.tree) if isinstance(node, ast.If)):
+            tested = branch.test.operand if isinstance(branch.test, ast.UnaryOp) and isinstance(
+                branch.test.op, ast.Not) else branch.test
+            if not (isinstance(tested, ast.Name) and tested.id in ranked) or not any(
+                    call_name(node) in P2P_CALLS for statement in branch.body for node in ast.walk(statement)):
+                continue
+            made = next(value for name, value in assignments(source) if name == tested.id)
+            skipped = peer if activity.rank == 0 else activity.rank
+            return Finding(
+                "rank-zero-as-false", f"rank {skipped} skipped its exchange with rank 0: `if {ast.unparse(branch.test)}:` "
+                f"({source.name}:{branch.lineno}) tests a neighbour's rank for truth, and 0 is false in Python: where "
+                f"the neighbour is rank 0 (`{tested.id} = {ast.unparse(made)[:50]}`) the exchange is skipped, and "
+                f"rank {activity.rank} waits for it", str(activity), activity.node,
+                activity.rank, f"test for a missing neighbour explicitly: `if {tested.id} is not None:` (or mark "
+                "none with -1 and test `>= 0`), never by the rank's truth")
+    return None
 
 
 COUNTS_DIFFER_FIX = ("make both sides run their exchanges the same number of times: compute the count (micro-batches, "
