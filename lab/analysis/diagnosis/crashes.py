@@ -1150,10 +1150,8 @@ def _share_too_small(ctx: Context, tb) -> Finding | None:
         source.function_of(statement) else taken[0]
     operation = next((call_name(node) for node in ast.walk(statement) if call_name(node) in SHARE_FIXES), None)
     lead = f"{SHARE_FIXES[operation]}; " if operation else ""
-    raised = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)})
     rank = _rank_of(ctx, tb)
-    who = "every rank" if len(raised) == ctx.evidence.expected_world_size else \
-        f"rank {rank if rank is not None else '?'}"
+    who = _who_raised(ctx, tb, rank)
     return Finding(
         "share-smaller-than-needed", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}): "
         f"{_said(tb.message, 90).rstrip('.')}. What it works on (`{sorted(used)[0]}`) is the rank's share of the data, taken by "
@@ -1218,9 +1216,7 @@ def _nothing_to_join(ctx: Context, tb) -> Finding | None:
         return None
     appends = appends_to(joined[1])
     rank = _rank_of(ctx, tb)
-    raised = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)})
-    who = (f"rank {rank if rank is not None else '?'}" if len(raised) < ctx.evidence.expected_world_size
-           else "every rank")
+    who = _who_raised(ctx, tb, rank)
     filler = source.function_of(appends[0])
     return Finding(
         "nothing-to-join", f"{who} had nothing to join at `{ast.unparse(statement)[:60]}` ({frame.location}): "
@@ -1393,10 +1389,8 @@ def _share_not_representative(ctx: Context, tb) -> Finding | None:
     # the block the data is taken by (a slice, a split) before a size computed for it, then the nearest
     split = min(blocks, key=lambda step: (not _takes_items(source.statement_at(step[1])),
                                           abs(step[1] - statement.lineno)))
-    raised = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)})
     rank = _rank_of(ctx, tb)
-    who = "every rank" if len(raised) == ctx.evidence.expected_world_size else \
-        f"rank {rank if rank is not None else '?'}"
+    who = _who_raised(ctx, tb, rank)
     return Finding(
         "share-not-representative", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}: "
         f"{_said(tb.message, 80)}) on what it computed from its own contiguous block of the data (`{split[0][:60]}`, "
@@ -1436,6 +1430,13 @@ def _interleaved(node: ast.AST | None, worlds: set[str]) -> bool:
         isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ()) or
         isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) and holds(part.right, worlds, set(), ())
         for part in ast.walk(node))
+
+
+def _who_raised(ctx: Context, tb, rank: int | None) -> str:
+    """'every rank' where every rank raised tb's error at its line, else 'rank R'."""
+    raised = {other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)}
+    return "every rank" if len(raised) == ctx.evidence.expected_world_size else \
+        f"rank {rank if rank is not None else '?'}"
 
 
 def _world_names(source: SourceFile) -> set[str]:
