@@ -3158,6 +3158,36 @@ def _dtype_gloo_lacks(match: re.Match, line: LogLine, ctx: Context) -> tuple[str
             f"after it where {dtype} is needed; or do the arithmetic in that type from the start")
 
 
+# What DistributedDataParallel refuses to be: copied or pickled (bound to a group other than the default), exported.
+WRAPPER_REFUSED = re.compile(r"DDP Pickling/Unpickling are only supported|Non-recursive torch\.compiler\.disable is "
+                             r"not supported with torch\.export")
+TAKES_A_MODULE = {"deepcopy", "AveragedModel", "export", "dumps", "dump", "save", "trace", "script"}
+
+
+def _ddp_wrapper_passed_on(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """The DDP wrapper given where the model inside is meant: copied (an EMA or SWA copy, deepcopy), pickled or
+    exported. DDP copies only with the default group, and its forward is hidden from torch.export."""
+    exporting = "export" in match.group(0)
+    given = next(((source, call) for source in parsed_files(ctx) for call in calls_named(source, TAKES_A_MODULE)
+                  if call.args and holds(call.args[0], derived(source, set(), set(), ("DistributedDataParallel",
+                                                                                      "DDP")), set(), ())), None)
+    if given:
+        source, call = given
+        made = next((node for node in ast.walk(source.tree) if call_name(node) in ("DistributedDataParallel", "DDP")),
+                    None)
+        where = f"`{ast.unparse(call)[:60]}` ({source.name}:{call.lineno}) was given the DistributedDataParallel " + \
+            "wrapper" + (f" (`{ast.unparse(made)[:40]}`, line {made.lineno})" if made else "")
+        inner = ast.unparse(call.args[0])
+    else:
+        where, inner = "the DistributedDataParallel wrapper was given where the model inside it is meant", "model"
+    what = ("torch.export cannot trace its forward (DDP hides it from the compiler)" if exporting else
+            "it cannot be copied or pickled (DDP allows that only on the default process group)")
+    return (f"{where}: {what}",
+            f"give it the module inside: {inner}.module (AveragedModel({inner}.module), copy.deepcopy({inner}.module), "
+            f"torch.export.export({inner}.module.eval(), ...), torch.save({inner}.module.state_dict(), ...)), or keep "
+            "the model from before DDP wrapped it")
+
+
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                     for name, value in trace.calls.locale.items()})
@@ -3283,6 +3313,7 @@ PATTERNS = [
                     "in place on tensors",
                     "put the value in a tensor and read it back: t = torch.tensor([value]); dist.all_reduce(t); "
                     "value = t.item() (for arbitrary objects, all_gather_object)")),
+    PatternRule("ddp-wrapper-passed-on", WRAPPER_REFUSED, _ddp_wrapper_passed_on),
     PatternRule("ddp-attribute", re.compile(r"'DistributedDataParallel' object has no attribute '(?P<name>\w+)'"),
                 lambda match, line, ctx: (
                     f"the code reaches the model's '{match['name']}' through the DistributedDataParallel wrapper, "

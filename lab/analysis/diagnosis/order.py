@@ -160,7 +160,7 @@ def _branch_on_own_values(ctx: Context, files: list[SourceFile], evidence: str) 
             source = source_named(files, name)
             if source is None:
                 continue
-            told = _branch_between(source, line, other_line)
+            told = _branch_between(source, line, other_line) or _left_a_called_loop(ctx, source, line, other)
             if told is None:
                 continue
             branch, how = told
@@ -201,6 +201,32 @@ def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast
             if exit_branch is not None:
                 return exit_branch, ("rank {rank} left the loop (line " + str(loop.lineno) + ") at `if {test}: break` "
                                      "(line {line}) while rank {other} is still in it")
+    return None
+
+
+def _left_a_called_loop(ctx: Context, source: SourceFile, line: int, other: int) -> tuple[ast.If | ast.While, str] | None:
+    """A rank past a call (its line later in the same function) while rank `other` is still inside it, in a loop the
+    called function leaves at `if ...: break` (or `while ...`): the first rank left that loop earlier."""
+    tb = next((tb for tb in ctx.tracebacks if tb.rank == other), None)
+    own = [frame for frame in (tb.frames if tb else []) if frame.file.rsplit("/", 1)[-1] == source.name]
+    for outer, inner in zip(own, own[1:]):
+        caller = source.statement_at(outer.line)
+        if caller is None or source.function_of(caller) is not source.function_of(source.statement_at(line)) or \
+                not outer.line < line:
+            continue
+        loop = source.loop_of(source.statement_at(inner.line))
+        if loop is None or isinstance(loop, ast.While) and _agreed(source, loop):
+            continue
+        if isinstance(loop, ast.While):
+            return loop, (f"rank {{rank}} is past line {outer.line} and left the loop `while {{test}}` (line {{line}}) "
+                          "it calls, while rank {other} is still in it")
+        exit_branch = next((node for node in ast.walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
+                            and any(isinstance(part, ast.Break) and source.loop_of(part) is loop
+                                    for statement in node.body for part in ast.walk(statement))), None)
+        if exit_branch is not None:
+            return exit_branch, (f"rank {{rank}} is past line {outer.line}, having left the loop (line {loop.lineno}) "
+                                 f"it calls at `if {{test}}: break` (line {{line}}), while rank {{other}} is still in "
+                                 "it")
     return None
 
 
