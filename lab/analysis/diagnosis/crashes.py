@@ -2322,10 +2322,12 @@ NOT_A_FIX = re.compile(r"debug|https?://|\bvisit\b|file an issue|report(?:ing)? 
 def message_advice(message: str) -> str:
     """The parts of `message` that advise (a sentence after the first, or a clause after the first one's comma; at
     most two, 240 characters; tips for debugging left out): '' when none do."""
-    sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", message) if part.strip()]
+    # sentences and clauses, also where the message leaves out the space after a full stop or comma ("available.If
+    # your ... CUDA,please pass ...")
+    sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+|(?<=[a-z][.!?])(?=[A-Z])", message) if part.strip()]
     if not sentences:
         return ""
-    parts = re.split(r"[,;]\s+", sentences[0])[1:] + sentences[1:]
+    parts = re.split(r"[,;]\s+|(?<=[a-z]),(?=[a-z])", sentences[0])[1:] + sentences[1:]
     advice = [part for part in parts if ADVICE.search(part) and not NOT_A_FIX.search(part)][:2]
     return " ".join(advice)[:240]
 

@@ -20,8 +20,8 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            calls_named, failure_summary, holds, origin_of, parsed_files,
-                                            self_attribute, unordered)
+                                            caller_place, calls_named, failure_summary, holds, origin_of,
+                                            parsed_files, self_attribute, unordered)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -33,6 +33,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     causes = {finding.cause for finding in found}
     if "shape-mismatch" in causes and (resized := _buffer_resized(ctx, found)) is not None:
         return [resized]
+    if "shape-mismatch" in causes and (sized := _collective_sized_by_rank(ctx, found)) is not None:
+        return [sized]
     files = parsed_files(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
     if not files:
         return []
@@ -75,6 +77,49 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                         "file shipped with the job) and send it to every rank (broadcast_object_list), or on every "
                         "rank from the same full data before it is split into shards")
     return None
+
+
+# The tensor argument of a collective, by its position: the input of a gather, the one tensor of the others.
+TENSOR_ARGUMENT = {"all_gather": 1, "all_gather_into_tensor": 1, "gather": 0, "reduce_scatter": 1,
+                   "reduce_scatter_tensor": 1, "all_reduce": 0, "broadcast": 0, "reduce": 0, "scatter": 0}
+
+
+def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | None:
+    """Tensors of different sizes in one collective, where what a rank passes is computed, through the assignments
+    before the call, with the rank in its arithmetic (`k = int(ratio * self.rank * n)`, then topk(g, k)): its size
+    follows from the rank."""
+    files = parsed_files(ctx)
+    for trace in ctx.evidence.traces:
+        for call in reversed(trace.calls.made if trace.calls else ()):
+            place = caller_place(call.caller)
+            source = next((file for file in files if place and file.name == place[0]), None)
+            statement = source.statement_at(place[1]) if source else None
+            node = next((node for node in ast.walk(statement) if call_name(node) == call.op), None) if statement \
+                else None
+            position = TENSOR_ARGUMENT.get(call.op)
+            if node is None or position is None or len(node.args) <= position:
+                continue
+            chain = origin_of(source, node.args[position], source.function_of(statement), _rank_arithmetic)
+            steps = [(text, line) for text, line in chain if text]
+            if not steps:
+                continue
+            shown = " <- ".join(f"`{text}` (line {line})" for text, line in steps)
+            evidence = next(finding.evidence for finding in found if finding.cause == "shape-mismatch")
+            return Finding(
+                "size-from-rank-data", f"the ranks passed tensors of different sizes to the {call.op} at "
+                f"{source.name}:{statement.lineno}, and the size of what each passes follows from its rank: "
+                f"`{ast.unparse(node.args[position])}` <- {shown}", evidence, trace.node, trace.rank,
+                "compute the size from what every rank shares (a ratio of the same tensor, a constant, a global "
+                "count), not from the rank; where the sizes must differ, gather them first and pad to the largest "
+                "(or use all_gather_object)")
+    return None
+
+
+def _rank_arithmetic(expression: ast.AST) -> bool:
+    """The rank as an operand of arithmetic (`0.5 * self.rank * n`): a number made from the rank, not data picked by it."""
+    return any(isinstance(node, ast.BinOp) and any(holds(side, RANK_NAMES, set(), RANK_CALLS)
+                                                    for side in (node.left, node.right))
+               for node in ast.walk(expression))
 
 
 def _rank_value(expression: ast.AST) -> bool:
