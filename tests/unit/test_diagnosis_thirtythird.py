@@ -6,6 +6,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["the ranks passed tensors of different sizes to the all_gather at topk_compressed_trainer.py:29",
       "`top_size = max(1, int(0.5 * self.rank * grad.numel()))` (line 21)"],
      ["compute the size from what every rank shares", "not from the rank"]),
+    ("thirtythird_split_mlp_pipeline", "layers-dealt-round-robin",
+     ["rank 0 failed at `out = stage(inp)` (split_mlp_pipeline.py:43", "(`layers[rank::world]`, line 16)"],
+     ["give each rank a contiguous block of layers"]),
     ("thirtythird_local_sgd_trainer", "rank-crashed",
      ["rank 0 crashed with ValueError: Default group size only takes effect when CUDA is available"],
      ["as the message advises: If your subgroup using a backend that does not depend on CUDA,please pass in "
@@ -15,6 +18,8 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
     ("thirtythird_topk_compressed_trainer", "int(0.5 * self.rank * grad.numel())", "int(0.5 * grad.numel())",
      "size-from-rank-data"),  # the same ratio on every rank
+    ("thirtythird_split_mlp_pipeline", "mine = layers[rank::world]", "mine = layers[rank * 3:(rank + 1) * 3]",
+     "layers-dealt-round-robin"),  # a contiguous block
 ]
 
 

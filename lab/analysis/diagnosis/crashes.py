@@ -1432,6 +1432,46 @@ def _interleaved(node: ast.AST | None, worlds: set[str]) -> bool:
         for part in ast.walk(node))
 
 
+# A layer given an input of another width than it was built for.
+WIDTHS_DIFFER = re.compile(r"shapes cannot be multiplied|size mismatch, m1|Expected input batch_size|expected input "
+                           r"with shape|to have \d+ channels, but got \d+ channels")
+LAYERS = re.compile(r"layer|block|stage|module|encoder|decoder", re.IGNORECASE)
+
+
+def _layers_dealt_round_robin(ctx: Context, tb) -> Finding | None:
+    """A layer given an input of another width, in a job that gives each rank every world-th layer (`layers[rank::
+    world]`) to run as its stage: consecutive layers land on different ranks, and a rank chains layer i into layer
+    i + world, whose input is not i's output."""
+    if not WIDTHS_DIFFER.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source)
+    dealt = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Subscript)
+                  and isinstance(node.slice, ast.Slice) and node.slice.step is not None
+                  and holds(node.slice.step, worlds, set(), ()) and LAYERS.search(ast.unparse(node.value))), None)
+    if dealt is None:
+        return None
+    taking = source.statement_of(dealt)
+    seeds = {name for target in getattr(taking, "targets", []) for name in names_in(target)}
+    function = source.function_of(taking)
+    inside = derived(source, seeds, set(), ())
+    returned = isinstance(function, ast.FunctionDef) and any(  # a function that builds the stage from them
+        isinstance(node, ast.Return) and node.value is not None and names_in(node.value) & inside
+        for node in ast.walk(function))
+    held = derived(source, seeds, set(), (function.name,) if returned else ())
+    if not names_in(_what_it_reads(source, statement) or statement) & held:
+        return None  # the failing line does not run the layers dealt out
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "layers-dealt-round-robin", f"rank {rank if rank is not None else '?'} failed at "
+        f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 70)}): its stage takes every "
+        f"world-th layer (`{ast.unparse(dealt)}`, line {dealt.lineno}), so consecutive layers are on different "
+        "ranks and this rank feeds one layer's output into a layer built for another's", _crash_evidence(tb),
+        tb.node, rank,
+        "give each rank a contiguous block of layers: bounds from the layer count (start = rank * n // world, end = "
+        "(rank + 1) * n // world) and layers[start:end], so each stage's input is the previous stage's output")
+
+
 def _who_raised(ctx: Context, tb, rank: int | None) -> str:
     """'every rank' where every rank raised tb's error at its line, else 'rank R'."""
     raised = {other.rank for other in ctx.tracebacks if other.rank is not None and _same_error(other, tb)}
@@ -3531,4 +3571,5 @@ EXCEPTION_MECHANISMS = (
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
+    _layers_dealt_round_robin,
 )
