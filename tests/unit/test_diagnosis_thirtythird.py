@@ -9,6 +9,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("thirtythird_split_mlp_pipeline", "layers-dealt-round-robin",
      ["rank 0 failed at `out = stage(inp)` (split_mlp_pipeline.py:43", "(`layers[rank::world]`, line 16)"],
      ["give each rank a contiguous block of layers"]),
+    ("thirtythird_blocklist_filter", "characters-counted-for-bytes",
+     ["to the broadcast at blocklist_filter.py:42: the length sent is `len(text)` (line 36)",
+      "the buffer is `text.encode()` (line 39)"], ["encode first and send the encoded length"]),
     ("thirtythird_local_sgd_trainer", "rank-crashed",
      ["rank 0 crashed with ValueError: Default group size only takes effect when CUDA is available"],
      ["as the message advises: If your subgroup using a backend that does not depend on CUDA,please pass in "
@@ -18,6 +21,8 @@ TOLD = [  # sample, cause, words of the title, words of the fix
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
     ("thirtythird_topk_compressed_trainer", "int(0.5 * self.rank * grad.numel())", "int(0.5 * grad.numel())",
      "size-from-rank-data"),  # the same ratio on every rank
+    ("thirtythird_blocklist_filter", "len(text) if rank == src", "len(text.encode('utf-8')) if rank == src",
+     "characters-counted-for-bytes"),  # the length of the bytes
     ("thirtythird_split_mlp_pipeline", "mine = layers[rank::world]", "mine = layers[rank * 3:(rank + 1) * 3]",
      "layers-dealt-round-robin"),  # a contiguous block
 ]

@@ -7,7 +7,9 @@
 - a loss divided by the world size before backward() through DDP, which already averages the gradients: they come
   out 1/world of their size;
 - layers made in a loop over a set (or a directory listing): each process registers them in its own order, so DDP
-  finds parameters whose shapes differ by position.
+  finds parameters whose shapes differ by position;
+- tensors of different sizes in one collective, sized from the rank's own arithmetic or by len(text) for a buffer
+  of text.encode()'s bytes (the recorded call's line, read back through its function).
 
 Each fires only where the rest of the diagnosis found what these cause (a parameter without a gradient, a check
 that the ranks differ) and nothing more specific.
@@ -33,7 +35,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     causes = {finding.cause for finding in found}
     if "shape-mismatch" in causes and (resized := _buffer_resized(ctx, found)) is not None:
         return [resized]
-    if "shape-mismatch" in causes and (sized := _collective_sized_by_rank(ctx, found)) is not None:
+    if "shape-mismatch" in causes and (sized := _characters_for_bytes(ctx, found) or _collective_sized_by_rank(
+            ctx, found)) is not None:
         return [sized]
     files = parsed_files(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
     if not files:
@@ -112,6 +115,35 @@ def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | N
                 "compute the size from what every rank shares (a ratio of the same tensor, a constant, a global "
                 "count), not from the rank; where the sizes must differ, gather them first and pad to the largest "
                 "(or use all_gather_object)")
+    return None
+
+
+def _characters_for_bytes(ctx: Context, found: list[Finding]) -> Finding | None:
+    """Byte tensors of different sizes in one collective, in a function that sizes them with len(text) and fills them
+    with text.encode(): the length counts characters, the buffer holds bytes, and non-ASCII text has more bytes."""
+    files = parsed_files(ctx)
+    for trace in ctx.evidence.traces:
+        for call in reversed(trace.calls.made if trace.calls else ()):
+            place = caller_place(call.caller)
+            source = next((file for file in files if place and file.name == place[0]), None)
+            if source is None or not call.tensors or call.tensors[-1].dtype not in ("uint8", "int8"):
+                continue
+            scope = source.function_of(source.statement_at(place[1]) or source.tree)
+            counted = {ast.unparse(node.args[0]): node for node in ast.walk(scope) if call_name(node) == "len"
+                       and node.args}
+            encoded = next((node for node in ast.walk(scope) if call_name(node) == "encode" and isinstance(
+                node.func, ast.Attribute) and ast.unparse(node.func.value) in counted), None)
+            if encoded is None:
+                continue
+            text = ast.unparse(encoded.func.value)
+            evidence = next(finding.evidence for finding in found if finding.cause == "shape-mismatch")
+            return Finding(
+                "characters-counted-for-bytes", f"the ranks passed byte buffers of different sizes to the {call.op} "
+                f"at {source.name}:{place[1]}: the length sent is `len({text})` (line {counted[text].lineno}), a count "
+                f"of characters, and the buffer is `{text}.encode()` (line {encoded.lineno}), which holds more bytes "
+                "than characters wherever the text is not ASCII", evidence, trace.node, trace.rank,
+                f"encode first and send the encoded length: data = {text}.encode('utf-8'); n = len(data); or send "
+                "strings with broadcast_object_list / all_gather_object, which carry them whole")
     return None
 
 
