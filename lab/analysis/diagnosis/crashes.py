@@ -3534,6 +3534,26 @@ PATTERNS = [
         r"(?:[Tt]ensors?|input|output)(?: tensors?)? (?:must|has to|have to|should) be contiguous"), _not_contiguous),
     PatternRule("meta-tensors", re.compile(r"Tensor on device meta is not on the expected device"
                                            r"|cannot be called on meta tensors"), _meta_tensors),
+    PatternRule("group-non-member", re.compile(r"_verify_params_across_processes\(\): incompatible function "
+                                               r"arguments"), lambda match, line, ctx: (
+        f"DDP was built on {f'rank {line.rank}' if line.rank is not None else f'node{line.node}'} with a process group "
+        "this rank is not a member of: on non-members new_group returns a placeholder "
+        "(GroupMember.NON_GROUP_MEMBER), which DDP cannot check its parameters over",
+        "let only the group's members build and run that DDP: test `rank in ranks` (or `group != "
+        "dist.GroupMember.NON_GROUP_MEMBER`) and have the other ranks skip that phase, meeting the members again at "
+        "a barrier of the default group")),
+    PatternRule("tensor-from-strings", re.compile(r"too many dimensions 'str'|new\(\): invalid data type 'str'"),
+                lambda match, line, ctx: (
+                    "torch.tensor() was given strings (ids, names, text): a tensor holds numbers only, so strings "
+                    "cannot travel between ranks in a tensor collective",
+                    "send strings with all_gather_object / broadcast_object_list, or map each to an integer id (its "
+                    "index in the dataset) and send the ids in a tensor")),
+    PatternRule("int64-overflow", re.compile(r"Overflow when unpacking long long|value cannot be converted to type "
+                                             r"int64 without overflow"), lambda match, line, ctx: (
+        "a Python integer outside int64's range (2**63 or more: 64 bits of a hash, an unsigned seed, a nanosecond "
+        "product) was put into an int64 tensor, which a collective needs to send it",
+        "keep it within int64 before it goes into the tensor (value % 2**63, or 63 bits of the hash), or send it with "
+        "broadcast_object_list / through the store, which carry any Python integer")),
     PatternRule("group-non-member", re.compile(
         r"Running (?P<op>\w+) on global rank (?P<rank>\d+) which does not belong to the given group"), _non_member),
     PatternRule("cross-device-rename", re.compile(

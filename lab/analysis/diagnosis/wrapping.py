@@ -22,7 +22,7 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            caller_place, calls_named, failure_summary, holds, origin_of,
+                                            called_on, caller_place, calls_named, failure_summary, holds, origin_of,
                                             parsed_files, self_attribute, unordered)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
@@ -207,11 +207,13 @@ def _wrappings(source: SourceFile) -> list[ast.Call]:
 
 
 def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
-    """`x.weight = ...` or `x.p = nn.Parameter(...)` inside `statement`."""
+    """`x.weight = ...`, `x.p = nn.Parameter(...)` or `x.head = nn.Linear(...)` (a layer replaced) inside
+    `statement`."""
     for node in ast.walk(statement):
         if isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Attribute) and (target.attr in PARAMETER_ATTRIBUTES or isinstance(
-                    node.value, ast.Call) and call_name(node.value) == "Parameter") for target in node.targets):
+                    node.value, ast.Call) and (call_name(node.value) == "Parameter" or called_on(node.value) in (
+                        "nn", "torch.nn"))) for target in node.targets):
             return node
     return None
 
@@ -243,11 +245,12 @@ def _replaced_after_wrapping(files: list[SourceFile], evidence: str) -> Finding 
                         f"{assigned.lineno})" if via else f"`{shown}` ({source.name}:{assigned.lineno})")
                 return Finding(
                     "parameter-replaced-after-ddp", f"{what} after DDP wrapped the model (line {wrapping.lineno}): "
-                    "the model now uses another Parameter than the one DDP registered and reduces, so that one never "
-                    "gets a gradient", evidence, None, None,
+                    "the model now uses other parameters than the ones DDP registered and reduces, so those never "
+                    "get a gradient (and the new ones are never reduced)", evidence, None, None,
                     "change the model's parameters before wrapping it: build, tie the weights (load a checkpoint), "
                     "then DDP(model); after wrapping, change values in place under torch.no_grad() (p.copy_(...)) "
-                    "rather than assigning a new Parameter")
+                    "rather than assigning a new Parameter; to change a layer for a new phase (a new head), wrap the "
+                    "model again after replacing it (DDP(model)) and build the optimizer from that")
     return None
 
 
