@@ -51,8 +51,10 @@ def test_bad_input(args, code, needle):
 
 
 @pytest.mark.parametrize("args", [["status"], ["down"], ["up", "--nodes", "2"], ["provision"], ["run", "exercise01"]])
-def test_engine_down_is_one_clear_line(args):
-    assert_one_line_error(lab(*args, env=NO_ENGINE), 3, "no Docker engine answers", "make engine")
+def test_engine_down_is_one_clear_line(args, tmp_path):
+    # a LAB_HOME of its own: under xdist, `up` in one worker holds lab 'default' while `provision` runs in another
+    assert_one_line_error(lab(*args, env={**NO_ENGINE, "LAB_HOME": str(tmp_path)}), 3, "no Docker engine answers",
+                          "make engine")
 
 
 def test_help_teaches():
