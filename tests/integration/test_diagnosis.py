@@ -105,8 +105,16 @@ def test_one_rank_crashed_while_the_other_waited(lab_cluster):
 
 
 def test_shape_mismatch_in_all_reduce(lab_cluster):
+    """The size each rank passes is `torch.ones(8 + rank)`: the hooks' record of the call's line lets the diagnosis
+    follow the tensor back to its rank (whichever rank's record outlived gloo's abort), before gloo's own words."""
     record = run_failing(lab_cluster, "exec", "shape_mismatch.py")
-    assert_diagnosed(record, "shape-mismatch", 0, 0, "node0 rank 0:", ENDS_BY_ITSELF)
+    findings = record["diagnosis"]
+    shown = json.dumps(findings, indent=1)
+    assert findings[0]["cause"] == "size-from-rank-data", shown
+    assert "all_reduce at shape_mismatch.py:13" in findings[0]["title"], shown
+    assert "`gradients = torch.ones(8 + rank)` (line 12)" in findings[0]["title"], shown
+    assert "shape-mismatch" in [finding["cause"] for finding in findings], shown
+    assert record["seconds"] < ENDS_BY_ITSELF + SLACK and lab_json("explain", record["run_id"]) == findings
 
 
 def test_world_size_larger_than_launched(lab_cluster):
