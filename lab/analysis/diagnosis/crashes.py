@@ -1154,7 +1154,8 @@ def _share_too_small(ctx: Context, tb) -> Finding | None:
     who = _who_raised(ctx, tb, rank)
     return Finding(
         "share-smaller-than-needed", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}): "
-        f"{_said(tb.message, 90).rstrip('.')}. What it works on (`{sorted(used)[0]}`) is the rank's share of the data, taken by "
+        f"{_said(tb.message, 90).rstrip('.')}. What it works on (`{sorted(used)[0]}`) is the rank's share of the "
+        "data, taken by "
         f"splitting over the world size (`{split[0][:60]}`, line {split[1]}): with {ctx.evidence.expected_world_size}"
         " ranks a share (or its last piece) is smaller than this operation needs; with fewer ranks it is not",
         _crash_evidence(tb), tb.node, rank,
@@ -3230,6 +3231,31 @@ def _ddp_wrapper_passed_on(match: re.Match, line: LogLine, ctx: Context) -> tupl
             "the model from before DDP wrapped it")
 
 
+def _marked_ready_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """DDP saw a parameter's gradient twice in one backward: a forward rerun in backward (reentrant activation
+    checkpointing), or, where the job checkpoints nothing, a parameter the code uses outside forward through the
+    wrapper (`model.module.weighted_loss(...)`), which find_unused_parameters=True marked unused at forward."""
+    files = parsed_files(ctx)
+    if any(calls_named(source, {"checkpoint", "checkpoint_sequential"}) for source in files) or not files:
+        return ("DDP saw a parameter's gradient twice in one backward: activation checkpointing that reruns the "
+                "forward in backward (torch.utils.checkpoint's reentrant mode), with find_unused_parameters=True or a "
+                "parameter used twice, marks it ready again",
+                "pass use_reentrant=False to torch.utils.checkpoint.checkpoint (the non-reentrant mode works with "
+                "DDP), or build DDP with static_graph=True, or drop find_unused_parameters=True if every parameter "
+                "gets a gradient")
+    outside = next(((source, node) for source in files for node in ast.walk(source.tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "module"), None)
+    where = (f": `{ast.unparse(outside[1])[:60]}` ({outside[0].name}:{outside[1].lineno}) uses the wrapped model's "
+             "parameters outside forward") if outside else ""
+    return (f"DDP saw a parameter's gradient twice in one backward, and the job checkpoints no activations{where}; "
+            "DDP (find_unused_parameters=True) marked such a parameter unused when forward ended, then its gradient "
+            "came in backward all the same",
+            "use every parameter of the wrapped model inside its forward (pass forward what it needs and return the "
+            "total loss), or keep parameters used outside it (loss weights) in a module of their own that DDP does "
+            "not wrap, averaging their gradients by hand")
+
+
 def _locale_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     named = sorted({f"{name}={value}" for trace in ctx.evidence.traces if trace.node == line.node and trace.calls
                     for name, value in trace.calls.locale.items()})
@@ -3476,13 +3502,7 @@ PATTERNS = [
                     "nn.SyncBatchNorm.convert_sync_batchnorm(model)); on CPU nodes (gloo) keep BatchNorm, or use "
                     "GroupNorm/LayerNorm, which need no synchronisation")),
     PatternRule("reentrant-checkpoint-ddp", re.compile(r"Expected to mark a variable ready only once"),
-                lambda match, line, ctx: (
-                    "DDP saw a parameter's gradient twice in one backward: activation checkpointing that reruns the "
-                    "forward in backward (torch.utils.checkpoint's reentrant mode), with find_unused_parameters=True "
-                    "or a parameter used twice, marks it ready again",
-                    "pass use_reentrant=False to torch.utils.checkpoint.checkpoint (the non-reentrant mode works with "
-                    "DDP), or build DDP with static_graph=True, or drop find_unused_parameters=True if every "
-                    "parameter gets a gradient")),
+                _marked_ready_twice),
     PatternRule("rank-not-in-group", re.compile(r"Global rank (?P<rank>\d+) is not part of group"), _rank_not_in_group),
     PatternRule("allocation-too-large", re.compile(
         r"can't allocate memory: you tried to allocate (?P<bytes>\d{11,}) bytes"), _allocation_too_large),

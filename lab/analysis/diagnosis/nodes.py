@@ -252,7 +252,20 @@ def file_findings(ctx: Context) -> list[Finding]:
                                      "each node's ranks write the same names (on a shared folder, over each other's) "
                                      "and the ranks of the other nodes find none under their own number"))
                 continue
-            if stamped := _stamped_differently(path, sorted(nearest)[0] if nearest else ""):
+            stamped = _stamped_differently(path, sorted(nearest)[0] if nearest else "")
+            if stamped and (other := _another_ranks_number(*stamped, line.rank,
+                                                           ctx.evidence.expected_world_size)) is not None:
+                wanted, made = stamped
+                found.append(Finding(
+                    "file-missing-everywhere", f"{path} is on no node, but {made} is: the files are per rank, and rank "
+                    f"{line.rank}'s own is missing while rank {other}'s is there: the ranks wrote or kept different "
+                    "sets of their files (a save, a cleanup or a choice of which to keep made on each rank's own "
+                    "values)", evidence + f"; the nearest name there is {sorted(nearest)[0]}", line.node, line.rank,
+                    "make every rank write, keep and remove the same set of files: decide which ones together (from "
+                    "values all-reduced across the ranks, or on rank 0 and broadcast), then each rank acts on its own "
+                    "file of each"))
+                continue
+            if stamped:
                 wanted, made = stamped
                 found.append(Finding(
                     "file-missing-everywhere", f"{path} is on no node, but {made} is: a name made of numbers (a date, "
@@ -334,6 +347,17 @@ def _named_by_local_rank(ctx: Context, path: str) -> str | None:
     return (f"the ranks wrote their files under their local rank (rank {trace.rank} on node{trace.node} wrote "
             f"{op.path.rsplit('/', 1)[-1]}, {op.caller}) and read them under their global rank (rank {reader.rank} asked "
             f"for {path.rsplit('/', 1)[-1]})")
+
+
+def _another_ranks_number(wanted: str, made: str, rank: int | None, world: int | None) -> int | None:
+    """The other rank whose file `made` is, where `wanted` and `made` differ only in one run of digits: the reading
+    rank's number in `wanted`, another rank's in `made` (`epoch005-rank1.pt` against `epoch005-rank0.pt`)."""
+    ours, theirs = re.findall(r"\d+", wanted), re.findall(r"\d+", made)
+    differing = [(a, b) for a, b in zip(ours, theirs) if a != b]
+    if rank is None or not world or len(ours) != len(theirs) or len(differing) != 1:
+        return None
+    a, b = differing[0]
+    return int(b) if int(a) == rank and int(b) < world and int(b) != rank else None
 
 
 def _stamped_differently(path: str, nearest: str) -> tuple[str, str] | None:

@@ -1561,7 +1561,7 @@ def _unfrozen_after_ddp(files: list[SourceFile], evidence: str) -> Finding | Non
         if not wraps:
             continue
         settings = [(node.lineno, _requires_grad_set(node), node) for node in ast.walk(source.tree)
-                    if _requires_grad_set(node) is not None]
+                    if _requires_grad_set(node) is not None] + _requires_grad_set_through(source)
         frozen = [line for line, value, _ in settings if value is False and line < wraps[0]]
         thawed = next(((line, node) for line, value, node in settings if value is True and line > wraps[0]
                        and not any(wrap > line for wrap in wraps[1:])), None)  # wrapped again after: the fix
@@ -1575,6 +1575,27 @@ def _unfrozen_after_ddp(files: list[SourceFile], evidence: str) -> Finding | Non
                 "parameter that will train requiring grad from the start and keep the frozen stage out of the "
                 "optimizer until it begins (add its param group then)")
     return None
+
+
+def _requires_grad_set_through(source: SourceFile) -> list[tuple[int, bool, ast.Call]]:
+    """(line, value, call) of the calls of the file's helpers that set requires_grad from a parameter
+    (`def set_trainable(modules, flag): ... p.requires_grad_(flag)`), with the value each call passes."""
+    found = []
+    for function in (node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)):
+        parameters = [arg.arg for arg in function.args.args]
+        given = {value.id for node in ast.walk(function) for value in (
+            [node.args[0]] if isinstance(node, ast.Call) and call_name(node) == "requires_grad_" and node.args else
+            [node.value] if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == "requires_grad" for target in node.targets)
+            else []) if isinstance(value, ast.Name) and value.id in parameters}
+        for name in given:
+            index = parameters.index(name)
+            for call in calls_named(source, {function.name}):
+                value = call.args[index] if len(call.args) > index else next(
+                    (item.value for item in call.keywords if item.arg == name), None)
+                if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+                    found.append((call.lineno, value.value, call))
+    return found
 
 
 def _requires_grad_set(node: ast.AST) -> bool | None:

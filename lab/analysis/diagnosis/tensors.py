@@ -1,6 +1,7 @@
 """What a tensor or a traced function is, against what a call accepts: a sparse, quantized or nested tensor where only
 plain dense ones go, a collective inside a function vmap batches, a custom autograd Function's gradient shaped for
-all ranks instead of one, a collective inside code torch.compile must trace whole. Each is told from torch's own message, then placed in the job's source.
+all ranks instead of one, a collective inside code torch.compile must trace whole. Each is told from torch's own
+message, then placed in the job's source.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ FIXES = {
 
 
 def _kind(key: str | None, message: str) -> str | None:
-    """'sparse', 'quantized' or 'nested', from the dispatch key (or a sparse tensor's missing strides); None for another kind."""
+    """'sparse', 'quantized' or 'nested', from the dispatch key (or a sparse tensor's missing strides); None for
+    another kind."""
     if key is None:
         return "sparse" if SPARSE_LAYOUT.search(message) else None
     for kind in ("quantized", "sparse", "nested"):
