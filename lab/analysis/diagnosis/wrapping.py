@@ -91,64 +91,71 @@ def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | N
     """Tensors of different sizes in one collective, where what a rank passes is computed, through the assignments
     before the call, with the rank in its arithmetic (`k = int(ratio * self.rank * n)`, then topk(g, k)): its size
     follows from the rank."""
-    files = parsed_files(ctx)
-    for trace in ctx.evidence.traces:
-        for call in reversed(trace.calls.made if trace.calls else ()):
-            place = caller_place(call.caller)
-            source = next((file for file in files if place and file.name == place[0]), None)
-            statement = source.statement_at(place[1]) if source else None
-            node = next((node for node in ast.walk(statement) if call_name(node) == call.op), None) if statement \
-                else None
-            position = TENSOR_ARGUMENT.get(call.op)
-            if node is None or position is None or len(node.args) <= position:
-                continue
-            chain = origin_of(source, node.args[position], source.function_of(statement), _rank_arithmetic)
-            steps = [(text, line) for text, line in chain if text]
-            if not steps:
-                continue
-            shown = " <- ".join(f"`{text}` (line {line})" for text, line in steps)
-            evidence = next(finding.evidence for finding in found if finding.cause == "shape-mismatch")
-            return Finding(
-                "size-from-rank-data", f"the ranks passed tensors of different sizes to the {call.op} at "
-                f"{source.name}:{statement.lineno}, and the size of what each passes follows from its rank: "
-                f"`{ast.unparse(node.args[position])}` <- {shown}", evidence, trace.node, trace.rank,
-                "compute the size from what every rank shares (a ratio of the same tensor, a constant, a global "
-                "count), not from the rank; where the sizes must differ, gather them first and pad to the largest "
-                "(or use all_gather_object)")
+    for trace, call, source, line in _recorded_call_sites(ctx):
+        statement = source.statement_at(line)
+        node = next((node for node in ast.walk(statement) if call_name(node) == call.op), None) if statement \
+            else None
+        position = TENSOR_ARGUMENT.get(call.op)
+        if node is None or position is None or len(node.args) <= position:
+            continue
+        chain = origin_of(source, node.args[position], source.function_of(statement), _rank_arithmetic)
+        steps = [(text, line) for text, line in chain if text]
+        if not steps:
+            continue
+        shown = " <- ".join(f"`{text}` (line {line})" for text, line in steps)
+        return Finding(
+            "size-from-rank-data", f"the ranks passed tensors of different sizes to the {call.op} at "
+            f"{source.name}:{statement.lineno}, and the size of what each passes follows from its rank: "
+            f"`{ast.unparse(node.args[position])}` <- {shown}", _mismatch_evidence(found), trace.node, trace.rank,
+            "compute the size from what every rank shares (a ratio of the same tensor, a constant, a global "
+            "count), not from the rank; where the sizes must differ, gather them first and pad to the largest "
+            "(or use all_gather_object)")
     return None
 
 
 def _characters_for_bytes(ctx: Context, found: list[Finding]) -> Finding | None:
     """Byte tensors of different sizes in one collective, in a function that sizes them with len(text) and fills them
     with text.encode(): the length counts characters, the buffer holds bytes, and non-ASCII text has more bytes."""
+    for trace, call, source, line in _recorded_call_sites(ctx):
+        if not call.tensors or call.tensors[-1].dtype not in ("uint8", "int8"):
+            continue
+        scope = source.function_of(source.statement_at(line) or source.tree)
+        counted = {ast.unparse(node.args[0]): node for node in ast.walk(scope) if call_name(node) == "len"
+                   and node.args}
+        encoded = next((node for node in ast.walk(scope) if call_name(node) == "encode" and isinstance(
+            node.func, ast.Attribute) and ast.unparse(node.func.value) in counted), None)
+        if encoded is None:
+            continue
+        text = ast.unparse(encoded.func.value)
+        return Finding(
+            "characters-counted-for-bytes", f"the ranks passed byte buffers of different sizes to the {call.op} "
+            f"at {source.name}:{line}: the length sent is `len({text})` (line {counted[text].lineno}), a count of "
+            f"characters, and the buffer is `{text}.encode()` (line {encoded.lineno}), which holds more bytes than "
+            "characters wherever the text is not ASCII", _mismatch_evidence(found), trace.node, trace.rank,
+            f"encode first and send the encoded length: data = {text}.encode('utf-8'); n = len(data); or send "
+            "strings with broadcast_object_list / all_gather_object, which carry them whole")
+    return None
+
+
+def _recorded_call_sites(ctx: Context):
+    """(trace, call, source, line) of each torch.distributed call the hooks recorded at a line of the job's own files,
+    each process's latest first."""
     files = parsed_files(ctx)
     for trace in ctx.evidence.traces:
         for call in reversed(trace.calls.made if trace.calls else ()):
             place = caller_place(call.caller)
             source = next((file for file in files if place and file.name == place[0]), None)
-            if source is None or not call.tensors or call.tensors[-1].dtype not in ("uint8", "int8"):
-                continue
-            scope = source.function_of(source.statement_at(place[1]) or source.tree)
-            counted = {ast.unparse(node.args[0]): node for node in ast.walk(scope) if call_name(node) == "len"
-                       and node.args}
-            encoded = next((node for node in ast.walk(scope) if call_name(node) == "encode" and isinstance(
-                node.func, ast.Attribute) and ast.unparse(node.func.value) in counted), None)
-            if encoded is None:
-                continue
-            text = ast.unparse(encoded.func.value)
-            evidence = next(finding.evidence for finding in found if finding.cause == "shape-mismatch")
-            return Finding(
-                "characters-counted-for-bytes", f"the ranks passed byte buffers of different sizes to the {call.op} "
-                f"at {source.name}:{place[1]}: the length sent is `len({text})` (line {counted[text].lineno}), a count "
-                f"of characters, and the buffer is `{text}.encode()` (line {encoded.lineno}), which holds more bytes "
-                "than characters wherever the text is not ASCII", evidence, trace.node, trace.rank,
-                f"encode first and send the encoded length: data = {text}.encode('utf-8'); n = len(data); or send "
-                "strings with broadcast_object_list / all_gather_object, which carry them whole")
-    return None
+            if source is not None:
+                yield trace, call, source, place[1]
+
+
+def _mismatch_evidence(found: list[Finding]) -> str:
+    return next(finding.evidence for finding in found if finding.cause == "shape-mismatch")
 
 
 def _rank_arithmetic(expression: ast.AST) -> bool:
-    """The rank as an operand of arithmetic (`0.5 * self.rank * n`): a number made from the rank, not data picked by it."""
+    """The rank as an operand of arithmetic (`0.5 * self.rank * n`): a number made from the rank, not data picked by
+    it."""
     return any(isinstance(node, ast.BinOp) and any(holds(side, RANK_NAMES, set(), RANK_CALLS)
                                                     for side in (node.left, node.right))
                for node in ast.walk(expression))
