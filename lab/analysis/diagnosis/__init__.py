@@ -426,7 +426,7 @@ CAUSES = {
     "sync-batchnorm-on-cpu": "SyncBatchNorm layers in a model on the CPU: DDP supports them only on CUDA.",
     "reentrant-checkpoint-ddp": "DDP marked a parameter ready twice in one backward: reentrant activation "
                                 "checkpointing (or a parameter used twice, or used outside forward through the "
-                                "wrapper) with find_unused_parameters=True.",
+                                "wrapper) with find_unused_parameters=True, or a second backward through one forward.",
     "iterable-not-split-by-worker": "An IterableDataset that does not split its records among the DataLoader's "
                                     "workers, with num_workers > 0: every record comes once per worker.",
     "sampler-padding": "DistributedSampler padded the dataset to a multiple of the world size, and an evaluation "

@@ -543,9 +543,18 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
               and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
     named = next((identifier(node) for tensor in viewed for node in ast.walk(tensor) if identifier(node) in split),
                  None)
-    if named is None:
-        return _view_splits_by_world(ctx, tb, frame, statement, _world_names(source), refused)
-    made, made_at = split[named]
+    if named is not None:
+        made, made_at = split[named]
+    elif by_world := _view_splits_by_world(ctx, tb, frame, statement, _world_names(source), refused):
+        return by_world
+    else:  # a share reached through functions and their returns (rewards scored on the rank's completions)
+        taken, holding = _shares(source)
+        named = next((identifier(node) for tensor in viewed for node in ast.walk(tensor)
+                      if identifier(node) in holding), None)
+        last = int(refused["dims"].split(", ")[-1])
+        if named is None or not taken or last <= 0 or int(refused["size"]) % last == 0:
+            return None  # the share holds whole groups of the view's last dimension: not what was refused
+        made, made_at = min(taken, key=lambda step: abs(step[1] - statement.lineno))
     dims, size = [int(dim) for dim in refused["dims"].split(", ")], int(refused["size"])
     rows = math.prod(dim for dim in dims[:-1] if dim != -1)
     share = (f"{size // rows} values a row where the view groups them by {dims[-1]}" if rows and size % rows == 0
@@ -3233,8 +3242,9 @@ def _ddp_wrapper_passed_on(match: re.Match, line: LogLine, ctx: Context) -> tupl
 
 def _marked_ready_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """DDP saw a parameter's gradient twice in one backward: a forward rerun in backward (reentrant activation
-    checkpointing), or, where the job checkpoints nothing, a parameter the code uses outside forward through the
-    wrapper (`model.module.weighted_loss(...)`), which find_unused_parameters=True marked unused at forward."""
+    checkpointing), or, where the job checkpoints nothing, a second backward through one forward (retain_graph=True)
+    or a parameter the code uses outside forward through the wrapper (`model.module.weighted_loss(...)`), which
+    find_unused_parameters=True marked unused at forward."""
     files = parsed_files(ctx)
     if any(calls_named(source, {"checkpoint", "checkpoint_sequential"}) for source in files) or not files:
         return ("DDP saw a parameter's gradient twice in one backward: activation checkpointing that reruns the "
@@ -3243,6 +3253,15 @@ def _marked_ready_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[s
                 "pass use_reentrant=False to torch.utils.checkpoint.checkpoint (the non-reentrant mode works with "
                 "DDP), or build DDP with static_graph=True, or drop find_unused_parameters=True if every parameter "
                 "gets a gradient")
+    retained = next(((source, node) for source in files for node in calls_named(source, {"backward"})
+                     if any(item.arg == "retain_graph" for item in node.keywords)), None)
+    if retained:  # a second backward through the same forward: the shared parameters' gradients come twice
+        source, call = retained
+        return (f"two backward passes ran through one DDP forward (`{ast.unparse(call)[:60]}`, {source.name}:"
+                f"{call.lineno}, then another): DDP's hooks fire again for the parameters both losses share, and a "
+                "parameter is marked ready twice",
+                "run one backward per DDP forward: add the losses (loss_a + c * loss_b).backward() and step each "
+                "optimizer after it; or give each loss its own forward")
     outside = next(((source, node) for source in files for node in ast.walk(source.tree)
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "module"), None)

@@ -100,8 +100,8 @@ def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | N
             continue
         chain = origin_of(source, node.args[position], source.function_of(statement), _rank_arithmetic)
         steps = [(text, line) for text, line in chain if text]
-        if not steps:
-            continue
+        if not steps or _reduced(source.statement_at(steps[0][1])):
+            continue  # a mean or a sum of it has one size on every rank, whatever it was computed from
         shown = " <- ".join(f"`{text}` (line {line})" for text, line in steps)
         return Finding(
             "size-from-rank-data", f"the ranks passed tensors of different sizes to the {call.op} at "
@@ -135,6 +135,15 @@ def _characters_for_bytes(ctx: Context, found: list[Finding]) -> Finding | None:
             f"encode first and send the encoded length: data = {text}.encode('utf-8'); n = len(data); or send "
             "strings with broadcast_object_list / all_gather_object, which carry them whole")
     return None
+
+
+REDUCTIONS = {"mean", "sum", "max", "min", "norm", "std", "var", "item", "numel", "count_nonzero", "any", "all", "prod",
+              "logsumexp", "amax", "amin"}
+
+
+def _reduced(statement: ast.AST | None) -> bool:
+    """The tensor is made by a reduction (`(a - b).mean().reshape(1)`): its size does not follow from its inputs'."""
+    return statement is not None and any(call_name(node) in REDUCTIONS for node in ast.walk(statement))
 
 
 def _recorded_call_sites(ctx: Context):
