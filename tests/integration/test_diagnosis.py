@@ -233,7 +233,9 @@ def test_the_same_node_rank_given_on_both_nodes(lab_cluster):
 def test_ranks_a_script_spawned_from_0_on_every_node(lab_cluster):
     record = run_failing(lab_cluster, "exec", "spawn_without_node_offset.py")
     top = assert_diagnosed(record, "duplicate-rank", 0, 0, "keys: /default_pg/0//cpu//0/2", ENDS_BY_ITSELF)
-    assert "node_rank * K + index" in top["fix"] and "all 4 processes" in top["title"]
+    # four wait lines ("all 4 processes"), or, where mp.spawn ended a sibling before it printed its own, the hooks'
+    # records of the processes still in init_process_group under one rank
+    assert "node_rank * K + index" in top["fix"] and "claim the same rank" in top["title"]
 
 
 @pytest.mark.slow

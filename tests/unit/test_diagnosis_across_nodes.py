@@ -418,3 +418,15 @@ def test_a_late_rank_blocked_in_a_lock_or_a_queue_is_blocked_not_slow():
     assert (found.cause, found.rank) == ("late-rank", 1)
     assert "was blocked, not computing: in reload_shard" in found.title and "a lock, an event" in found.title
     assert "longer process-group timeout does not help" in found.fix
+
+
+def test_spawned_ranks_ended_by_their_sibling_before_their_own_wait_are_still_told_as_claiming_one_rank():
+    """Under load, the first of a node's spawned processes to time out makes mp.spawn end its sibling before that one
+    prints its own store wait: one wait line in all. The hooks' records of every process, still in
+    init_process_group under ranks 0, 1, 0, 1, say the same as four wait lines would."""
+    evidence = load_evidence(Path(__file__).parent / "diagnosis_samples" / "spawned_ranks_killed_before_their_wait")
+    assert sum("wait timeout" in line for node in evidence.nodes for line in node.lines) == 1
+    top = diagnose(evidence)[0]
+    assert (top.cause, top.node, top.rank) == ("duplicate-rank", 0, 0)
+    assert "2 processes (node0, node1) passed rank 0 to init_process_group" in top.title
+    assert "keys: /default_pg/0//cpu//0/2" in top.evidence and "node_rank * K + index" in top.fix

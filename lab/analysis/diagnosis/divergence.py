@@ -227,6 +227,24 @@ def _claimed_twice(ctx: Context) -> list[Finding]:
             return [Finding("duplicate-rank", f"{len(calls)} processes ({nodes}) passed rank {rank} to "
                                               "init_process_group: they claim the same rank",
                             "; ".join(str(call) for call in calls), calls[0].process.node, rank, _own_rank_fix(ctx))]
+    # the hooks' records, where no stacks were taken: processes still in init_process_group under one rank (the
+    # first to time out ends its siblings, mp.spawn's way, before they print their own wait)
+    holders: dict[int, set[tuple[int, int]]] = {}
+    for trace in ctx.evidence.traces:
+        if trace.rank is not None and trace.node is not None and trace.calls and any(
+                call.op == "init_process_group" for call in (*trace.calls.pending, *trace.calls.failed)):
+            holders.setdefault(trace.rank, set()).add((trace.node, trace.pid))
+    for rank, processes in sorted(holders.items()):
+        if len(processes) > 1:
+            nodes = ", ".join(f"node{node}" for node in sorted({node for node, _ in processes}))
+            waited = next((line for line in ctx.lines if STORE_WAIT.search(line.text)), None)
+            first = min(processes)
+            return [Finding(
+                "duplicate-rank", f"{len(processes)} processes ({nodes}) passed rank {rank} to init_process_group and "
+                "were still in it when the run ended: they claim the same rank",
+                quote(waited) if waited else "; ".join(f"node{node} pid {pid}: rank {rank} in init_process_group"
+                                                       for node, pid in sorted(processes)),
+                first[0], rank, _own_rank_fix(ctx))]
     return []
 
 
