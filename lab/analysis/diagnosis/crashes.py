@@ -19,8 +19,8 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
                                             SourceFile, assignments, call_name, called_on, caller_place, calls_named,
-                                            checkpoint_call, derived, holds, identifier, names_in, origin_of,
-                                            parsed_files, reads_world_size, rounded_up, self_attribute,
+                                            SPLITS, checkpoint_call, derived, holds, identifier, names_in,
+                                            origin_of, parsed_files, reads_world_size, rounded_up, self_attribute,
                                             source_named)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
@@ -604,8 +604,8 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
     worlds = _world_names(source)
 
     def a_share(expression: ast.AST) -> bool:
-        return any(_divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or isinstance(part, ast.Slice)
-                   and part.step is not None and holds(part.step, worlds, set(), ()) for part in ast.walk(expression))
+        return any(_divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or _strided_by_world(part, worlds)
+                   for part in ast.walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), a_share)
     split = next(((text, line) for text, line in reversed(chain) if text), None)
@@ -1070,35 +1070,41 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
         "assert that the parts add up to n")
 
 
-SPLITTING_CALLS = {"tensor_split", "chunk", "array_split", "split"}
-
-
 def _splits_by_world(node: ast.AST, worlds: set[str], ranks: set[str]) -> bool:
     """`node` takes one rank's share of something: divides by the world size (n // world), splits into world parts
     (tensor_split(x, world)), strides by it (x[rank::world]) or keeps what `% world == rank` selects."""
     for part in ast.walk(node):
         if _divides_by(part, worlds, (ast.FloorDiv, ast.Div)):
             return True
-        if isinstance(part, ast.Call) and call_name(part) in SPLITTING_CALLS and any(
+        if isinstance(part, ast.Call) and call_name(part) in SPLITS and any(
                 holds(argument, worlds, set(), ()) for argument in [*part.args, *(k.value for k in part.keywords)]):
             return True
-        if isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ()):
+        if _strided_by_world(part, worlds):
             return True
         if isinstance(part, ast.Compare) and isinstance(part.left, ast.BinOp) and isinstance(part.left.op, ast.Mod) \
-                and holds(part.left.right, worlds, set(), ()) and any(holds(c, ranks, set(), ())
-                                                                       for c in part.comparators):
+                and holds(part.left.right, worlds, set(), ()) and any(holds(compared, ranks, set(), ())
+                                                                       for compared in part.comparators):
             return True
     return False
+
+
+def _strided_by_world(part: ast.AST, worlds: set[str]) -> bool:
+    """`x[rank::world]`'s slice: every world-th item."""
+    return isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ())
+
+
+def _ranks_as_read(source: SourceFile) -> set[str]:
+    """The rank's names and those assigned straight from get_rank() or RANK (not source.ranks, which follows names
+    file-wide: a loop's `start` named like a rank's bound elsewhere)."""
+    return set(RANK_NAMES) | {name for name, value in assignments(source)
+                              if holds(value, set(), RANK_VARIABLES, RANK_CALLS)}
 
 
 def _shares(source: SourceFile, contiguous: bool = False) -> tuple[list[tuple[str, int]], set[str]]:
     """Where the job takes a rank's share ((the assignment, its line), in file order) and every name that holds one
     or something made from one: through assignments, the parameters calls pass it to and the functions returning
     it. With `contiguous`, only shares that are blocks, not every world-th item."""
-    worlds = _world_names(source)
-    # the rank as read (not source.ranks, which follows names file-wide: a loop's `start` named like a rank's)
-    ranks = set(RANK_NAMES) | {name for name, value in assignments(source)
-                               if holds(value, set(), RANK_VARIABLES, RANK_CALLS)}
+    worlds, ranks = _world_names(source), _ranks_as_read(source)
 
     def from_rank(bound: ast.AST, scope: ast.AST) -> bool:  # the rank, or a name this function made from it
         return holds(bound, ranks, set(), ()) or any(holds(assign.value, ranks, set(), ()) for name in
@@ -1297,7 +1303,7 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
                     joined.generators[0].iter) in lists and isinstance(item := joined.elt, ast.Subscript) and \
                     isinstance(item.slice, ast.Constant) and isinstance(item.slice.value, int):  # [p[1] for p in parts]
                 joins.append((assign, identifier(joined.generators[0].iter), item.slice.value))
-    read = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else statement
+    read = _what_it_reads(source, statement)
     reaching = [(assign, kind) for assign, parts, picked in joins if read is not None and (
         kind := _part_kind(source, lists[parts], picked)) and not (kind[0] == "sorted" and any(
             call_name(node) in ORDERING for node in ast.walk(assign.value)))  # sorted again as it is joined
@@ -1340,9 +1346,7 @@ def _layouts_disagree(ctx: Context, tb) -> Finding | None:
     if not INDEX_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    worlds = _world_names(source)
-    ranks = set(RANK_NAMES) | {name for name, value in assignments(source)
-                               if holds(value, set(), RANK_VARIABLES, RANK_CALLS)}
+    worlds, ranks = _world_names(source), _ranks_as_read(source)
     starts = {}  # a block's start: the rank times a size (`self.offset = rank * self.rows`)
     for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
         value = assign.value
@@ -1430,16 +1434,14 @@ def _what_it_reads(source: SourceFile, statement: ast.AST) -> ast.AST | None:
 
 def _takes_items(node: ast.AST | None) -> bool:
     """A statement that takes items (a slice, tensor_split, chunk), not one that computes a share's size."""
-    return node is not None and any(isinstance(part, ast.Slice) or call_name(part) in SPLITTING_CALLS
+    return node is not None and any(isinstance(part, ast.Slice) or call_name(part) in SPLITS
                                     for part in ast.walk(node))
 
 
 def _interleaved(node: ast.AST | None, worlds: set[str]) -> bool:
     """A share taken every world-th item (`x[rank::world]`, `% world == rank`): it samples the whole evenly."""
-    return node is not None and any(
-        isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ()) or
-        isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) and holds(part.right, worlds, set(), ())
-        for part in ast.walk(node))
+    return node is not None and (_modulo_world(node, worlds) or any(_strided_by_world(part, worlds)
+                                                                    for part in ast.walk(node)))
 
 
 # A layer given an input of another width than it was built for.
@@ -1457,18 +1459,11 @@ def _layers_dealt_round_robin(ctx: Context, tb) -> Finding | None:
     frame, source, statement = failed
     worlds = _world_names(source)
     dealt = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Subscript)
-                  and isinstance(node.slice, ast.Slice) and node.slice.step is not None
-                  and holds(node.slice.step, worlds, set(), ()) and LAYERS.search(ast.unparse(node.value))), None)
+                  and _strided_by_world(node.slice, worlds) and LAYERS.search(ast.unparse(node.value))), None)
     if dealt is None:
         return None
-    taking = source.statement_of(dealt)
-    seeds = {name for target in getattr(taking, "targets", []) for name in names_in(target)}
-    function = source.function_of(taking)
-    inside = derived(source, seeds, set(), ())
-    returned = isinstance(function, ast.FunctionDef) and any(  # a function that builds the stage from them
-        isinstance(node, ast.Return) and node.value is not None and names_in(node.value) & inside
-        for node in ast.walk(function))
-    held = derived(source, seeds, set(), (function.name,) if returned else ())
+    seeds = {name for target in getattr(source.statement_of(dealt), "targets", []) for name in names_in(target)}
+    held = derived(source, seeds, set(), ())  # through the function that builds the stage from them, to its calls
     if not names_in(_what_it_reads(source, statement) or statement) & held:
         return None  # the failing line does not run the layers dealt out
     rank = _rank_of(ctx, tb)

@@ -1583,11 +1583,8 @@ def _requires_grad_set_through(source: SourceFile) -> list[tuple[int, bool, ast.
     found = []
     for function in (node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)):
         parameters = [arg.arg for arg in function.args.args]
-        given = {value.id for node in ast.walk(function) for value in (
-            [node.args[0]] if isinstance(node, ast.Call) and call_name(node) == "requires_grad_" and node.args else
-            [node.value] if isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Attribute) and target.attr == "requires_grad" for target in node.targets)
-            else []) if isinstance(value, ast.Name) and value.id in parameters}
+        given = {value.id for node in ast.walk(function) if isinstance(value := _requires_grad_value(node), ast.Name)
+                 and value.id in parameters}
         for name in given:
             index = parameters.index(name)
             for call in calls_named(source, {function.name}):
@@ -1598,15 +1595,19 @@ def _requires_grad_set_through(source: SourceFile) -> list[tuple[int, bool, ast.
     return found
 
 
-def _requires_grad_set(node: ast.AST) -> bool | None:
-    """True or False where `node` sets requires_grad (`p.requires_grad_(False)`, `p.requires_grad = True`)."""
+def _requires_grad_value(node: ast.AST) -> ast.AST | None:
+    """What `node` sets requires_grad to (`p.requires_grad_(flag)`, `p.requires_grad = True`); None elsewhere."""
     if isinstance(node, ast.Call) and call_name(node) == "requires_grad_":
-        value = node.args[0] if node.args else next((item.value for item in node.keywords), ast.Constant(True))
-    elif isinstance(node, ast.Assign) and any(isinstance(target, ast.Attribute) and target.attr == "requires_grad"
-                                              for target in node.targets):
-        value = node.value
-    else:
-        return None
+        return node.args[0] if node.args else next((item.value for item in node.keywords), ast.Constant(True))
+    if isinstance(node, ast.Assign) and any(isinstance(target, ast.Attribute) and target.attr == "requires_grad"
+                                            for target in node.targets):
+        return node.value
+    return None
+
+
+def _requires_grad_set(node: ast.AST) -> bool | None:
+    """True or False where `node` sets requires_grad to a constant."""
+    value = _requires_grad_value(node)
     return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
 
 
