@@ -21,7 +21,7 @@ from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, 
                                             SourceFile, assignments, call_name, called_on, caller_place, calls_named,
                                             SPLITS, checkpoint_call, derived, holds, identifier, names_in,
                                             origin_of, parsed_files, reads_world_size, rounded_up, self_attribute,
-                                            source_named)
+                                            source_named, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -243,12 +243,12 @@ def _an_optimizer(source: SourceFile, load: ast.Call) -> bool:
     receiver = load.func.value if isinstance(load.func, ast.Attribute) else None
     if receiver is None:
         return False
-    builders = OPTIMIZERS | {function.name for function in ast.walk(source.tree) if isinstance(
+    builders = OPTIMIZERS | {function.name for function in source.walk() if isinstance(
         function, ast.FunctionDef) and any(isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS
-                                           for node in ast.walk(function))}
+                                           for node in walk(function))}
     built = any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and call_name(node.value) in builders
                 and any(ast.unparse(target) == ast.unparse(receiver) for target in node.targets)
-                for node in ast.walk(source.tree))
+                for node in source.walk())
     named = re.search(r"\bopt(?:im\w*|\d*)\b", " ".join(ast.unparse(part) for part in (receiver, *load.args)),
                       re.IGNORECASE)
     return built or named is not None
@@ -276,7 +276,7 @@ def _created_by_every_rank(ctx: Context, tb) -> Finding | None:
         return _taken_by_every_rank(ctx, tb, frame) if ALREADY_TAKEN.search(tb.message) else None
     quoted = quoted_source(ctx, tb, frame)
     try:
-        call = next((node for node in ast.walk(ast.parse(quoted.strip())) if isinstance(node, ast.Call)
+        call = next((node for node in walk(ast.parse(quoted.strip())) if isinstance(node, ast.Call)
                      and (call_name(node) in CREATING or call_name(node) == "open" and "x" in _open_mode(node))), None)
     except SyntaxError:
         call = None
@@ -340,9 +340,9 @@ def _length_from_data(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     scope = source.function_of(statement)
-    for name in sorted({node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}):
+    for name in sorted({node.id for node in walk(statement) if isinstance(node, ast.Name)}):
         for assign in source.assignments_to(name, scope, before=frame.line):
-            for call in (node for node in ast.walk(assign.value) if isinstance(node, ast.Call)):
+            for call in (node for node in walk(assign.value) if isinstance(node, ast.Call)):
                 kind = call_name(call)
                 if kind not in DATA_LENGTH or (DATA_LENGTH[kind] and any(item.arg == DATA_LENGTH[kind]
                                                                          for item in call.keywords)):
@@ -369,7 +369,7 @@ def _rpc_handler_blocked(match: re.Match, line: LogLine, ctx: Context) -> tuple[
     callers): the callee runs each RPC on a thread of a fixed pool (num_worker_threads), so handlers that wait for
     more callers than it has threads wait for calls that never run."""
     files = parsed_files(ctx)
-    functions = {node.name: (source, node) for source in files for node in ast.walk(source.tree)
+    functions = {node.name: (source, node) for source in files for node in source.walk()
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for source in files:
         for call in calls_named(source, RPC_CALLS):
@@ -405,7 +405,7 @@ def _rpc_handler_blocked(match: re.Match, line: LogLine, ctx: Context) -> tuple[
 def _blocking_call(functions: dict, function: ast.AST, depth: int) -> tuple[str, str] | None:
     """(FILE:LINE, code) of a wait in `function` or in a function it calls (two levels down)."""
     source = next(source for source, node in functions.values() if node is function)
-    for call in (node for node in ast.walk(function) if isinstance(node, ast.Call)):
+    for call in (node for node in walk(function) if isinstance(node, ast.Call)):
         attribute = call.func.attr if isinstance(call.func, ast.Attribute) else None
         if attribute in BLOCKING and not (attribute in ("join", "get") and call.args):  # not str.join, dict.get
             return f"{source.name}:{call.lineno}", ast.unparse(call)[:60]
@@ -423,7 +423,7 @@ def _cast_in_place(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
     tb = next((tb for tb in ctx.tracebacks if tb.line is line), None)
     frame = tb.user_frame() if tb else None
     source = source_named(parsed_files(ctx), frame.file) if frame else None
-    loop = next((node for node in ast.walk(source.tree) if isinstance(node, ast.For) and node.body[0].lineno <=
+    loop = next((node for node in source.walk() if isinstance(node, ast.For) and node.body[0].lineno <=
                  frame.line <= (node.end_lineno or 0) and ("state_dict" in ast.unparse(node.iter) or call_name(
                      node.iter) in ("buffers", "named_buffers"))), None) if source else None
     at = f" at {frame.location}" if frame else ""
@@ -501,7 +501,7 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     per_rank = _assigned_from(source, RANK_NAMES, "get_rank")
 
     def offset(expression: ast.AST) -> bool:
-        return any(identifier(node) in per_rank for node in ast.walk(expression))
+        return any(identifier(node) in per_rank for node in walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), offset)
     if not chain:
@@ -509,7 +509,7 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     # the offset the line reaches: the one its assignments name (the deepest cause), else the one in the line itself
     in_steps = next((found for text, _ in chain if text for found in per_rank if re.search(rf"\b{found}\b", text)),
                     None)
-    in_line = next((identifier(node) for node in ast.walk(statement) if identifier(node) in per_rank), None)
+    in_line = next((identifier(node) for node in walk(statement) if identifier(node) in per_rank), None)
     name = in_steps or in_line or next(iter(per_rank))
     made, made_at = per_rank[name]
     origin = f" (`{made}`, line {made_at})"
@@ -539,9 +539,9 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     split = _assigned_from(source, _world_names(source), "get_world_size")
-    viewed = [call.func.value for call in ast.walk(statement) if isinstance(call, ast.Call)
+    viewed = [call.func.value for call in walk(statement) if isinstance(call, ast.Call)
               and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
-    named = next((identifier(node) for tensor in viewed for node in ast.walk(tensor) if identifier(node) in split),
+    named = next((identifier(node) for tensor in viewed for node in walk(tensor) if identifier(node) in split),
                  None)
     if named is not None:
         made, made_at = split[named]
@@ -549,7 +549,7 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
         return by_world
     else:  # a share reached through functions and their returns (rewards scored on the rank's completions)
         taken, holding = _shares(source)
-        named = next((identifier(node) for tensor in viewed for node in ast.walk(tensor)
+        named = next((identifier(node) for tensor in viewed for node in walk(tensor)
                       if identifier(node) in holding), None)
         last = int(refused["dims"].split(", ")[-1])
         if named is None or not taken or last <= 0 or int(refused["size"]) % last == 0:
@@ -576,7 +576,7 @@ def _view_splits_by_world(ctx: Context, tb, frame, statement: ast.AST, worlds: s
                           refused: re.Match) -> Finding | None:
     """A view that cuts a dimension into world-size parts (`x.reshape(rows, world, cols // world)`, as an all_to_all
     needs), refused because that dimension is no multiple of the world size (an rfft's N // 2 + 1 columns)."""
-    call = next((node for node in ast.walk(statement) if call_name(node) in ("view", "reshape") and any(
+    call = next((node for node in walk(statement) if call_name(node) in ("view", "reshape") and any(
         _divides_by(argument, worlds) for argument in node.args)), None)
     if call is None:
         return None
@@ -605,7 +605,7 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
 
     def a_share(expression: ast.AST) -> bool:
         return any(_divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or _strided_by_world(part, worlds)
-                   for part in ast.walk(expression))
+                   for part in walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), a_share)
     split = next(((text, line) for text, line in reversed(chain) if text), None)
@@ -641,10 +641,10 @@ def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
     call, (frame, source, statement) = sums[-1], failed
     place = caller_place(call.caller)
     summed = source.statement_at(place[1]) if place and place[0] == frame.file.rsplit("/", 1)[-1] else None
-    given = next((identifier(node.args[0]) for node in ast.walk(summed) if isinstance(node, ast.Call)
+    given = next((identifier(node.args[0]) for node in walk(summed) if isinstance(node, ast.Call)
                   and call_name(node) == call.op and node.args), None) if summed is not None else None
     if not given or not origin_of(source, statement, source.function_of(statement), lambda expression: any(
-            identifier(node) == given for node in ast.walk(expression))):
+            identifier(node) == given for node in walk(expression))):
         return None  # the failing line's values do not come from the sum
     dtype = call.tensors[0].dtype
     return Finding(
@@ -672,7 +672,7 @@ def _partial_recv(ctx: Context, tb) -> Finding | None:
 
     def one_recv(expression: ast.AST) -> bool:
         return any(isinstance(node, ast.Call) and call_name(node) == "recv" and node.args
-                   for node in ast.walk(expression))
+                   for node in walk(expression))
 
     if one_recv(statement):
         return None  # the recv itself raised: a connection's error, not short data
@@ -697,12 +697,12 @@ def _lazy_sized_on_some_ranks(ctx: Context, tb) -> Finding | None:
     if "uninitialized parameters" not in tb.message or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    wrapped = next((ast.unparse(call.args[0]) for call in ast.walk(statement) if isinstance(call, ast.Call)
+    wrapped = next((ast.unparse(call.args[0]) for call in walk(statement) if isinstance(call, ast.Call)
                     and call_name(call) in ("DistributedDataParallel", "DDP") and call.args), None)
-    branch = next((node for node in ast.walk(source.tree) if isinstance(node, ast.If) and wrapped
+    branch = next((node for node in source.walk() if isinstance(node, ast.If) and wrapped
                    and holds(node.test, source.ranks, set(), ()) and node.lineno < statement.lineno
                    and any(isinstance(part, ast.Name) and part.id == wrapped for item in node.body
-                           for part in ast.walk(item))), None)
+                           for part in walk(item))), None)
     if branch is None:
         return None
     rank = _rank_of(ctx, tb)
@@ -728,7 +728,7 @@ def _split_drops_remainder(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     worlds = _world_names(source)
-    divided = next((part for part in ast.walk(statement) if _divides_by(part, worlds)), None)
+    divided = next((part for part in walk(statement) if _divides_by(part, worlds)), None)
     if divided is None:
         return None
     rank = _rank_of(ctx, tb)
@@ -752,7 +752,7 @@ def _global_k_on_shard(ctx: Context, tb) -> Finding | None:
     if not TOP_K_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    call = next((node for node in ast.walk(statement) if isinstance(node, ast.Call)
+    call = next((node for node in walk(statement) if isinstance(node, ast.Call)
                  and call_name(node) in ("topk", "kthvalue") and (node.args or node.keywords)), None)
     if call is None:
         return None
@@ -765,7 +765,7 @@ def _global_k_on_shard(ctx: Context, tb) -> Finding | None:
     # where the share enters the function (`ids, emb = local_catalog(items, rank, world)`), else the chain's origin
     holding = _shares(source)[1]
     function = source.function_of(statement)
-    entry = next((node for node in sorted((node for node in ast.walk(function) if isinstance(node, ast.Assign)),
+    entry = next((node for node in sorted((node for node in walk(function) if isinstance(node, ast.Assign)),
                                           key=lambda node: node.lineno)
                   if node.lineno < statement.lineno and names_in(node.targets[0]) & holding
                   and not names_in(node.value) & holding), None)
@@ -852,7 +852,7 @@ def _ratio_of_a_share(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     ranks = source.ranks
-    division = next((part for part in ast.walk(statement) if isinstance(part, ast.BinOp)
+    division = next((part for part in walk(statement) if isinstance(part, ast.BinOp)
                      and isinstance(part.op, (ast.Div, ast.FloorDiv, ast.Mod))), None)
     if division is None or not holds(division.right, ranks, set(), ()):
         return None  # no division, or a denominator that does not follow from the rank's share
@@ -967,7 +967,7 @@ def _index_past_a_rounded_share(ctx: Context, tb) -> Finding | None:
     worlds = _world_names(source)
 
     def rounded(expression: ast.AST) -> bool:
-        return any(_divides_by(part, worlds) for part in ast.walk(expression))
+        return any(_divides_by(part, worlds) for part in walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), rounded)
     divided = next(((text, line) for text, line in reversed(chain) if text), None)
@@ -1013,7 +1013,7 @@ def _read_from_a_rank_offset(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     function = source.function_of(statement)
-    seek = next((call for call in ast.walk(function) if isinstance(call, ast.Call) and call_name(call) == "seek"
+    seek = next((call for call in walk(function) if isinstance(call, ast.Call) and call_name(call) == "seek"
                  and call.args and holds(call.args[0], source.ranks, set(), ())), None)
     if seek is None:
         return None
@@ -1040,23 +1040,23 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
     frame, source, statement = failed
     worlds = _world_names(source)
     shares = {name for name, value in assignments(source) if any(_divides_by(part, worlds)
-                                                                for part in ast.walk(value))}
-    functions = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
+                                                                for part in walk(value))}
+    functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
 
     def cut(function: ast.FunctionDef) -> ast.Subscript | None:
-        return next((node for node in ast.walk(function) if isinstance(node, ast.Subscript)
+        return next((node for node in walk(function) if isinstance(node, ast.Subscript)
                      and isinstance(node.slice, ast.Slice) and node.slice.upper is not None
                      and names_in(node.slice.upper) & shares and holds(node.slice.upper, RANK_NAMES, set(), ())), None)
 
     def shared_out(expression: ast.AST) -> bool:
         return any(isinstance(node, ast.Call) and call_name(node) in functions and cut(functions[call_name(node)])
-                   for node in ast.walk(expression))
+                   for node in walk(expression))
 
     chain = origin_of(source, statement, source.function_of(statement), shared_out)
     made = next(((text, line) for text, line in reversed(chain) if text), None)
     if made is None:
         return None
-    function = next(functions[call_name(node)] for node in ast.walk(source.statement_at(made[1]))
+    function = next(functions[call_name(node)] for node in walk(source.statement_at(made[1]))
                     if isinstance(node, ast.Call) and call_name(node) in functions and cut(functions[call_name(node)]))
     sliced = cut(function)
     return Finding(
@@ -1073,7 +1073,7 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
 def _splits_by_world(node: ast.AST, worlds: set[str], ranks: set[str]) -> bool:
     """`node` takes one rank's share of something: divides by the world size (n // world), splits into world parts
     (tensor_split(x, world)), strides by it (x[rank::world]) or keeps what `% world == rank` selects."""
-    for part in ast.walk(node):
+    for part in walk(node):
         if _divides_by(part, worlds, (ast.FloorDiv, ast.Div)):
             return True
         if isinstance(part, ast.Call) and call_name(part) in SPLITS and any(
@@ -1113,12 +1113,12 @@ def _shares(source: SourceFile, contiguous: bool = False) -> tuple[list[tuple[st
     def a_share(node: ast.Assign | ast.Return) -> bool:  # a split by the world, or a slice from a rank's bound
         return _splits_by_world(node.value, worlds, ranks) or any(
             isinstance(part, ast.Slice) and part.lower is not None and from_rank(part.lower, source.function_of(node))
-            for part in ast.walk(node.value))
+            for part in walk(node.value))
 
-    rounded = {name for name, value in assignments(source) if any(rounded_up(part, worlds) for part in ast.walk(value))}
-    taken = [node for node in ast.walk(source.tree) if isinstance(node, (ast.Assign, ast.Return))
+    rounded = {name for name, value in assignments(source) if any(rounded_up(part, worlds) for part in walk(value))}
+    taken = [node for node in source.walk() if isinstance(node, (ast.Assign, ast.Return))
              and node.value is not None and a_share(node)
-             and not any(rounded_up(part, worlds) for part in ast.walk(node.value))  # rounded up: too large a share
+             and not any(rounded_up(part, worlds) for part in walk(node.value))  # rounded up: too large a share
              and not names_in(node.value) & rounded and not (contiguous and _interleaved(node.value, worlds))]
     seeds = {name for node in taken if isinstance(node, ast.Assign) for target in node.targets
              for name in names_in(target)} - worlds - set(RANK_NAMES)
@@ -1163,7 +1163,7 @@ def _share_too_small(ctx: Context, tb) -> Finding | None:
     before = [step for step in taken if step[1] <= statement.lineno]
     split = before[-1] if before and source.function_of(source.statement_at(before[-1][1])) is \
         source.function_of(statement) else taken[0]
-    operation = next((call_name(node) for node in ast.walk(statement) if call_name(node) in SHARE_FIXES), None)
+    operation = next((call_name(node) for node in walk(statement) if call_name(node) in SHARE_FIXES), None)
     lead = f"{SHARE_FIXES[operation]}; " if operation else ""
     rank = _rank_of(ctx, tb)
     who = _who_raised(ctx, tb, rank)
@@ -1195,7 +1195,7 @@ def _gathered_lists(source: SourceFile) -> dict[str, ast.AST]:
 
 def _joined_list(statement: ast.AST, names: tuple[str, ...]) -> tuple[ast.Call, ast.AST] | None:
     """The first call of `names` (torch.cat, torch.stack) in `statement` and the list it is given."""
-    call = next((node for node in ast.walk(statement) if call_name(node) in names and node.args), None)
+    call = next((node for node in walk(statement) if call_name(node) in names and node.args), None)
     return (call, call.args[0]) if call else None
 
 
@@ -1211,12 +1211,12 @@ def _nothing_to_join(ctx: Context, tb) -> Finding | None:
 
     def appends_to(listed: ast.AST) -> list[ast.Call]:
         name = identifier(listed)
-        return [node for node in ast.walk(source.tree) if call_name(node) == "append" and isinstance(
+        return [node for node in source.walk() if call_name(node) == "append" and isinstance(
             node.func, ast.Attribute) and identifier(node.func.value) == name] if name else []
 
     def starts_empty(listed: ast.AST) -> bool:  # `x = []` (or `a, x = [], []`, `x = list()`) somewhere in the file
         name = identifier(listed)
-        for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+        for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
             for target in assign.targets:
                 pairs = zip(target.elts, assign.value.elts) if isinstance(target, ast.Tuple) and isinstance(
                     assign.value, ast.Tuple) else [(target, assign.value)]
@@ -1225,7 +1225,7 @@ def _nothing_to_join(ctx: Context, tb) -> Finding | None:
                     return True
         return False
 
-    joined = next(((call, call.args[0]) for call in ast.walk(statement) if call_name(call) in JOINS | {
+    joined = next(((call, call.args[0]) for call in walk(statement) if call_name(call) in JOINS | {
         "stack", "vstack", "hstack"} and call.args and appends_to(call.args[0]) and starts_empty(call.args[0])),
         None)
     if joined is None:
@@ -1277,7 +1277,7 @@ def _part_kind(source: SourceFile, gathered: ast.AST, picked: int | None) -> tup
         gathered = gathered.elts[picked]
     named = identifier(gathered) or ""
     made = [assign.value for assign in source.assignments_to(named, source.function_of(gathered))] if named else []
-    called = {call_name(node) for value in [gathered, *made] for node in ast.walk(value)}
+    called = {call_name(node) for value in [gathered, *made] for node in walk(value)}
     if POSITIONS.search(named) or "cumsum" in called:
         return "positions", ast.unparse(gathered)[:40]
     if called & ORDERING:
@@ -1294,8 +1294,8 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
     frame, source, statement = failed
     lists = _gathered_lists(source)
     joins = []  # (the assignment, the list joined, the item of each part it picks)
-    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
-        for call in (node for node in ast.walk(assign.value) if call_name(node) in JOINS and node.args):
+    for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
+        for call in (node for node in walk(assign.value) if call_name(node) in JOINS and node.args):
             joined = call.args[0]
             if identifier(joined) in lists:
                 joins.append((assign, identifier(joined), None))
@@ -1306,7 +1306,7 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
     read = _what_it_reads(source, statement)
     reaching = [(assign, kind) for assign, parts, picked in joins if read is not None and (
         kind := _part_kind(source, lists[parts], picked)) and not (kind[0] == "sorted" and any(
-            call_name(node) in ORDERING for node in ast.walk(assign.value)))  # sorted again as it is joined
+            call_name(node) in ORDERING for node in walk(assign.value)))  # sorted again as it is joined
         and names_in(read) & derived(source, {name for target in assign.targets for name in names_in(target)},
                                      set(), ())]
     if not reaching:
@@ -1336,7 +1336,7 @@ INDEX_REFUSED = re.compile(r"index out of range|out of bounds|index -?\d+ is out
 def _modulo_world(node: ast.AST, worlds: set[str]) -> bool:
     """`ids % world`: an id's owner when ids are dealt round-robin."""
     return any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) and holds(part.right, worlds, set(), ())
-               for part in ast.walk(node))
+               for part in walk(node))
 
 
 def _layouts_disagree(ctx: Context, tb) -> Finding | None:
@@ -1348,24 +1348,24 @@ def _layouts_disagree(ctx: Context, tb) -> Finding | None:
     frame, source, statement = failed
     worlds, ranks = _world_names(source), _ranks_as_read(source)
     starts = {}  # a block's start: the rank times a size (`self.offset = rank * self.rows`)
-    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+    for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
         value = assign.value
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and any(
                 holds(side, ranks, set(), ()) for side in (value.left, value.right)) and not _modulo_world(
                 value, worlds):
             starts.update({identifier(target): assign for target in assign.targets if identifier(target)})
-    subtracted = next((node for node in ast.walk(statement) if isinstance(node, ast.BinOp)
+    subtracted = next((node for node in walk(statement) if isinstance(node, ast.BinOp)
                        and isinstance(node.op, ast.Sub) and identifier(node.right) in starts), None)
     if subtracted is None:
         return None
-    functions = [node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)]
-    routing = {function.name: node for function in functions for node in ast.walk(function)
+    functions = [node for node in source.walk() if isinstance(node, ast.FunctionDef)]
+    routing = {function.name: node for function in functions for node in walk(function)
                if isinstance(node, ast.Return) and node.value is not None and _modulo_world(node.value, worlds)}
     dealt = {name for name, value in assignments(source) if _modulo_world(value, worlds)}
     owned = derived(source, dealt, set(), tuple(routing)) if dealt or routing else set()
-    if not names_in(statement) & owned and not any(call_name(node) in routing for node in ast.walk(statement)):
+    if not names_in(statement) & owned and not any(call_name(node) in routing for node in walk(statement)):
         return None
-    modulo = next(iter(routing.values()), None) or next(node for node in ast.walk(source.tree) if isinstance(
+    modulo = next(iter(routing.values()), None) or next(node for node in source.walk() if isinstance(
         node, ast.Assign) and _modulo_world(node.value, worlds))
     start = starts[identifier(subtracted.right)]
     rank = _rank_of(ctx, tb)
@@ -1435,13 +1435,13 @@ def _what_it_reads(source: SourceFile, statement: ast.AST) -> ast.AST | None:
 def _takes_items(node: ast.AST | None) -> bool:
     """A statement that takes items (a slice, tensor_split, chunk), not one that computes a share's size."""
     return node is not None and any(isinstance(part, ast.Slice) or call_name(part) in SPLITS
-                                    for part in ast.walk(node))
+                                    for part in walk(node))
 
 
 def _interleaved(node: ast.AST | None, worlds: set[str]) -> bool:
     """A share taken every world-th item (`x[rank::world]`, `% world == rank`): it samples the whole evenly."""
     return node is not None and (_modulo_world(node, worlds) or any(_strided_by_world(part, worlds)
-                                                                    for part in ast.walk(node)))
+                                                                    for part in walk(node)))
 
 
 # A layer given an input of another width than it was built for.
@@ -1458,7 +1458,7 @@ def _layers_dealt_round_robin(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     worlds = _world_names(source)
-    dealt = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Subscript)
+    dealt = next((node for node in source.walk() if isinstance(node, ast.Subscript)
                   and _strided_by_world(node.slice, worlds) and LAYERS.search(ast.unparse(node.value))), None)
     if dealt is None:
         return None
@@ -1487,7 +1487,7 @@ def _who_raised(ctx: Context, tb, rank: int | None) -> str:
 def _world_names(source: SourceFile) -> set[str]:
     """The names that hold the world size: so named, or assigned from get_world_size() or WORLD_SIZE."""
     return set(WORLD_NAMES) | {name for name, value in assignments(source)
-                               if any(reads_world_size(part) for part in ast.walk(value))}
+                               if any(reads_world_size(part) for part in walk(value))}
 
 
 def _failing_statement(ctx: Context, tb) -> tuple | None:
@@ -1504,12 +1504,12 @@ def _assigned_from(source: SourceFile, names: set[str], call: str) -> dict[str, 
     """Identifiers (names, attributes) the job assigns from an expression that uses one of `names` or calls `call`
     (`start = rank * per_rank`, `self.wk = column_shard(w, rank, world)`): name -> (the assignment, its line)."""
     found = {}
-    for assign in (node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)):
+    for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
         if not any(isinstance(node, ast.Name) and node.id in names or call_name(node) == call
-                   for node in ast.walk(assign.value)):
+                   for node in walk(assign.value)):
             continue
         for target in assign.targets:
-            for node in ast.walk(target):
+            for node in walk(target):
                 name = identifier(node)
                 if name and name not in names and name not in RANK_NAMES and name != "self":
                     found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno))
@@ -1527,7 +1527,7 @@ def _nested_dataclass_from_dict(ctx: Context, tb) -> Finding | None:
     if missing is None or tb.short_type != "AttributeError":
         return None
     for source in parsed_files(ctx):
-        classes = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)
+        classes = {node.name: node for node in source.walk() if isinstance(node, ast.ClassDef)
                    and any("dataclass" in ast.unparse(decorator) for decorator in node.decorator_list)}
         fields = {name: {item.target.id: item.annotation for item in cls.body if isinstance(item, ast.AnnAssign)
                          and isinstance(item.target, ast.Name)} for name, cls in classes.items()}
@@ -1567,7 +1567,7 @@ def _per_host_settings(ctx: Context, tb) -> Finding | None:
     if not ctx.multi_node or not raised_nodes or len(raised_nodes) >= ctx.evidence.nnodes:
         return None
     for source in parsed_files(ctx):
-        for statement in (node for node in ast.walk(source.tree) if isinstance(node, ast.stmt)
+        for statement in (node for node in source.walk() if isinstance(node, ast.stmt)
                           and not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.If, ast.For, ast.While,
                                                     ast.With, ast.Try))):
             text = ast.unparse(statement)
@@ -1600,19 +1600,19 @@ def _selects_by(source: SourceFile, statement: ast.stmt) -> bool:
 
     def names_host(expression: ast.AST) -> bool:
         return bool(HOST_NAME_READS.search(ast.unparse(expression))) or any(
-            isinstance(node, ast.Name) and node.id in names for node in ast.walk(expression))
+            isinstance(node, ast.Name) and node.id in names for node in walk(expression))
 
-    return any(selecting(node, names_host) for node in ast.walk(source.tree))
+    return any(selecting(node, names_host) for node in source.walk())
 
 
 def _global_rank(expression: ast.AST) -> bool:
     """The global rank itself: RANK read from the environment, dist.get_rank(), a name `rank` / `global_rank`."""
     return any(isinstance(node, ast.Constant) and node.value == "RANK" or call_name(node) == "get_rank" or
-               isinstance(node, ast.Name) and node.id in ("rank", "global_rank") for node in ast.walk(expression))
+               isinstance(node, ast.Name) and node.id in ("rank", "global_rank") for node in walk(expression))
 
 
 def _master_address(expression: ast.AST) -> bool:
-    return any(isinstance(node, ast.Constant) and node.value == "MASTER_ADDR" for node in ast.walk(expression))
+    return any(isinstance(node, ast.Constant) and node.value == "MASTER_ADDR" for node in walk(expression))
 
 
 def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
@@ -1681,7 +1681,7 @@ def _service_at_localhost(ctx: Context, tb) -> Finding | None:
         return None
     candidates = []  # (a URL first, the file, the statement) of each loopback name in the job's strings
     for source in parsed_files(ctx):
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
             if text is None or not _addresses_loopback(text):
                 continue
@@ -1721,7 +1721,7 @@ def _grad_of_non_leaf(ctx: Context, tb) -> Finding | None:
     if source is None:
         return None
     warned = any(NON_LEAF_WARNING in line.text for line in ctx.lines if line.node == tb.node and line.rank == tb.rank)
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if not (isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name)
                 and node.lineno <= frame.line <= (node.end_lineno or node.lineno)):
             continue
@@ -1756,12 +1756,12 @@ def _grad_of_unused_parameter(ctx: Context, tb) -> Finding | None:
     source = source_named(parsed_files(ctx), frame.file)
     if source is None:
         return None
-    for loop in (node for node in ast.walk(source.tree) if isinstance(node, ast.For)):
+    for loop in (node for node in source.walk() if isinstance(node, ast.For)):
         if call_name(loop.iter) not in PARAMETER_LOOPS or \
                 not loop.body[0].lineno <= frame.line <= (loop.end_lineno or 0):
             continue
-        names = {node.id for node in ast.walk(loop.target) if isinstance(node, ast.Name)}
-        read = next((node for node in ast.walk(loop) if isinstance(node, ast.Attribute) and node.attr == "grad"
+        names = {node.id for node in walk(loop.target) if isinstance(node, ast.Name)}
+        read = next((node for node in walk(loop) if isinstance(node, ast.Attribute) and node.attr == "grad"
                      and isinstance(node.value, ast.Name) and node.value.id in names
                      and node.lineno <= frame.line <= (node.end_lineno or node.lineno)), None)
         if read is None:
@@ -1783,10 +1783,10 @@ def _makes_non_leaf(value: ast.AST) -> bool:
     """An operation applied after requires_grad_() (`buf.requires_grad_().view(...)`), or arithmetic on one."""
     if isinstance(value, ast.Call) and call_name(value) not in LEAF_MAKING:
         inner = value.func.value if isinstance(value.func, ast.Attribute) else None
-        return any(isinstance(part, ast.Call) and call_name(part) == "requires_grad_" for part in ast.walk(inner)) \
+        return any(isinstance(part, ast.Call) and call_name(part) == "requires_grad_" for part in walk(inner)) \
             if inner is not None else False
     if isinstance(value, ast.BinOp):
-        return any(isinstance(part, ast.Call) and call_name(part) == "requires_grad_" for part in ast.walk(value))
+        return any(isinstance(part, ast.Call) and call_name(part) == "requires_grad_" for part in walk(value))
     return False
 
 
@@ -2145,7 +2145,7 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
         hook = functions[1] if len(functions) > 1 else "worker_init_fn"
         seeding = "2**32" in error
         from_torch = seeding and any(isinstance(node, ast.Attribute) and node.attr in ("initial_seed", "seed")
-                                     for source in parsed_files(ctx) for node in ast.walk(source.tree))
+                                     for source in parsed_files(ctx) for node in source.walk())
         return Finding(
             "worker-init-failed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)} in "
             f"{hook}, the DataLoader's worker_init_fn, as the worker started (re-raised{at}): no sample was read"
@@ -2172,10 +2172,10 @@ def _module_added_after_sharding(ctx: Context) -> tuple[str, str] | None:
     for source in parsed_files(ctx):
         sharding = {function.name for function in map(source.function_of, calls_named(source, {"fully_shard"}))
                     if isinstance(function, ast.FunctionDef)}  # the job's functions that shard
-        for scope in (node for node in ast.walk(source.tree) if isinstance(node, (ast.FunctionDef, ast.Module))):
+        for scope in (node for node in source.walk() if isinstance(node, (ast.FunctionDef, ast.Module))):
             sharded_at = None
             for statement in scope.body:
-                calls = {call_name(call) for call in ast.walk(statement) if isinstance(call, ast.Call)}
+                calls = {call_name(call) for call in walk(statement) if isinstance(call, ast.Call)}
                 if "fully_shard" in calls or calls & sharding:
                     sharded_at = sharded_at or statement.lineno
                 elif sharded_at and isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call) and \
@@ -2211,7 +2211,7 @@ def _root_not_sharded(ctx: Context) -> tuple[str, str] | None:
 def _made_half(ctx: Context) -> str:
     """ (`model = model.half()`, FILE:LINE): where the job turned a module's weights to float16, if it says."""
     for source in parsed_files(ctx):
-        for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)):
+        for call in (node for node in source.walk() if isinstance(node, ast.Call)):
             if call_name(call) == "half" or (call_name(call) == "to" and "float16" in ast.unparse(call)):
                 return f" (`{ast.unparse(source.statement_of(call))[:60]}`, {source.name}:{call.lineno})"
     return ""
@@ -2258,7 +2258,7 @@ def _temporary_folder(ctx: Context) -> str:
 def _stream_replaced(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
     """sys.stdout (or stderr) replaced by an object of the job's own that lacks a method a stream has."""
     for source in parsed_files(ctx):
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.Assign) and any(ast.unparse(target) in ("sys.stdout", "sys.stderr")
                                                     for target in node.targets) and match["cls"] in ast.unparse(node):
                 stream = ast.unparse(node.targets[0])
@@ -2274,7 +2274,7 @@ def _stream_replaced(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
 def _drawn_outside_torch(ctx: Context) -> str:
     """ (`random.random() < self.p`, FILE:LINE): a draw from Python's or NumPy's generator in the job's code."""
     for source in parsed_files(ctx):
-        for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)):
+        for call in (node for node in source.walk() if isinstance(node, ast.Call)):
             owner = called_on(call)
             if owner in ("random", "np.random", "numpy.random") and call_name(call) != "seed":
                 statement = source.statement_of(call)
@@ -2291,13 +2291,13 @@ _NUMPY_SEED_RANGE = ("np.random.seed takes a seed below 2**32, and torch.initial
 def _length_not_indexed(ctx: Context) -> tuple[str, str] | None:
     """A Dataset whose __len__ returns something else than the length of the list __getitem__ indexes: (title, fix)."""
     for source in parsed_files(ctx):
-        for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)):
+        for cls in (node for node in source.walk() if isinstance(node, ast.ClassDef)):
             methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
             if "__len__" not in methods or "__getitem__" not in methods:
                 continue
-            indexed = next((ast.unparse(node.value) for node in ast.walk(methods["__getitem__"])
+            indexed = next((ast.unparse(node.value) for node in walk(methods["__getitem__"])
                             if isinstance(node, ast.Subscript) and self_attribute(node.value)), None)
-            returned = next((node.value for node in ast.walk(methods["__len__"])
+            returned = next((node.value for node in walk(methods["__len__"])
                              if isinstance(node, ast.Return) and node.value is not None), None)
             if indexed is None or returned is None or ast.unparse(returned) == f"len({indexed})":
                 continue
@@ -2312,9 +2312,9 @@ def _length_not_indexed(ctx: Context) -> tuple[str, str] | None:
 def _none_returned(ctx: Context) -> str | None:
     """Where a dataset's __getitem__ returns None in the job's own files (file:line)."""
     for source in parsed_files(ctx):
-        for function in ast.walk(source.tree):
+        for function in source.walk():
             if isinstance(function, ast.FunctionDef) and function.name == "__getitem__":
-                for node in ast.walk(function):
+                for node in walk(function):
                     if isinstance(node, ast.Return) and (node.value is None or (
                             isinstance(node.value, ast.Constant) and node.value.value is None)):
                         return f"{source.name}:{node.lineno}"
@@ -2337,7 +2337,7 @@ def _set_where(ctx: Context) -> str:
 def _inference_where(ctx: Context) -> str:
     """ (in F, under @torch.inference_mode() at file:line) for the job's inference-mode function or block."""
     for source in parsed_files(ctx):
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.FunctionDef) and any("inference_mode" in ast.unparse(item)
                                                          for item in node.decorator_list):
                 return f" (in {node.name}, under @torch.inference_mode() at {source.name}:{node.lineno})"
@@ -2844,7 +2844,7 @@ def _op_not_in_backend(match: re.Match, line: LogLine, ctx: Context) -> tuple[st
                     f"{divide.lineno})", "have FSDP reduce with a plain sum and scale apart: "
                     "model.set_force_sum_reduction_for_comms(True) after fully_shard (or drop the divide factor and "
                     "scale the loss instead: loss * world_size / total_count with FSDP's default averaging)")
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.Attribute) and node.attr == op and "ReduceOp" in ast.unparse(node.value):
                 return (f"{backend} has no ReduceOp.{op}, which the job passes at {source.name}:{node.lineno}",
                         f"reduce with an op {backend} has (SUM, then divide by the group's size for an average; MAX, "
@@ -3220,7 +3220,7 @@ def _ddp_wrapper_passed_on(match: re.Match, line: LogLine, ctx: Context) -> tupl
                                                                                       "DDP")), set(), ())), None)
     if given:
         source, call = given
-        made = next((node for node in ast.walk(source.tree) if call_name(node) in ("DistributedDataParallel", "DDP")),
+        made = next((node for node in source.walk() if call_name(node) in ("DistributedDataParallel", "DDP")),
                     None)
         where = f"`{ast.unparse(call)[:60]}` ({source.name}:{call.lineno}) was given the DistributedDataParallel " + \
             "wrapper" + (f" (`{ast.unparse(made)[:40]}`, line {made.lineno})" if made else "")
@@ -3257,7 +3257,7 @@ def _marked_ready_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[s
                 "parameter is marked ready twice",
                 "run one backward per DDP forward: add the losses (loss_a + c * loss_b).backward() and step each "
                 "optimizer after it; or give each loss its own forward")
-    outside = next(((source, node) for source in files for node in ast.walk(source.tree)
+    outside = next(((source, node) for source in files for node in source.walk()
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "module"), None)
     where = (f": `{ast.unparse(outside[1])[:60]}` ({outside[0].name}:{outside[1].lineno}) uses the wrapped model's "

@@ -482,7 +482,7 @@ def defaulted_rank_findings(ctx: Context) -> list[Finding]:
 
 def _env_default(source: SourceFile, name: str) -> tuple[int, ast.Call] | None:
     """(the default as a number, the read) of the first os.environ.get(name, DEFAULT) / os.getenv in `source`."""
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if env_read(node) == name and isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(
                 node.args[1], ast.Constant) and str(node.args[1].value).strip().lstrip("-").isdigit():
             return int(node.args[1].value), node

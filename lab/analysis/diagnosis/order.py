@@ -22,7 +22,7 @@ from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
                                             called_on, calls_named, caller_place, failure_summary, holds,
-                                            parsed_files, source_named, unordered)
+                                            parsed_files, source_named, unordered, walk)
 from lab.analysis.diagnosis.logs import collective_in
 from lab.analysis.diagnosis.signals import FATAL_ERROR, faulthandler_stack
 from lab.analysis.stacks import MAIN_THREAD
@@ -80,16 +80,16 @@ def _sharded_unit_skipped(files: list[SourceFile], evidence: str) -> Finding | N
     one of them on a condition of its own data: a skipped unit's all-gather and reduce-scatter do not run on that
     rank, while the ranks that ran it wait in them."""
     for source in files:
-        for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor))):
-            shard = next((call for statement in loop.body for call in ast.walk(statement)
+        for loop in (node for node in source.walk() if isinstance(node, (ast.For, ast.AsyncFor))):
+            shard = next((call for statement in loop.body for call in walk(statement)
                           if isinstance(call, ast.Call) and call_name(call) in SHARDS), None)
             if shard is None or not isinstance(loop.iter, ast.Attribute):
                 continue
             listed = loop.iter.attr  # model.moe.experts -> experts
-            for use in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor))
-                        and listed in {part.attr for part in ast.walk(node.iter) if isinstance(part, ast.Attribute)}
+            for use in (node for node in source.walk() if isinstance(node, (ast.For, ast.AsyncFor))
+                        and listed in {part.attr for part in walk(node.iter) if isinstance(part, ast.Attribute)}
                         and node is not loop):
-                skip = next((branch for branch in ast.walk(use) if isinstance(branch, ast.If) and
+                skip = next((branch for branch in walk(use) if isinstance(branch, ast.If) and
                              not _agreed(source, branch) and any(isinstance(part, ast.Continue)
                                                                    for part in branch.body)), None)
                 if skip is None:
@@ -119,7 +119,7 @@ def _polls_work_completion(ctx: Context, files: list[SourceFile], evidence: str)
         source = source_named(files, frame.file)
         at = source.statement_at(frame.line) if source else None
         loop = at if isinstance(at, ast.While) else source.loop_of(at) if at else None  # the innermost
-        polled = next((call for call in ast.walk(loop) if isinstance(call, ast.Call)
+        polled = next((call for call in walk(loop) if isinstance(call, ast.Call)
                        and call_name(call) == "is_completed"), None) if loop else None
         if polled is None:
             continue
@@ -180,7 +180,7 @@ def _branch_on_own_values(ctx: Context, files: list[SourceFile], evidence: str) 
 def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast.If | ast.While, str] | None:
     """The `if` that put `line` and `other_line` on different paths, with how, unless it tests the rank or values
     the ranks agreed on."""
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if not isinstance(node, ast.If) or not _spans(source.function_of(node), line, other_line) or \
                 _agreed(source, node):
             continue
@@ -188,16 +188,16 @@ def _branch_between(source: SourceFile, line: int, other_line: int) -> tuple[ast
                 _holds_line(node.body, line) or _holds_line(node.body, other_line)):
             inside = line if _holds_line(node.body, line) else other_line
             return node, ("line {inside} runs only where `{{test}}` holds (line {{line}})".format(inside=inside))
-    for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
+    for loop in (node for node in source.walk() if isinstance(node, (ast.For, ast.While))):
         # both lines in the loop's function: a line of another function (a rank that runs other code, as a
         # pipeline's stages do) never was in the loop
         if _holds_line(loop.body, other_line) and not _holds_line(loop.body, line) and \
                 _spans(source.function_of(loop), line, other_line):
             if isinstance(loop, ast.While) and not _agreed(source, loop):
                 return loop, "rank {rank} left the loop `while {test}` (line {line}) while rank {other} is still in it"
-            exit_branch = next((node for node in ast.walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
+            exit_branch = next((node for node in walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
                                 and any(isinstance(part, ast.Break) and source.loop_of(part) is loop
-                                        for statement in node.body for part in ast.walk(statement))), None)
+                                        for statement in node.body for part in walk(statement))), None)
             if exit_branch is not None:
                 return exit_branch, ("rank {rank} left the loop (line " + str(loop.lineno) + ") at `if {test}: break` "
                                      "(line {line}) while rank {other} is still in it")
@@ -220,9 +220,9 @@ def _left_a_called_loop(ctx: Context, source: SourceFile, line: int, other: int)
         if isinstance(loop, ast.While):
             return loop, (f"rank {{rank}} is past line {outer.line} and left the loop `while {{test}}` (line {{line}}) "
                           "it calls, while rank {other} is still in it")
-        exit_branch = next((node for node in ast.walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
+        exit_branch = next((node for node in walk(loop) if isinstance(node, ast.If) and not _agreed(source, node)
                             and any(isinstance(part, ast.Break) and source.loop_of(part) is loop
-                                    for statement in node.body for part in ast.walk(statement))), None)
+                                    for statement in node.body for part in walk(statement))), None)
         if exit_branch is not None:
             return exit_branch, (f"rank {{rank}} is past line {outer.line}, having left the loop (line {loop.lineno}) "
                                  f"it calls at `if {{test}}: break` (line {{line}}), while rank {{other}} is still in "
@@ -245,13 +245,13 @@ def _agreed(source: SourceFile, branch: ast.If | ast.While) -> bool:
     it (all_reduce(t) then `if t.item() > x`). Values only computed from the rank's own shard are not agreed."""
     if holds(branch.test, _ranks_in(source, source.function_of(branch)), RANK_VARIABLES, RANK_CALLS):
         return True  # `if up >= 0` with `up = rank - 1`: a neighbour that exists on some ranks only
-    names = {node.id for node in ast.walk(branch.test) if isinstance(node, ast.Name)}
+    names = {node.id for node in walk(branch.test) if isinstance(node, ast.Name)}
     alike = _counters(source, branch) | {name for name in names if name.isupper() or name in CONFIGS}
     if names <= alike:
         return True  # `if step % 10 == 0`, `if epoch == EPOCHS - 1`, `if step >= args.max_steps`: alike everywhere
     scope = source.function_of(branch)
-    shared = {part.id for node in ast.walk(scope) if isinstance(node, ast.Call) and call_name(node) in AGREED_BY
-              and node.lineno < branch.lineno for argument in node.args[:1] for part in ast.walk(argument)
+    shared = {part.id for node in walk(scope) if isinstance(node, ast.Call) and call_name(node) in AGREED_BY
+              and node.lineno < branch.lineno for argument in node.args[:1] for part in walk(argument)
               if isinstance(part, ast.Name)}
     return bool(names) and bool(names & shared)
 
@@ -261,13 +261,13 @@ def _ranks_in(source: SourceFile, scope: ast.AST) -> set[str]:
     rank + 1`): a test of those tests the rank. A value a call computes from the rank (a loss over the rank's shard)
     is the rank's own value, not the rank. Within one function: a name that holds a rank elsewhere does not count."""
     found = set(RANK_NAMES)
-    assigned = [(target, value) for node in ast.walk(scope) if isinstance(node, ast.Assign) for target, value in (
+    assigned = [(target, value) for node in walk(scope) if isinstance(node, ast.Assign) for target, value in (
         zip(node.targets[0].elts, node.value.elts) if isinstance(node.targets[0], ast.Tuple) and isinstance(
             node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts)
         else [(node.targets[0], node.value)])]
     while more := {target.id for target, value in assigned if isinstance(target, ast.Name) and target.id not in found
                    and holds(value, found, RANK_VARIABLES, RANK_CALLS) and not any(
-                       isinstance(part, (ast.Call, ast.Subscript)) for part in ast.walk(value))}:
+                       isinstance(part, (ast.Call, ast.Subscript)) for part in walk(value))}:
         found |= more
     return found
 
@@ -292,13 +292,13 @@ def _counters(source: SourceFile, node: ast.AST) -> set[str]:
 
 def _stepped_names(source: SourceFile) -> set[str]:
     """The names an augmented assignment changes (`step += 1`)."""
-    return {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
+    return {node.target.id for node in source.walk() if isinstance(node, ast.AugAssign)
             and isinstance(node.target, ast.Name)}
 
 
 def _only_counts(source: SourceFile, name: str) -> bool:
     """Every write of `name` is a constant (`step = 0`) or a constant added (`step += 1`)."""
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
             if not isinstance(node.value, ast.Constant):
                 return False
@@ -404,11 +404,11 @@ def _filled_in_rank_order(source: SourceFile, iterated: ast.AST) -> str | None:
     if not isinstance(base, ast.Name):
         return None
     ranks = source.ranks
-    for loop in ast.walk(source.function_of(iterated)):
+    for loop in walk(source.function_of(iterated)):
         if isinstance(loop, ast.For) and loop.lineno < iterated.lineno and holds(loop.iter, ranks, set(), ()) and any(
                 isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) and isinstance(
                     target.value, ast.Name) and target.value.id == base.id for target in node.targets)
-                for node in ast.walk(loop)):
+                for node in walk(loop)):
             return f"`for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)[:40]}`, line {loop.lineno}"
     return None
 
@@ -416,7 +416,7 @@ def _filled_in_rank_order(source: SourceFile, iterated: ast.AST) -> str | None:
 def _loops_around(source: SourceFile, line: int) -> list[ast.For | ast.comprehension]:
     """The for loops and comprehensions whose body holds `line`, innermost first."""
     loops = []
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, (ast.For, ast.AsyncFor)) and node.lineno < line <= (node.end_lineno or node.lineno):
             loops.append((node.lineno, node))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
@@ -482,12 +482,12 @@ def _own_collective_in_join(files: list[SourceFile], evidence: str) -> Finding |
     """A collective of the code's own inside `with Join([...])`: Join shadows only the joinables' (DDP's)
     collectives for ranks that ran out of data; the others wait in this one alone."""
     for source in files:
-        for block in ast.walk(source.tree):
+        for block in source.walk():
             if not isinstance(block, ast.With) or not any(
                     isinstance(item.context_expr, ast.Call) and call_name(item.context_expr) == "Join"
                     for item in block.items):
                 continue
-            own = next((node for statement in block.body for node in ast.walk(statement) if isinstance(node, ast.Call)
+            own = next((node for statement in block.body for node in walk(statement) if isinstance(node, ast.Call)
                         and call_name(node) in COLLECTIVES), None)
             if own is not None:
                 return Finding(
@@ -506,10 +506,10 @@ def _set_up_on_some_ranks(files: list[SourceFile], found: list[Finding], evidenc
         return None
     for source in files:
         ranks = source.ranks
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if not isinstance(node, ast.If) or not holds(node.test, ranks, RANK_VARIABLES, RANK_CALLS):
                 continue
-            for call in (part for statement in node.body for part in ast.walk(statement)):
+            for call in (part for statement in node.body for part in walk(statement)):
                 if isinstance(call, ast.Call) and call_name(call) in SETS_UP_COMMUNICATION and \
                         not _also_elsewhere(source, node, call_name(call)):
                     text = ast.unparse(call)
@@ -526,8 +526,8 @@ def _set_up_on_some_ranks(files: list[SourceFile], found: list[Finding], evidenc
 
 def _also_elsewhere(source: SourceFile, branch: ast.If, name: str) -> bool:
     """The same set-up also runs outside this branch (its else, or after it): every rank has it."""
-    calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) == name]
-    inside = {id(node) for statement in branch.body for node in ast.walk(statement)}
+    calls = [node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) == name]
+    inside = {id(node) for statement in branch.body for node in walk(statement)}
     return any(id(call) not in inside for call in calls)
 
 
@@ -536,7 +536,7 @@ CACHES = {"lru_cache", "cache", "cached_property", "memoize", "cached"}
 
 def _collective_in_cached_function(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
-        for function in (node for node in ast.walk(source.tree) if isinstance(node, (ast.FunctionDef,
+        for function in (node for node in source.walk() if isinstance(node, (ast.FunctionDef,
                                                                                      ast.AsyncFunctionDef))):
             cache = next((decorator for decorator in function.decorator_list if call_name(decorator) in CACHES or (
                 isinstance(decorator, (ast.Name, ast.Attribute)) and ast.unparse(decorator).rsplit(".", 1)[-1]
@@ -545,7 +545,7 @@ def _collective_in_cached_function(files: list[SourceFile], evidence: str) -> Fi
                      if arg.arg not in ("self", "cls")] + [extra for extra in (function.args.vararg,
                                                                                function.args.kwarg) if extra]
             # without arguments every rank's first call runs it and every later one skips it alike: no rank differs
-            call = next((node for node in ast.walk(function) if isinstance(node, ast.Call)
+            call = next((node for node in walk(function) if isinstance(node, ast.Call)
                          and call_name(node) in COLLECTIVES), None) if cache is not None and takes else None
             if call is not None:
                 return Finding(

@@ -31,7 +31,7 @@ from lab.analysis.stacks import MAIN_THREAD
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_VARIABLES, UNEXPLAINED, SourceFile, a_module,
                                             assignments, call_name, caller_place, calls_named, failure_summary, holds,
                                             names_in, parsed_files, root_name, self_attribute,
-                                            source_named)
+                                            source_named, walk)
 
 # Where these may stand first: endings that say how a run failed, and the symptoms these pitfalls are known to show.
 ENDINGS = UNEXPLAINED | {"learning-rate-differs", "collective-timeout"}
@@ -85,7 +85,7 @@ def _store_bytes_compared(source: SourceFile, evidence: str, said: str) -> Findi
             root_name(node.func.value) in stores or "store" in ast.unparse(node.func.value).lower())
 
     read = {name: value for name, value in assignments(source) if a_get(value)}
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if not isinstance(node, ast.Compare) or len(node.comparators) != 1:
             continue
         sides = (node.left, node.comparators[0])
@@ -118,13 +118,13 @@ def _bytes_like(node: ast.AST) -> bool:
 
 
 def _iterator_used_twice(source: SourceFile, evidence: str) -> Finding | None:
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and (isinstance(node.value, ast.GeneratorExp) or isinstance(node.value, ast.Call)
                      and call_name(node.value) in ITERATORS)):
             continue
         name = node.targets[0].id
-        uses = sorted((use for use in ast.walk(source.function_of(node)) if isinstance(use, ast.Name)
+        uses = sorted((use for use in walk(source.function_of(node)) if isinstance(use, ast.Name)
                        and use.id == name and isinstance(use.ctx, ast.Load) and use.lineno > node.lineno
                        and _iterates(source, use)), key=lambda use: (use.lineno, use.col_offset))
         if len(uses) >= 2:
@@ -149,7 +149,7 @@ def _iterates(source: SourceFile, name: ast.Name) -> bool:
 def _state_dict_kept(source: SourceFile, evidence: str) -> Finding | None:
     loaded = {arg.id for call in calls_named(source, {"load_state_dict"}) for arg in call.args[:1]
               if isinstance(arg, ast.Name)}
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if not isinstance(node, ast.Assign):
             continue
         for target, value in _pairs(node):
@@ -182,11 +182,11 @@ def _log_of_probability(source: SourceFile, evidence: str, said: str) -> Finding
         if argument is None:
             continue
         scope = source.function_of(call)
-        probabilities = {target.id for node in ast.walk(scope) if isinstance(node, ast.Assign) and isinstance(
+        probabilities = {target.id for node in walk(scope) if isinstance(node, ast.Assign) and isinstance(
             node.value, ast.Call) and call_name(node.value) in PROBABILITIES for target in node.targets
             if isinstance(target, ast.Name)}
         if any(isinstance(part, ast.Call) and call_name(part) in PROBABILITIES or isinstance(part, ast.Name)
-               and part.id in probabilities for part in ast.walk(argument)):
+               and part.id in probabilities for part in walk(argument)):
             return Finding(
                 "log-of-probability", f"`{ast.unparse(call)[:80]}` ({source.name}:{call.lineno}) takes the log of a "
                 "probability, which rounds to 0 (or 1) in float32 for large logits: log gives -inf, and the loss "
@@ -221,7 +221,7 @@ def _persistent_copy(source: SourceFile, evidence: str) -> Finding | None:
         dataset = loader.args[0] if loader.args else None
         if not persistent or not isinstance(dataset, ast.Name):
             continue
-        for node in ast.walk(source.function_of(loader)):
+        for node in walk(source.function_of(loader)):
             changed = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(
                 node.func.value, ast.Name) and node.func.value.id == dataset.id and node.func.attr.startswith("set_"))
             changed = changed or (isinstance(node, ast.Assign) and any(
@@ -242,7 +242,7 @@ def _persistent_copy(source: SourceFile, evidence: str) -> Finding | None:
 def _drop_last_empty(ctx: Context, source: SourceFile, evidence: str) -> Finding | None:
     if not any(tb.short_type == "ZeroDivisionError" or "division by zero" in tb.message for tb in ctx.tracebacks):
         return None
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, ast.keyword) and node.arg == "drop_last" and isinstance(node.value, ast.Constant) and \
                 node.value.value is True:
             return Finding(
@@ -303,7 +303,7 @@ def _reduce_read_off_root(ctx: Context, files: list[SourceFile], evidence: str) 
                 continue
             name = reduced.args[0].id
             scope = source.function_of(reduced)
-            used = next((use for use in ast.walk(scope) if isinstance(use, ast.Name) and use.id == name and
+            used = next((use for use in walk(scope) if isinstance(use, ast.Name) and use.id == name and
                          isinstance(use.ctx, ast.Load) and use.lineno > reduced.lineno and _rank_test_around(
                              source, use) is None), None)
             if used is not None:
@@ -337,10 +337,10 @@ def _polls_a_file(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
             source = source_named(files, frame.file)
             if source is None:
                 continue
-            loop = next((node for node in ast.walk(source.tree) if isinstance(node, ast.While) and node.lineno <=
+            loop = next((node for node in source.walk() if isinstance(node, ast.While) and node.lineno <=
                          frame.line <= (node.end_lineno or node.lineno) and any(
                              isinstance(part, ast.Call) and call_name(part) in FILE_TESTS
-                             for part in ast.walk(node.test))), None)
+                             for part in walk(node.test))), None)
             if loop is None:
                 break  # the innermost frame of the job's own code is not in such a loop
             who = f"rank {process.rank}" if process.rank is not None else f"a process on node{process.node}"
@@ -372,16 +372,16 @@ NUMPY_SAVES = {"save": ".npy", "savez": ".npz", "savez_compressed": ".npz"}
 def _saved_with_suffix(source: SourceFile) -> tuple[ast.Call, str] | None:
     """A np.save(NAME, ...) whose NAME has no .npy (numpy then writes NAME.npy) and which the code also hands to
     another call (a wait, an exists test, np.load): (the save, NAME)."""
-    for save in (call for call in ast.walk(source.tree) if isinstance(call, ast.Call) and call_name(call) in
+    for save in (call for call in source.walk() if isinstance(call, ast.Call) and call_name(call) in
                  NUMPY_SAVES and isinstance(call.func, ast.Attribute) and ast.unparse(call.func.value) in
                  {"np", "numpy"} and call.args):
         name, suffix = ast.unparse(save.args[0]), NUMPY_SAVES[call_name(save)]
         values = [save.args[0]] + [value for target, value in assignments(source) if target == name]
         if any(isinstance(part, ast.Constant) and isinstance(part.value, str) and part.value.endswith(suffix)
-               for value in values for part in ast.walk(value)):
+               for value in values for part in walk(value)):
             continue
         if any(isinstance(call, ast.Call) and call is not save and any(ast.unparse(arg) == name for arg in call.args)
-               for call in ast.walk(source.tree)):
+               for call in source.walk()):
             return save, name
     return None
 
@@ -399,15 +399,15 @@ def _tensor_attribute_not_saved(source: SourceFile, evidence: str) -> Finding | 
     loaded from it keeps the value its __init__ gave."""
     if not {"state_dict", "load_state_dict"} <= source.names:
         return None
-    for cls in ast.walk(source.tree):
+    for cls in source.walk():
         if not isinstance(cls, ast.ClassDef) or not a_module(cls):
             continue
-        registered = {call.args[0].value for call in ast.walk(cls) if isinstance(call, ast.Call) and call.args and
+        registered = {call.args[0].value for call in walk(cls) if isinstance(call, ast.Call) and call.args and
                       call_name(call) in ("register_buffer", "register_parameter")
                       and isinstance(call.args[0], ast.Constant)}
         assigned: dict[str, list[tuple[str, ast.AST]]] = {}
         for method in (item for item in cls.body if isinstance(item, ast.FunctionDef)):
-            for node in ast.walk(method):
+            for node in walk(method):
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                         node, ast.AugAssign) else []:
                     if self_attribute(target):
@@ -416,7 +416,7 @@ def _tensor_attribute_not_saved(source: SourceFile, evidence: str) -> Finding | 
             made = next((node for method, node in places if method == "__init__" and isinstance(node, ast.Assign)
                          and _a_tensor(node.value)), None)
             changed = next(((method, node) for method, node in places if method != "__init__"), None)
-            read = any(self_attribute(node) == name and isinstance(node.ctx, ast.Load) for node in ast.walk(cls))
+            read = any(self_attribute(node) == name and isinstance(node.ctx, ast.Load) for node in walk(cls))
             if name in registered or made is None or changed is None or not read:
                 continue
             return Finding(
@@ -444,7 +444,7 @@ def _state_changed_on_some_ranks(source: SourceFile, evidence: str) -> Finding |
     """An attribute that every rank reads (outside any test of the rank; a method called is not a read), assigned or
     changed in place only under a test of the rank, and not sent to the others: they keep the old value, so the
     replicas compute differently."""
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             changed = next((target for target in targets if isinstance(target, ast.Attribute)), None)
@@ -457,12 +457,12 @@ def _state_changed_on_some_ranks(source: SourceFile, evidence: str) -> Finding |
         if test is None:
             continue
         name, shown = changed.attr, ast.unparse(changed)
-        read = next((use for use in ast.walk(source.tree) if isinstance(use, ast.Attribute) and use.attr == name and
+        read = next((use for use in source.walk() if isinstance(use, ast.Attribute) and use.attr == name and
                      isinstance(use.ctx, ast.Load) and _rank_test_around(source, use) is None and not (
                          isinstance(source.parent(use), ast.Call) and source.parent(use).func is use)), None)
         elsewhere = any(isinstance(other, (ast.Assign, ast.AugAssign)) and other is not node and any(
             ast.unparse(target) == shown for target in (other.targets if isinstance(other, ast.Assign) else
-                                                        [other.target])) for other in ast.walk(source.tree))
+                                                        [other.target])) for other in source.walk())
         shared = any(name in names_in(call) for call in calls_named(source, set(SHARING)))
         if read is None or elsewhere or shared:
             continue
@@ -487,10 +487,10 @@ def _seeded_on_some_ranks(ctx: Context, source: SourceFile, evidence: str) -> Fi
              if trace.calls and trace.calls.torch_seed is not None and trace.rank is not None}
     for call in calls_named(source, SEEDING):
         test = _rank_test_around(source, call)
-        if test is None or not any(call in ast.walk(statement) for statement in test.body):
+        if test is None or not any(call in walk(statement) for statement in test.body):
             continue
         seeder = ast.unparse(call.func)
-        inside = {id(node) for statement in test.body for node in ast.walk(statement)}
+        inside = {id(node) for statement in test.body for node in walk(statement)}
         if any(ast.unparse(other.func) == seeder and id(other) not in inside for other in calls_named(source, SEEDING)):
             continue  # seeded elsewhere too (the else branch, or after the test): every rank has a seed
         if "manual_seed" in seeder and len(seeds) > 1 and len(set(seeds.values())) == 1:

@@ -18,7 +18,7 @@ from lab.analysis.calls import FileOp
 from lab.analysis.diagnosis.context import Context, echoes_a_peer, on_shared_folder
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (UNEXPLAINED, SourceFile, call_name, failure_summary, loaders_with_workers,
-                                            parsed_files, self_attribute)
+                                            parsed_files, self_attribute, walk)
 
 # What a file written over by several ranks ends in: a crash of the reader, the job's own check, a timeout, a file
 # another rank was to write missing, and one rank alone seeming to load what the others did not.
@@ -98,7 +98,7 @@ def read_before_written_findings(ctx: Context) -> list[Finding]:
 def _existence_poll(ctx: Context, path: str) -> tuple[str, str] | None:
     """(FILE:LINE, test) of a `while not ...exists(...)` loop of the job's code that polls another file than `path`."""
     for source in parsed_files(ctx):
-        for loop in ast.walk(source.tree):
+        for loop in source.walk():
             if isinstance(loop, ast.While) and "exists(" in (test := ast.unparse(loop.test)) and \
                     os.path.basename(path) not in test:
                 return f"{source.name}:{loop.lineno}", f"while {test}"
@@ -138,15 +138,15 @@ def handle_shared_with_workers_findings(ctx: Context, found: list[Finding]) -> l
 def _handle_read_by_workers(source: SourceFile) -> tuple[str, ast.Call] | None:
     """(attribute, its open() call) of a class that opens self.<attribute> in __init__ and uses it where workers
     read."""
-    for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)):
+    for cls in (node for node in source.walk() if isinstance(node, ast.ClassDef)):
         methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
         readers = [methods[name] for name in READ_BY_WORKERS if name in methods]
         if "__init__" not in methods or not readers:
             continue
-        for node in ast.walk(methods["__init__"]):
+        for node in walk(methods["__init__"]):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and call_name(
                     node.value) in OPENERS and any(self_attribute(target) for target in node.targets):
                 attribute = next(self_attribute(target) for target in node.targets if self_attribute(target))
-                if any(self_attribute(use) == attribute for reader in readers for use in ast.walk(reader)):
+                if any(self_attribute(use) == attribute for reader in readers for use in walk(reader)):
                     return attribute, node.value
     return None

@@ -16,7 +16,7 @@ from lab.analysis.diagnosis.context import SYMPTOM, Context, explained_by_rule, 
 from lab.analysis.diagnosis.crashes import last_warning, message_advice
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, WARNING_LINE, LogLine, last_own_line
-from lab.analysis.diagnosis.sources import parsed_files
+from lab.analysis.diagnosis.sources import parsed_files, walk
 from lab.analysis.stacks import FAULTHANDLER_FRAME, FAULTHANDLER_THREAD, LIBRARY_FILE as LIBRARY, MAIN_THREAD, Frame
 
 FATAL = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error", signal.SIGABRT: "an abort",
@@ -378,10 +378,10 @@ def _peer_words(error: str) -> str:
 def _exits_cleanly(ctx: Context) -> str:
     """'the except at train.py:52 calls sys.exit(0)': a handler of the job's code that ends the process with 0."""
     for source in parsed_files(ctx):
-        for handler in ast.walk(source.tree):
+        for handler in source.walk():
             if not isinstance(handler, ast.ExceptHandler):
                 continue
-            for call in ast.walk(handler):
+            for call in walk(handler):
                 if isinstance(call, ast.Call) and ast.unparse(call.func) in ("sys.exit", "exit", "os._exit", "quit") \
                         and (not call.args or (isinstance(call.args[0], ast.Constant) and call.args[0].value in (
                             0, None))):

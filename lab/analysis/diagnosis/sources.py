@@ -27,6 +27,7 @@ timeout: code like this is wrong wherever it runs, but it is the cause only wher
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def _rate_scaled_by_world(ctx: Context, files: list[SourceFile], evidence: str) 
     if said is None or world < 2:
         return None
     for source in files:
-        for call in (node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+        for call in (node for node in source.walk() if isinstance(node, ast.Call)
                      and call_name(node) in OPTIMIZERS):
             rate = next((item.value for item in call.keywords if item.arg == "lr"), None) or (
                 call.args[1] if len(call.args) > 1 else None)
@@ -154,11 +155,11 @@ def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) 
     for source in files:
         made = next(iter(calls_named(source, {"HashStore"})), None)
         hash_stores = {name for name, value in assignments(source) if any(
-            isinstance(part, ast.Call) and call_name(part) == "HashStore" for part in ast.walk(value))}
+            isinstance(part, ast.Call) and call_name(part) == "HashStore" for part in walk(value))}
         joined = next((node for node in calls_named(source, {"init_process_group"}) for item in node.keywords
                        if item.arg == "store" and (names_in(item.value) & hash_stores or any(
                            isinstance(part, ast.Call) and call_name(part) == "HashStore"
-                           for part in ast.walk(item.value)))), None)  # the store given is (or may be) the HashStore
+                           for part in walk(item.value)))), None)  # the store given is (or may be) the HashStore
         if made is not None and joined is not None:
             return Finding(
                 "store-of-one-process", f"the process group meets on a HashStore ({source.name}:{made.lineno}, given "
@@ -204,8 +205,8 @@ def _buffer_reused_before_sent(files: list[SourceFile], evidence: str) -> Findin
     """A loop that writes a tensor in place and hands it to isend (or irecv) on every pass, waiting only after the
     loop: a non-blocking send reads the tensor while it runs, so later passes overwrite what earlier ones send."""
     for source in files:
-        for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
-            body = [node for statement in loop.body for node in ast.walk(statement)]
+        for loop in (node for node in source.walk() if isinstance(node, (ast.For, ast.While))):
+            body = [node for statement in loop.body for node in walk(statement)]
             if any(isinstance(node, ast.Call) and call_name(node) == "wait" for node in body):
                 continue
             for post in (node for node in body if isinstance(node, ast.Call) and call_name(node) in {"isend", "irecv"}
@@ -235,6 +236,16 @@ def library_raised(ctx: Context) -> bool:
     return bool(ctx.tracebacks) and not any(raised_by_own_check(ctx, tb) for tb in ctx.tracebacks)
 
 
+def walk(node: ast.AST) -> tuple[ast.AST, ...]:
+    """walk(node), kept on the node: the rules walk the same trees and subtrees thousands of times in one
+    diagnosis, and walking them again was three quarters of its time. Nothing changes a parsed tree."""
+    try:
+        return node._lab_walked
+    except AttributeError:
+        node._lab_walked = walked = tuple(ast.walk(node))
+        return walked
+
+
 @dataclass(frozen=True)
 class SourceFile:
     path: str
@@ -247,6 +258,9 @@ class SourceFile:
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(id(node))
+
+    def walk(self, node: ast.AST | None = None) -> tuple[ast.AST, ...]:
+        return walk(node or self.tree)
 
     def statement_of(self, node: ast.AST) -> ast.AST:
         """The statement `node` is part of (itself, for a statement)."""
@@ -272,7 +286,7 @@ class SourceFile:
 
     def statement_at(self, line: int) -> ast.stmt | None:
         """The first statement that starts at `line` (a frame's line), the outermost where several do."""
-        return next((node for node in ast.walk(self.tree) if isinstance(node, ast.stmt) and node.lineno == line), None)
+        return next((node for node in self.walk() if isinstance(node, ast.stmt) and node.lineno == line), None)
 
     def handler_at(self, line: int) -> str | None:
         """'except ValueError (line 40)' or 'finally (line 44)': the handler of its function that line `line` runs in."""
@@ -291,7 +305,7 @@ class SourceFile:
     def assignments_to(self, name: str, scope: ast.AST | None = None, before: int | None = None) -> list[ast.Assign]:
         """The `name = ...` statements (`a, name = ...` among them) in `scope` (the whole file by default), above line
         `before` where given."""
-        return [node for node in ast.walk(scope or self.tree) if isinstance(node, ast.Assign)
+        return [node for node in self.walk(scope) if isinstance(node, ast.Assign)
                 and (before is None or node.lineno < before)
                 and any(isinstance(part, ast.Name) and part.id == name for target in node.targets
                         for part in ([target] if isinstance(target, ast.Name) else
@@ -323,15 +337,17 @@ def parsed_files(ctx: Context) -> list[SourceFile]:
     for trace in ctx.evidence.traces:
         for path, text in trace.sources.items():
             texts.setdefault(path, text)
-    files = []
-    for path, text in texts.items():
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
-        files.append(SourceFile(path, tree, {id(child): node for node in ast.walk(tree)
-                                             for child in ast.iter_child_nodes(node)}))
-    return files
+    return [source for path, text in texts.items() if (source := _parsed(path, text)) is not None]
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, text: str) -> SourceFile | None:
+    """One parse of a job's file for all the rules that read it (each asks parsed_files again)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    return SourceFile(path, tree, {id(child): node for node in walk(tree) for child in ast.iter_child_nodes(node)})
 
 
 def failure_summary(ctx: Context) -> str:
@@ -382,7 +398,7 @@ def caller_place(caller: str | None) -> tuple[str, int] | None:
 
 def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int | None, str] | None:
     """(the tensor, the line reading it, the wait's line or None, the work's name) for the call of `op` at `line`."""
-    call = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and node.lineno <= line
+    call = next((node for node in source.walk() if isinstance(node, ast.Call) and node.lineno <= line
                  <= (node.end_lineno or node.lineno) and call_name(node) == op), None)
     if call is None:
         return None
@@ -397,7 +413,7 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
     work = statement.targets[0].id
     scope = source.function_of(call)
     after = (statement.end_lineno or statement.lineno)
-    uses = [node for node in ast.walk(scope) if isinstance(node, ast.Name) and node.lineno > after
+    uses = [node for node in walk(scope) if isinstance(node, ast.Name) and node.lineno > after
             and source.function_of(node) is scope]
     if any(node.id == work and not _waits(source, node) for node in uses):
         return None  # the work is passed on (a list, a helper): where it is waited for is not here
@@ -411,7 +427,7 @@ def origin_of(source: SourceFile, expression: ast.AST, scope: ast.AST, wanted, d
     """The assignments (text, line) by which `expression` follows from something `wanted(expression)` recognises,
     outermost first and the longest way through the names first, the last one a ("", 0) for the origin itself; []
     where it does not follow from it."""
-    names = sorted({node.id for node in ast.walk(expression) if isinstance(node, ast.Name) and not wanted(node)})
+    names = sorted({node.id for node in walk(expression) if isinstance(node, ast.Name) and not wanted(node)})
     if depth < 4:
         for name in names:
             for assign in reversed(source.assignments_to(name, scope, before=getattr(expression, "lineno", None))):
@@ -424,7 +440,7 @@ def origin_of(source: SourceFile, expression: ast.AST, scope: ast.AST, wanted, d
 
 def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
     """The calls in `source` of a function or method with one of `names`."""
-    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in names]
+    return [node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) in names]
 
 
 def loaders_with_workers(source: SourceFile) -> list[tuple[ast.Call, str]]:
@@ -479,7 +495,7 @@ def _metadata(source: SourceFile, name: ast.Name) -> bool:
 def _env_string_compared(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
         strings = _env_strings(source)
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not isinstance(
                     node.ops[0], (ast.Eq, ast.NotEq)):
                 continue
@@ -508,7 +524,7 @@ def _env_strings(source: SourceFile) -> dict[tuple[int, str], str]:
     left a string; functions (scope 0) whose every return is one."""
     assigned: dict[tuple[int, str], list[ast.AST | None]] = {}
     returns: dict[str, list[ast.AST | None]] = {}
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             statement = source.parent(node)
             value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
@@ -564,7 +580,7 @@ def _options_from_env(source: SourceFile) -> dict[str, tuple[str, str]]:
 
 
 def _assigned_names(source: SourceFile, scope: ast.AST):
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and source.function_of(node) is scope:
             yield id(scope), node.id
 
@@ -603,7 +619,7 @@ def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | Non
         shares = {name for name, value in assignments(source) if value is not None and _a_share(value, worlds)}
         chunked = {name for name, value in assignments(source) if isinstance(value, ast.Call)
                    and call_name(value) in SPLITS and _mentions(value, worlds | shares)}
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if not isinstance(node, ast.Subscript) or holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS) or holds(
                     node.value, ranks, RANK_VARIABLES, RANK_CALLS):
                 continue  # the rank is in the slice, or what is sliced is already the rank's part (its batches)
@@ -627,7 +643,7 @@ def _share_without_rank(files: list[SourceFile], evidence: str) -> Finding | Non
 def assignments(source: SourceFile):
     """(name, value) of every plain assignment, tuple assignments item by item (rank, world = a, b), and each name
     unpacked from one value with that whole value (xs, ys = shard(x, y, rank, world))."""
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Name):
@@ -665,18 +681,18 @@ def derived(source: SourceFile, names: set[str], variables: set[str], calls: tup
     """Names that hold a rank (or a world size): parameters and attributes so named, torch's calls, the environment's
     variables, and names assigned from any of them."""
     found = set(names)
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, ast.arg) and node.arg in names:
             found.add(node.arg)
     assigned = list(assignments(source))
-    functions = [node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)]
+    functions = [node for node in source.walk() if isinstance(node, ast.FunctionDef)]
     calls = tuple(calls)
     while True:
         more = {name for name, value in assigned if name not in found and holds(value, found, variables, calls)}
         more |= _parameters_given(functions, source, found, variables, calls) - found
         returning = {function.name for function in functions if function.name not in calls and any(
             isinstance(node, ast.Return) and node.value is not None and holds(node.value, found, variables, calls)
-            for node in ast.walk(function))}  # a function whose result holds it: its calls do too
+            for node in walk(function))}  # a function whose result holds it: its calls do too
         if not more and not returning:
             return found
         found |= more
@@ -707,16 +723,16 @@ def _module_calls(source: SourceFile, function: ast.FunctionDef) -> list[ast.Cal
     owner = source.parent(function)
     if function.name != "forward" or not isinstance(owner, ast.ClassDef):
         return []
-    made = [node for node in ast.walk(source.tree) if isinstance(node, ast.Assign)
-            and any(call_name(part) == owner.name for part in ast.walk(node.value))]
+    made = [node for node in source.walk() if isinstance(node, ast.Assign)
+            and any(call_name(part) == owner.name for part in walk(node.value))]
     names = {target.id for node in made for target in node.targets if isinstance(target, ast.Name)}
     attributes = {self_attribute(target) for node in made for target in node.targets} - {None}
-    return [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and (
+    return [node for node in source.walk() if isinstance(node, ast.Call) and (
         isinstance(node.func, ast.Name) and node.func.id in names or self_attribute(node.func) in attributes)]
 
 
 def holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str, ...]) -> bool:
-    for part in ast.walk(node):
+    for part in walk(node):
         if isinstance(part, ast.Name) and part.id in names or isinstance(part, ast.Attribute) and part.attr in names:
             return True
         if isinstance(part, ast.Call) and call_name(part) in calls or env_read(part) in variables:
@@ -726,7 +742,7 @@ def holds(node: ast.AST, names: set[str], variables: set[str], calls: tuple[str,
 
 def _mentions(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(part, ast.Name) and part.id in names or isinstance(part, ast.Attribute)
-               and part.attr in names for part in ast.walk(node))
+               and part.attr in names for part in walk(node))
 
 
 def _a_share(node: ast.AST, worlds: set[str]) -> bool:
@@ -738,21 +754,21 @@ def _multiplied(node: ast.AST, worlds: set[str]) -> bool:
     """Something times a world size (per_rank * world): the whole, trimmed to a multiple, not one share."""
     return any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mult) and any(
         _mentions(side, worlds) and not _divides(side, worlds) for side in (part.left, part.right))
-        for part in ast.walk(node))
+        for part in walk(node))
 
 
 def _divides(node: ast.AST, worlds: set[str]) -> bool:
     return any(isinstance(part, ast.BinOp) and isinstance(part.op, (ast.FloorDiv, ast.Div))
-               and _mentions(part.right, worlds) for part in ast.walk(node))
+               and _mentions(part.right, worlds) for part in walk(node))
 
 
 def _modules_in_plain_list(files: list[SourceFile], evidence: str) -> Finding | None:
     """`self.blocks = [Block() for _ in range(n)]` in a module: layers nn.Module does not register."""
     for source in files:
-        for cls in ast.walk(source.tree):
+        for cls in source.walk():
             if not isinstance(cls, ast.ClassDef) or not a_module(cls):
                 continue
-            for node in ast.walk(cls):
+            for node in walk(cls):
                 if (isinstance(node, ast.Assign) and len(node.targets) == 1 and self_attribute(node.targets[0])
                         and _layers(node.value)):
                     kind = "dict" if isinstance(node.value, (ast.Dict, ast.DictComp)) else "list"
@@ -794,19 +810,19 @@ ENDLESS_CALLS = {"cycle", "count", "repeat"}  # itertools' iterators without an 
 def _endless(function: ast.AST) -> ast.AST | None:
     """The construct that makes an __iter__ endless: iter(f, sentinel), itertools.cycle/count/repeat, `while True`
     with no break or return in it."""
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Call) and (call_name(node) in ENDLESS_CALLS or (
                 call_name(node) == "iter" and len(node.args) == 2)):
             return node
         if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True and not any(
-                isinstance(part, (ast.Break, ast.Return)) for part in ast.walk(node)):
+                isinstance(part, (ast.Break, ast.Return)) for part in walk(node)):
             return node
     return None
 
 
 def endless_stream(source: SourceFile) -> tuple[ast.ClassDef, ast.AST] | None:
     """(the class, the construct) of an IterableDataset in `source` whose __iter__ never ends."""
-    for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)
+    for cls in (node for node in source.walk() if isinstance(node, ast.ClassDef)
                 and any("IterableDataset" in ast.unparse(base) for base in node.bases)):
         for method in cls.body:
             if isinstance(method, ast.FunctionDef) and method.name == "__iter__" and (found := _endless(method)):
@@ -827,7 +843,7 @@ def _loop_over_endless_stream(ctx: Context, files: list[SourceFile], evidence: s
     places = {(point.user_frame.file.rsplit("/", 1)[-1], point.user_frame.line) for point in points}
     for source in files:
         endless = endless_stream(source)
-        loop = next((node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.AsyncFor)) and any(
+        loop = next((node for node in source.walk() if isinstance(node, (ast.For, ast.AsyncFor)) and any(
             name == source.name and node.lineno <= line <= (node.end_lineno or node.lineno) for name, line in places)),
             None)
         if endless is None or loop is None:
@@ -855,7 +871,7 @@ def _read_before_flushed(ctx: Context, files: list[SourceFile], evidence: str) -
     source = source_named(files, place[0]) if place else None
     if source is None:
         return None
-    opened = next((node for node in ast.walk(source.tree) if isinstance(node, ast.Assign) and node.lineno == place[1]
+    opened = next((node for node in source.walk() if isinstance(node, ast.Assign) and node.lineno == place[1]
                    and isinstance(node.value, ast.Call) and call_name(node.value) == "open"), None)
     if opened is None:
         return None
@@ -879,7 +895,7 @@ def _unflushed_when_read(source: SourceFile, handle: str, read_line: int | None)
     `read_line` of the function that reads: none at all, or each one only after it (`writer.close()` below the
     read, where the class's close() closes the handle)."""
     tail = handle.rsplit(".", 1)[-1]
-    closers = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call) and call_name(node) in (
+    closers = [node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) in (
         "flush", "close") and isinstance(node.func, ast.Attribute)
         and ast.unparse(node.func.value).rsplit(".", 1)[-1] == tail]
     if not closers:
@@ -934,7 +950,7 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
 
 def _clipped(source: SourceFile, share: str) -> bool:
     """The window made from the share is clipped to the data (`min(total, (rank + 1) * share)`)."""
-    return any(call_name(node) == "min" and _mentions(node, {share}) for node in ast.walk(source.tree))
+    return any(call_name(node) == "min" and _mentions(node, {share}) for node in source.walk())
 
 
 def _divides_evenly(source: SourceFile, value: ast.AST, world: int) -> bool:
@@ -957,7 +973,7 @@ def _link_target_relative(ctx: Context, files: list[SourceFile], evidence: str) 
         for call in calls_named(source, {"symlink", "symlink_to"}):
             target = call.args[0] if call.args else None
             if target is None or (isinstance(target, ast.Constant) and str(target.value).startswith("/")) or any(
-                    isinstance(part, ast.Call) and call_name(part) in ANCHORED for part in ast.walk(target)) or \
+                    isinstance(part, ast.Call) and call_name(part) in ANCHORED for part in walk(target)) or \
                     isinstance(target, ast.Attribute) and target.attr == "name":
                 continue
             shown = ast.unparse(target)[:30]
@@ -1030,13 +1046,13 @@ def _exit_status_returned(ctx: Context, files: list[SourceFile], evidence: str) 
     if not codes:
         return None
     for source in files:
-        functions = {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
-        for node in ast.walk(source.tree):
+        functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+        for node in source.walk():
             if not (isinstance(node, ast.Call) and call_name(node) in ("exit", "SystemExit") and len(node.args) == 1
                     and isinstance(node.args[0], ast.Call) and call_name(node.args[0]) in functions):
                 continue
             called = functions[call_name(node.args[0])]
-            values = [item for item in ast.walk(called) if isinstance(item, ast.Return) and item.value is not None
+            values = [item for item in walk(called) if isinstance(item, ast.Return) and item.value is not None
                       and not (isinstance(item.value, ast.Constant) and item.value.value in (None, 0))]
             if values:
                 shown = ast.unparse(node)
@@ -1056,7 +1072,7 @@ def _iterable_not_split(files: list[SourceFile], evidence: str) -> Finding | Non
         loaders = loaders_with_workers(source)
         if not loaders:
             continue
-        for cls in ast.walk(source.tree):
+        for cls in source.walk():
             if (isinstance(cls, ast.ClassDef) and any(ast.unparse(base).endswith("IterableDataset") for base in cls.bases)
                     and "get_worker_info" not in names_in(cls)):
                 workers = loaders[0][1]
@@ -1097,7 +1113,7 @@ def _sampler_padding(ctx: Context, files: list[SourceFile], evidence: str) -> Fi
 
 def names_in(tree: ast.AST) -> set[str]:
     """The names and attribute names the code uses (not its strings, docstrings or comments)."""
-    return {identifier(node) for node in ast.walk(tree) if isinstance(node, (ast.Name, ast.Attribute))}
+    return {identifier(node) for node in walk(tree) if isinstance(node, (ast.Name, ast.Attribute))}
 
 
 def identifier(node: ast.AST) -> str | None:
@@ -1137,7 +1153,7 @@ def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
     world = ctx.evidence.expected_world_size
     if world < 2:
         return None
-    summed = [(source, node) for source in files for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+    summed = [(source, node) for source in files for node in source.walk() if isinstance(node, ast.Call)
               and call_name(node) == "all_reduce" and not any(item.arg == "op" for item in node.keywords)
               and len(node.args) == 1 and not COUNTED.search(root_name(node.args[0]) or "")]
     found = _ratio_in_message(ctx, world) if summed else None
@@ -1160,7 +1176,7 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
     if world < 2:
         return None
     for source in files:
-        calls = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)]
+        calls = [node for node in source.walk() if isinstance(node, ast.Call)]
         loaders = [node for node in calls if call_name(node) == "DataLoader"]
         unsharded = [node for node in loaders if not any(item.arg in ("sampler", "batch_sampler")
                                                           for item in node.keywords)]
@@ -1184,17 +1200,17 @@ def _share_taken(source: SourceFile) -> bool:
     """The code takes a rank's share itself (a slice or index with the rank in it)."""
     ranks = source.ranks
     return any(isinstance(node, ast.Subscript) and holds(node.slice, ranks, RANK_VARIABLES, RANK_CALLS)
-               for node in ast.walk(source.tree))
+               for node in source.walk())
 
 
 def _epoch_not_set(files: list[SourceFile], evidence: str) -> Finding | None:
     """A DistributedSampler that shuffles, never told its epoch, in a loop over epochs."""
     for source in files:
-        samplers = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+        samplers = [node for node in source.walk() if isinstance(node, ast.Call)
                     and call_name(node) == "DistributedSampler" and not any(
                         item.arg == "shuffle" and isinstance(item.value, ast.Constant) and item.value.value is False
                         for item in node.keywords)]
-        epochs = [node for node in ast.walk(source.tree) if isinstance(node, ast.For)
+        epochs = [node for node in source.walk() if isinstance(node, ast.For)
                   and "epoch" in ast.unparse(node.target).lower()]
         if samplers and epochs and "set_epoch" not in source.names:
             return Finding(
@@ -1209,14 +1225,14 @@ def _local_denominator(files: list[SourceFile], evidence: str) -> Finding | None
     """Two running totals, and only the numerator all-reduced before the division: a sum over every rank divided by
     this rank's count (world-size times too large)."""
     for source in files:
-        accumulated = {node.target.id for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign)
+        accumulated = {node.target.id for node in source.walk() if isinstance(node, ast.AugAssign)
                        and isinstance(node.target, ast.Name)}
         counted = {name for name, value in assignments(source) if any(  # a count of this rank's own data
             isinstance(part, ast.Call) and call_name(part) in ("numel", "len", "count_nonzero") for part in
-            ast.walk(value))}
-        reduced = {root_name(node.args[0]) for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+            walk(value))}
+        reduced = {root_name(node.args[0]) for node in source.walk() if isinstance(node, ast.Call)
                    and call_name(node) in ("all_reduce", "reduce") and node.args}
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
                 continue
             top, bottom = root_name(node.left), root_name(node.right)
@@ -1267,7 +1283,7 @@ def _option_left_a_string(ctx: Context, files: list[SourceFile], evidence: str) 
     if failed is None:
         return None
     for source in files:
-        untyped = [node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+        untyped = [node for node in source.walk() if isinstance(node, ast.Call)
                    and call_name(node) == "add_argument" and node.args and isinstance(node.args[-1], ast.Constant)
                    and str(node.args[-1].value).startswith("--") and not any(
                        item.arg in ("type", "action") for item in node.keywords)]
@@ -1289,7 +1305,7 @@ def _no_eval_mode(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
         names = source.names
         layers = sorted(name for name in names if name.startswith(("Dropout", "BatchNorm", "dropout")))
-        evaluated = [node for node in ast.walk(source.tree) if isinstance(node, (ast.With, ast.FunctionDef))
+        evaluated = [node for node in source.walk() if isinstance(node, (ast.With, ast.FunctionDef))
                      and any(part in ("no_grad", "inference_mode") for item in (
                          node.items if isinstance(node, ast.With) else node.decorator_list)
                              for part in names_in(item.context_expr if isinstance(node, ast.With) else item))]
@@ -1309,7 +1325,7 @@ SHARDERS = {"fully_shard", "FullyShardedDataParallel", "FSDP"}
 def _optimizer_before_sharding(source: SourceFile, evidence: str) -> Finding | None:
     """An optimizer built (here, or in a function called here) before fully_shard/FSDP wraps the model: sharding
     puts new parameters (DTensors, or FSDP's flat ones) in the model, and the optimizer keeps the old ones."""
-    built = [call for call in ast.walk(source.tree) if isinstance(call, ast.Call) and call_name(call) in OPTIMIZERS
+    built = [call for call in source.walk() if isinstance(call, ast.Call) and call_name(call) in OPTIMIZERS
              and call.args and isinstance(call.args[0], ast.Call) and call_name(call.args[0]) == "parameters"]
     for shard in calls_named(source, SHARDERS):
         scope = source.function_of(shard)
@@ -1336,19 +1352,19 @@ def _optimizer_before_change(files: list[SourceFile], evidence: str) -> Finding 
     for source in files:
         if (sharded := _optimizer_before_sharding(source, evidence)) is not None:
             return sharded
-        for scope in [source.tree, *(node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef))]:
-            built = [(node.lineno, ast.unparse(part.func.value)) for node in ast.walk(scope)
+        for scope in [source.tree, *(node for node in source.walk() if isinstance(node, ast.FunctionDef))]:
+            built = [(node.lineno, ast.unparse(part.func.value)) for node in walk(scope)
                      if isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS for part in node.args[:1]
                      if isinstance(part, ast.Call) and call_name(part) == "parameters"
                      and isinstance(part.func, ast.Attribute)]
             for line, model in built:  # a layer of that very model (model.fc, self.model.head), made anew
-                replaced = next((node for node in ast.walk(scope) if isinstance(node, ast.Assign)
+                replaced = next((node for node in walk(scope) if isinstance(node, ast.Assign)
                                  and node.lineno > line and len(node.targets) == 1
                                  and isinstance(node.targets[0], ast.Attribute)
                                  and ast.unparse(node.targets[0].value) == model and isinstance(node.value, ast.Call)
                                  and call_name(node.value)[:1].isupper()), None)
                 rebuilt = any(isinstance(node, ast.Call) and call_name(node) in OPTIMIZERS and node.lineno > line
-                              for node in ast.walk(scope))
+                              for node in walk(scope))
                 if replaced is not None and not rebuilt:
                     target = ast.unparse(replaced.targets[0])
                     return Finding(
@@ -1368,14 +1384,14 @@ OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax"
 def _zero_grad_once(files: list[SourceFile], evidence: str) -> Finding | None:
     """A loop that calls backward() and step() but never zero_grad(): gradients pile up step after step."""
     for source in files:
-        for loop in ast.walk(source.tree):
+        for loop in source.walk():
             if not isinstance(loop, (ast.For, ast.While)):
                 continue
-            inside = {call_name(node) for node in ast.walk(loop) if isinstance(node, ast.Call)}
+            inside = {call_name(node) for node in walk(loop) if isinstance(node, ast.Call)}
             if {"backward", "step"} <= inside and not inside & {"zero_grad", "zero_"} and not any(
                     isinstance(node, (ast.For, ast.While)) and node is not loop and "backward" in {
-                        call_name(call) for call in ast.walk(node) if isinstance(call, ast.Call)}
-                    for node in ast.walk(loop)):
+                        call_name(call) for call in walk(node) if isinstance(call, ast.Call)}
+                    for node in walk(loop)):
                 return Finding(
                     "gradients-not-zeroed", f"the loop at {source.name}:{loop.lineno} calls backward() and step() each "
                     "time round but never zero_grad(): every step adds its gradient to all the earlier ones, so the "
@@ -1386,7 +1402,7 @@ def _zero_grad_once(files: list[SourceFile], evidence: str) -> Finding | None:
 
 def _loaded_not_strict(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.Call) and call_name(node) == "load_state_dict" and any(
                     item.arg == "strict" and isinstance(item.value, ast.Constant) and item.value.value is False
                     for item in node.keywords):
@@ -1409,7 +1425,7 @@ def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding 
         names = source.names
         if not names & LOW_PRECISION:
             continue
-        reduced = {root_name(node.args[0]): node for node in ast.walk(source.tree) if isinstance(node, ast.Call)
+        reduced = {root_name(node.args[0]): node for node in source.walk() if isinstance(node, ast.Call)
                    and call_name(node) == "all_reduce" and node.args}
         for name, value in assignments(source):
             if name in reduced and isinstance(value, ast.Call) and call_name(value) == "tensor" and any(
@@ -1429,7 +1445,7 @@ def _counts_in_low_precision(files: list[SourceFile], evidence: str) -> Finding 
 def _sampler_seed_per_rank(files: list[SourceFile], evidence: str) -> Finding | None:
     for source in files:
         ranks = source.ranks
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.Call) and call_name(node) == "DistributedSampler" and any(
                     item.arg == "seed" and holds(item.value, ranks, RANK_VARIABLES, RANK_CALLS)
                     for item in node.keywords):
@@ -1453,14 +1469,14 @@ def _gathered_without_gradient(files: list[SourceFile], evidence: str) -> Findin
                 continue
             parts = gather.args[0].id
             scope = source.function_of(gather)
-            used = next((node for node in ast.walk(scope) if isinstance(node, ast.Call) and node.lineno > gather.lineno
+            used = next((node for node in walk(scope) if isinstance(node, ast.Call) and node.lineno > gather.lineno
                          and call_name(node) in {"cat", "stack"} and parts in names_in(node)), None)
             # the loss path: the local slot put back to keep its graph (`parts[rank] = k`), or backward in this function
             slot_put_back = any(isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Subscript) and root_name(target) == parts for target in node.targets)
-                for node in ast.walk(scope))
+                for node in walk(scope))
             backward_here = any(isinstance(node, ast.Call) and call_name(node) == "backward" and
-                                node.lineno > gather.lineno for node in ast.walk(scope))  # not the training before
+                                node.lineno > gather.lineno for node in walk(scope))  # not the training before
             if used is None or "detach" in ast.unparse(gather.args[1]) or not (slot_put_back or backward_here):
                 continue
             return Finding(
@@ -1495,8 +1511,8 @@ def _scheduler_per_micro_batch(ctx: Context, files: list[SourceFile], evidence: 
         optimizers = {name for name, value in named.items() if isinstance(value, ast.Call)
                       and call_name(value) in OPTIMIZERS}
         schedulers = {name for name, value in named.items() if _is_scheduler(value)}
-        for loop in (node for node in ast.walk(source.tree) if isinstance(node, (ast.For, ast.While))):
-            steps = [node for statement in loop.body for node in ast.walk(statement) if isinstance(node, ast.Call)
+        for loop in (node for node in source.walk() if isinstance(node, (ast.For, ast.While))):
+            steps = [node for statement in loop.body for node in walk(statement) if isinstance(node, ast.Call)
                      and call_name(node) == "step" and isinstance(node.func, ast.Attribute)
                      and isinstance(node.func.value, ast.Name)]
             # both in this loop itself, not in one nested in it (a scheduler stepped once per epoch is right)
@@ -1524,19 +1540,19 @@ def _global_count_skips_own_indices(files: list[SourceFile], evidence: str) -> F
     """A count of samples over all ranks (`consumed += len(batch) * world`) given to a sampler that skips that many
     of each rank's own indices when it resumes: every rank skips world times what it consumed."""
     for source in files:
-        counts = [node for node in ast.walk(source.tree) if isinstance(node, ast.AugAssign) and isinstance(
+        counts = [node for node in source.walk() if isinstance(node, ast.AugAssign) and isinstance(
             node.op, ast.Add) and _mentions(node.value, source.worlds)]
-        for cls in (node for node in ast.walk(source.tree) if isinstance(node, ast.ClassDef)
+        for cls in (node for node in source.walk() if isinstance(node, ast.ClassDef)
                     and any("Sampler" in ast.unparse(base) for base in node.bases)):
             methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
-            skip = next((node for node in ast.walk(methods.get("__iter__", cls)) if isinstance(node, ast.Subscript)
+            skip = next((node for node in walk(methods.get("__iter__", cls)) if isinstance(node, ast.Subscript)
                          and isinstance(node.slice, ast.Slice) and self_attribute(node.slice.lower)), None)
             if skip is None:
                 continue
             start = self_attribute(skip.slice.lower)
             setter = next((method for method in methods.values() if any(
                 isinstance(node, ast.Assign) and any(self_attribute(target) == start for target in node.targets)
-                for node in ast.walk(method)) and method.name != "__init__"), None)
+                for node in walk(method)) and method.name != "__init__"), None)
             for count in counts:
                 counted = ast.unparse(count.target)
                 given = next((call for call in calls_named(source, {setter.name}) if any(
@@ -1560,7 +1576,7 @@ def _unfrozen_after_ddp(files: list[SourceFile], evidence: str) -> Finding | Non
         wraps = sorted(call.lineno for call in calls_named(source, {"DDP", "DistributedDataParallel"}))
         if not wraps:
             continue
-        settings = [(node.lineno, _requires_grad_set(node), node) for node in ast.walk(source.tree)
+        settings = [(node.lineno, _requires_grad_set(node), node) for node in source.walk()
                     if _requires_grad_set(node) is not None] + _requires_grad_set_through(source)
         frozen = [line for line, value, _ in settings if value is False and line < wraps[0]]
         thawed = next(((line, node) for line, value, node in settings if value is True and line > wraps[0]
@@ -1581,9 +1597,9 @@ def _requires_grad_set_through(source: SourceFile) -> list[tuple[int, bool, ast.
     """(line, value, call) of the calls of the file's helpers that set requires_grad from a parameter
     (`def set_trainable(modules, flag): ... p.requires_grad_(flag)`), with the value each call passes."""
     found = []
-    for function in (node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)):
+    for function in (node for node in source.walk() if isinstance(node, ast.FunctionDef)):
         parameters = [arg.arg for arg in function.args.args]
-        given = {value.id for node in ast.walk(function) if isinstance(value := _requires_grad_value(node), ast.Name)
+        given = {value.id for node in walk(function) if isinstance(value := _requires_grad_value(node), ast.Name)
                  and value.id in parameters}
         for name in given:
             index = parameters.index(name)
@@ -1636,7 +1652,7 @@ def _weights_in_low_precision(ctx: Context, files: list[SourceFile], evidence: s
                     call_name(value) in {"bfloat16", "half"} or call_name(value) == "to" and any(
                         names_in(arg) & HALF_TYPES for arg in [*value.args, *(item.value for item in value.keywords)])):
                 cast.setdefault(name, value)
-        for optimizer in (call for call in ast.walk(source.tree) if isinstance(call, ast.Call)
+        for optimizer in (call for call in source.walk() if isinstance(call, ast.Call)
                           and call_name(call) in OPTIMIZERS and call.args):
             model = root_name(optimizer.args[0].func.value) if isinstance(optimizer.args[0], ast.Call) and isinstance(
                 optimizer.args[0].func, ast.Attribute) else None
@@ -1690,12 +1706,12 @@ def _variance_by_cancellation(ctx: Context, files: list[SourceFile], evidence: s
     if not _printed_not_a_number(ctx):
         return None
     for source in files:
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if not (isinstance(node, ast.Call) and call_name(node) in {"sqrt", "rsqrt"}):
                 continue
             inside = node.func.value if isinstance(node.func, ast.Attribute) and not node.args else (
                 node.args[0] if node.args else None)
-            difference = next((part for part in ast.walk(inside) if isinstance(part, ast.BinOp)
+            difference = next((part for part in walk(inside) if isinstance(part, ast.BinOp)
                                and isinstance(part.op, ast.Sub) and _a_square(part.right)), None) if inside else None
             if difference is None:
                 continue
@@ -1725,7 +1741,7 @@ def _a_square(node: ast.AST) -> bool:
 def _distributed_modules(source: SourceFile) -> set[str]:
     """The torch.distributed submodules the file imports (`nn` for torch.distributed.nn)."""
     found = set()
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch.distributed"):
             found |= {(node.module or "").split(".")[2]} if (node.module or "").count(".") >= 2 else {
                 alias.name for alias in node.names}
@@ -1737,7 +1753,7 @@ def _distributed_modules(source: SourceFile) -> set[str]:
 def _bool_option(files: list[SourceFile], evidence: str) -> Finding | None:
     """`add_argument('--x', type=bool)`: bool('False') is True, so any value given turns it on."""
     for source in files:
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.Call) and call_name(node) == "add_argument" and any(
                     item.arg == "type" and isinstance(item.value, ast.Name) and item.value.id == "bool"
                     for item in node.keywords):

@@ -11,7 +11,7 @@ import re
 
 from lab.analysis.diagnosis.context import Context, PatternRule
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine
-from lab.analysis.diagnosis.sources import SourceFile, call_name, calls_named, parsed_files
+from lab.analysis.diagnosis.sources import SourceFile, call_name, calls_named, parsed_files, walk
 
 # torch's dispatcher, for an operator given a tensor whose kind (its dispatch key) has no kernel for it.
 NO_KERNEL = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
@@ -64,7 +64,7 @@ def _made_at(ctx: Context, kind: str) -> str:
     for source in parsed_files(ctx):
         made = calls_named(source, MAKERS.get(kind, set()))
         if kind == "sparse":
-            made += [call for call in ast.walk(source.tree) if isinstance(call, ast.Call) and any(
+            made += [call for call in source.walk() if isinstance(call, ast.Call) and any(
                 item.arg == "sparse" and isinstance(item.value, ast.Constant) and item.value.value is True
                 for item in call.keywords)]
         if made:
@@ -106,7 +106,7 @@ def _dims(text: str) -> list[int]:
 
 def _function_class(ctx: Context, name: str) -> tuple[SourceFile, ast.ClassDef] | None:
     for source in parsed_files(ctx):
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if isinstance(node, ast.ClassDef) and node.name == name:
                 return source, node
     return None
@@ -121,7 +121,7 @@ def _gradient_shape(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
     found = _function_class(ctx, name)
     at = f" ({found[0].name}:{found[1].lineno})" if found else ""
     gathers = found is not None and any(call_name(call) in {"all_gather", "all_gather_into_tensor", "gather"}
-                                        for call in ast.walk(found[1]) if isinstance(call, ast.Call))
+                                        for call in walk(found[1]) if isinstance(call, ast.Call))
     scaled = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e] if len(got) == len(expected) else []
     if world > 1 and len(scaled) == 1 and got[scaled[0]] == expected[scaled[0]] * world:
         return (f"the backward of {name}{at} returns the gradient of what all {world} ranks gathered ({got}) for its "

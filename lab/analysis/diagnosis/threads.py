@@ -21,6 +21,7 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, collective_in
 from lab.analysis.diagnosis.waits import WORKER_LOOP
 from lab.analysis.stacks import MAIN_THREAD, Frame, ProcessStack, ThreadStack
+from lab.analysis.diagnosis.sources import walk
 
 LAB_THREADS = ("lab-flight-recorder",)
 
@@ -70,7 +71,7 @@ def _forked_child_wait(ctx: Context, process: ProcessStack, main: ThreadStack,
     doing = (f"it waits at {_own(child_main)}" if child_main and child_main.frames else
              "it runs no Python code any more: it hangs as it exits, tearing down the process group it inherited")
     forks = sorted({f"{path.rsplit('/', 1)[-1]}:{node.lineno}" for path, text in sources.items()
-                    for node in ast.walk(_tree(text)) if isinstance(node, ast.Call) and ast.unparse(node.func) in FORKS})
+                    for node in walk(_tree(text)) if isinstance(node, ast.Call) and ast.unparse(node.func) in FORKS})
     return Finding(
         "forked-after-process-group", f"{_who(process)} waits at {frame.function} ({frame.location}: "
         f"`{code.strip()[:60]}`) for its child {child.pid}, which it forked"
@@ -237,7 +238,7 @@ def _lock_taken_twice(main: ThreadStack, sources: dict[str, str]) -> tuple[Frame
 
 def _lock_at(tree: ast.Module, line: int) -> str | None:
     """The lock a statement at `line` takes: `with self.lock:` or `self.lock.acquire()`."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.With) and node.lineno == line:
             return next((ast.unparse(item.context_expr) for item in node.items), None)
         if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
@@ -248,7 +249,7 @@ def _lock_at(tree: ast.Module, line: int) -> str | None:
 
 def _locks_held(tree: ast.Module, line: int) -> set[str]:
     """The locks of the `with` blocks whose body holds `line`."""
-    return {ast.unparse(item.context_expr) for node in ast.walk(tree) if isinstance(node, ast.With) and node.body
+    return {ast.unparse(item.context_expr) for node in walk(tree) if isinstance(node, ast.With) and node.body
             and node.body[0].lineno <= line <= (node.end_lineno or 0) for item in node.items}
 
 

@@ -22,7 +22,7 @@ from lab.analysis.diagnosis.context import SYMPTOM, Context, echoes_a_peer, node
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, assignments, call_name,
-                                            endless_stream, holds, parsed_files, source_named)
+                                            endless_stream, holds, parsed_files, source_named, walk)
 from lab.analysis.stacks import Frame, ProcessStack
 
 RECEIVES = ("recv", "irecv", "recv_object_list")
@@ -199,7 +199,7 @@ def _can_be_rank_zero(value: ast.AST) -> bool:
     return any(isinstance(part, ast.Name) and part.id in RANK_NAMES or any(
         isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Mod) or isinstance(node.op, ast.Sub) and holds(
             node.left, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)) and holds(node, RANK_NAMES, RANK_VARIABLES, RANK_CALLS)
-        for node in ast.walk(part)) for part in parts)
+        for node in walk(part)) for part in parts)
 
 
 P2P_CALLS = {"send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv", "send_object_list", "recv_object_list"}
@@ -212,11 +212,11 @@ def _rank_zero_as_false(ctx: Context, activity: Activity, peer: int) -> Finding 
         return None
     for source in parsed_files(ctx):
         ranked = {name for name, value in assignments(source) if _can_be_rank_zero(value)}
-        for branch in (node for node in ast.walk(source.tree) if isinstance(node, ast.If)):
+        for branch in (node for node in source.walk() if isinstance(node, ast.If)):
             tested = branch.test.operand if isinstance(branch.test, ast.UnaryOp) and isinstance(
                 branch.test.op, ast.Not) else branch.test
             if not (isinstance(tested, ast.Name) and tested.id in ranked) or not any(
-                    call_name(node) in P2P_CALLS for statement in branch.body for node in ast.walk(statement)):
+                    call_name(node) in P2P_CALLS for statement in branch.body for node in walk(statement)):
                 continue
             made = next(value for name, value in assignments(source) if name == tested.id)
             skipped = peer if activity.rank == 0 else activity.rank

@@ -23,7 +23,7 @@ from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
                                             called_on, caller_place, calls_named, failure_summary, holds, origin_of,
-                                            parsed_files, self_attribute, unordered)
+                                            parsed_files, self_attribute, unordered, walk)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -93,7 +93,7 @@ def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | N
     follows from the rank."""
     for trace, call, source, line in _recorded_call_sites(ctx):
         statement = source.statement_at(line)
-        node = next((node for node in ast.walk(statement) if call_name(node) == call.op), None) if statement \
+        node = next((node for node in walk(statement) if call_name(node) == call.op), None) if statement \
             else None
         position = TENSOR_ARGUMENT.get(call.op)
         if node is None or position is None or len(node.args) <= position:
@@ -120,9 +120,9 @@ def _characters_for_bytes(ctx: Context, found: list[Finding]) -> Finding | None:
         if not call.tensors or call.tensors[-1].dtype not in ("uint8", "int8"):
             continue
         scope = source.function_of(source.statement_at(line) or source.tree)
-        counted = {ast.unparse(node.args[0]): node for node in ast.walk(scope) if call_name(node) == "len"
+        counted = {ast.unparse(node.args[0]): node for node in walk(scope) if call_name(node) == "len"
                    and node.args}
-        encoded = next((node for node in ast.walk(scope) if call_name(node) == "encode" and isinstance(
+        encoded = next((node for node in walk(scope) if call_name(node) == "encode" and isinstance(
             node.func, ast.Attribute) and ast.unparse(node.func.value) in counted), None)
         if encoded is None:
             continue
@@ -143,7 +143,7 @@ REDUCTIONS = {"mean", "sum", "max", "min", "norm", "std", "var", "item", "numel"
 
 def _reduced(statement: ast.AST | None) -> bool:
     """The tensor is made by a reduction (`(a - b).mean().reshape(1)`): its size does not follow from its inputs'."""
-    return statement is not None and any(call_name(node) in REDUCTIONS for node in ast.walk(statement))
+    return statement is not None and any(call_name(node) in REDUCTIONS for node in walk(statement))
 
 
 def _recorded_call_sites(ctx: Context):
@@ -167,12 +167,12 @@ def _rank_arithmetic(expression: ast.AST) -> bool:
     it."""
     return any(isinstance(node, ast.BinOp) and any(holds(side, RANK_NAMES, set(), RANK_CALLS)
                                                     for side in (node.left, node.right))
-               for node in ast.walk(expression))
+               for node in walk(expression))
 
 
 def _rank_value(expression: ast.AST) -> bool:
     return any(isinstance(node, ast.Name) and node.id in RANK_NAMES or call_name(node) in RANK_CALLS
-               for node in ast.walk(expression))
+               for node in walk(expression))
 
 
 BUFFER_SYNC = ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced")
@@ -190,7 +190,7 @@ def _buffer_resized(ctx: Context, found: list[Finding]) -> Finding | None:
     for source in parsed_files(ctx):
         buffers = {call.args[0].value: call for call in calls_named(source, {"register_buffer"})
                    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)}
-        for node in ast.walk(source.tree):
+        for node in source.walk():
             if not isinstance(node, ast.Assign):
                 continue
             for target in node.targets:
@@ -212,7 +212,7 @@ def _buffer_resized(ctx: Context, found: list[Finding]) -> Finding | None:
 def _wrappers(source: SourceFile) -> set[str]:
     """The names DistributedDataParallel goes by in this file (`as DDP`)."""
     names = {"DistributedDataParallel"}
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, ast.ImportFrom):
             names |= {alias.asname for alias in node.names if alias.name == "DistributedDataParallel" and alias.asname}
     return names
@@ -225,7 +225,7 @@ def _wrappings(source: SourceFile) -> list[ast.Call]:
 def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
     """`x.weight = ...`, `x.p = nn.Parameter(...)` or `x.head = nn.Linear(...)` (a layer replaced) inside
     `statement`."""
-    for node in ast.walk(statement):
+    for node in walk(statement):
         if isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Attribute) and (target.attr in PARAMETER_ATTRIBUTES or isinstance(
                     node.value, ast.Call) and (call_name(node.value) == "Parameter" or called_on(node.value) in (
@@ -235,7 +235,7 @@ def _replaces_parameter(statement: ast.AST) -> ast.Assign | None:
 
 
 def _methods(source: SourceFile) -> dict[str, ast.FunctionDef]:
-    return {node.name: node for node in ast.walk(source.tree) if isinstance(node, ast.FunctionDef)}
+    return {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
 
 
 def _replaced_after_wrapping(files: list[SourceFile], evidence: str) -> Finding | None:
@@ -249,7 +249,7 @@ def _replaced_after_wrapping(files: list[SourceFile], evidence: str) -> Finding 
                 assigned = _replaces_parameter(statement)
                 via = None
                 if assigned is None:  # a method of the file's own that the statement calls
-                    for call in (node for node in ast.walk(statement) if isinstance(node, ast.Call)):
+                    for call in (node for node in walk(statement) if isinstance(node, ast.Call)):
                         method = methods.get(call_name(call) or "")
                         if method is not None and (assigned := _replaces_parameter(method)) is not None:
                             via = call
@@ -305,9 +305,9 @@ def _registering_loops(source: SourceFile) -> list[ast.For | ast.comprehension]:
     """Loops that make layers: a for loop whose body stores a call's result into self's attributes (`self.heads[n] =
     nn.Linear(...)`, `self.blocks.append(...)`, add_module), or a comprehension given to ModuleList/ModuleDict."""
     loops = []
-    for node in ast.walk(source.tree):
+    for node in source.walk():
         if isinstance(node, (ast.For, ast.AsyncFor)) and any(_registers(part) for statement in node.body
-                                                                for part in ast.walk(statement)):
+                                                                for part in walk(statement)):
             loops.append(node)
         elif isinstance(node, ast.Call) and call_name(node) in CONTAINERS:
             for argument in node.args:
@@ -363,7 +363,7 @@ def _copied_before_wrapping(ctx: Context, files: list[SourceFile], evidence: str
             if not isinstance(wrapped, ast.Name):
                 continue
             scope = source.function_of(wrapping)
-            for node in ast.walk(scope):
+            for node in walk(scope):
                 if isinstance(node, ast.Call) and call_name(node) in COPIES and node.lineno < wrapping.lineno and any(
                         isinstance(arg, ast.Name) and arg.id == wrapped.id for arg in node.args):
                     return Finding(
@@ -408,7 +408,7 @@ def _divided_by_world(source: SourceFile, backward: ast.Call) -> ast.AST | None:
     if loss is None:
         return None
     found = [loss] if not isinstance(loss, ast.Name) else [
-        node for node in ast.walk(source.function_of(backward)) if isinstance(node, (ast.Assign, ast.AugAssign))
+        node for node in walk(source.function_of(backward)) if isinstance(node, (ast.Assign, ast.AugAssign))
         and node.lineno < backward.lineno and any(isinstance(target, ast.Name) and target.id == loss.id for target in (
             node.targets if isinstance(node, ast.Assign) else [node.target]))]
     for node in found:
@@ -416,7 +416,7 @@ def _divided_by_world(source: SourceFile, backward: ast.Call) -> ast.AST | None:
             if isinstance(node.op, ast.Div) and _world(source, node.value):
                 return node
         elif any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Div) and _world(source, part.right)
-                 for part in ast.walk(node.value if isinstance(node, ast.Assign) else node)):
+                 for part in walk(node.value if isinstance(node, ast.Assign) else node)):
             return node
     return None
 
