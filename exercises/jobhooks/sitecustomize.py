@@ -350,7 +350,8 @@ def _record_dist_calls(dist, c10d) -> None:
                 return None
             if len(value) <= INTS_SHOWN and all(isinstance(item, int) and not isinstance(item, bool) for item in value):
                 return repr(list(value))
-            return f"list of {len(value)}" + (", all None" if value and all(item is None for item in value) else "")
+            return f"{'tuple' if isinstance(value, tuple) else 'list'} of {len(value)}" + (
+                ", all None" if value and all(item is None for item in value) else "")
         if "RedOp" in type(value).__name__ or "ReduceOp" in type(value).__name__:
             return str(value).rsplit(".", 1)[-1]
         return None

@@ -185,11 +185,18 @@ class CallLog:
         return (self.pending[-1] if self.pending else None) or (self.failed[-1] if self.failed else None)
 
 
+# The lists a collective fills on the ranks that receive: what those ranks put in them is replaced, only the length
+# has to agree ("list of 2" on the source, "list of 2, all None" elsewhere is how it is meant to be called).
+FILLED_ON_RECEIPT = {"broadcast_object_list": "object_list", "scatter_object_list": "scatter_object_output_list"}
+
+
 def arguments_that_differ(calls: dict[int, DistCall]) -> list[str]:
     """'input_split_sizes: rank 0 [1, 3]; rank 1 [2, 2]' for each argument whose value is not the same on every rank."""
     if len(calls) < 2:
         return []
-    described = {rank: {**dict(call.args), **({"tensors": ", ".join(map(str, call.tensors))} if call.tensors else {}),
+    described = {rank: {**{name: value.split(", ")[0] if name == FILLED_ON_RECEIPT.get(call.op) else value
+                           for name, value in call.args},
+                        **({"tensors": ", ".join(map(str, call.tensors))} if call.tensors else {}),
                         **({"root": str(call.root)} if call.root is not None else {})}
                  for rank, call in sorted(calls.items())}
     differs = []

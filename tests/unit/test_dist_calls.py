@@ -521,3 +521,21 @@ def test_a_file_the_job_could_not_open_is_kept_with_when_it_was_asked_for(tmp_pa
     reads = [op for op in load_traces(tmp_path / "flight")[0].calls.reads if op.error]
     assert [(op.path, op.caller, op.error.split(":")[0]) for op in reads] == [
         (str(tmp_path / "shard.idx"), "job.py:3 in <module>", "FileNotFoundError")] and reads[0].at is not None
+
+
+@SLOW
+def test_a_tuple_given_to_broadcast_object_list_is_told_on_the_rank_that_receives(tmp_path):
+    """The hooks say a tuple is one (what the receivers cannot be written into), and the finding is the tuple, not
+    lists that differ (None on the receivers is how the call is meant)."""
+    ended = run_ranks(tmp_path, """objects = [{"lr": 0.1}, {"steps": 3}] if rank == 0 else (None, None)
+dist.broadcast_object_list(objects, src=0)
+""", timeout=3)
+    traces = load_traces(tmp_path / "flight")
+    assert ("object_list", "tuple of 2, all None") in next(
+        trace for trace in traces if trace.rank == 1).calls.failed[-1].args
+    nodes = [NodeEvidence(rank, f"node{rank}", done.returncode, lines=node_log(rank, done))
+             for rank, done in enumerate(ended)]
+    found = diagnose(Evidence(nodes=nodes, nnodes=2, master_addr="node0", master_port=29500,
+                              command=["python", "job.py"], traces=traces))[0]
+    assert (found.cause, found.rank) == ("collective-output-immutable", 1), found
+    assert "gave it a tuple `objects`" in found.title and "a list on every rank" in found.fix

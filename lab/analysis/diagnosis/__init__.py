@@ -41,7 +41,7 @@ PRIORITY = [
     "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "reduce-op-not-in-backend", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "grad-of-non-leaf", "grad-of-unused-parameter", "cast-into-integer-tensor", "authkey-differs", "node-resource-from-global-value", "global-index-on-shard", "view-of-a-split", "nested-dataclass-from-dict", "empty-share-of-the-world", "share-smaller-than-needed", "share-not-representative", "parts-joined-as-whole", "layouts-disagree", "layers-dealt-round-robin", "nothing-to-join", "ragged-parts-stacked", "integer-sum-wrapped", "settings-per-host", "method-not-called",
-    "collective-given-a-number", "tensor-from-strings", "int64-overflow", "ddp-wrapper-passed-on", "ddp-attribute", "autograd-gradient-count", "autograd-gradient-shape", "tensor-kind-unsupported", "collective-in-transform", "not-traceable-by-compile", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "input-over-size-limit", "text-cut-at-bytes", "partial-recv", "split-drops-remainder", "state-consolidated-elsewhere", "restored-another-ranks-state", "half-sum-overflowed", "ratio-of-a-share", "split-mid-record", "numpy-value-in-json", "ddp-without-trainable-parameters", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "tensor-from-strings", "int64-overflow", "ddp-wrapper-passed-on", "ddp-attribute", "autograd-gradient-count", "autograd-gradient-shape", "tensor-kind-unsupported", "collective-in-transform", "not-traceable-by-compile", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "input-over-size-limit", "text-cut-at-bytes", "partial-recv", "split-drops-remainder", "state-consolidated-elsewhere", "restored-another-ranks-state", "half-sum-overflowed", "ratio-of-a-share", "split-mid-record", "numpy-value-in-json", "ddp-without-trainable-parameters", "ddp-state-uncopyable", "collective-return-used", "collective-output-immutable", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "worker-init-failed", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -146,6 +146,16 @@ CAUSES = {
                         "by the world size): an offset inside a record makes the first read a record's tail.",
     "numpy-value-in-json": "json.dump got a NumPy scalar (from a NumPy sum, cumsum or index): json writes only "
                            "Python numbers.",
+    "collective-output-immutable": "A tuple given to a collective that writes what it receives into the list it is "
+    "given (broadcast_object_list on the receiving ranks, all_gather_object, scatter_object_list): it cannot be "
+    "written into, and only the ranks that receive fail.",
+    "collective-return-used": "What a torch.distributed collective returns used as its result: the collectives write "
+    "their result into the tensor or list they are given and return None (a Work handle with async_op=True), so "
+    "`parts = dist.all_gather_object([None] * n, x)` leaves parts None.",
+    "ddp-state-uncopyable": "DistributedDataParallel copies rank 0's parameters and buffers into every other rank's "
+    "in place, when it is built and (buffers) before each forward; a registered tensor that cannot be written in "
+    "place (an expanded view, a sparse tensor, one made under torch.inference_mode()) fails that copy on every rank. "
+    "A job run alone never makes it.",
     "ddp-without-trainable-parameters": "DistributedDataParallel wrapped a module with no parameter that "
                                         "requires a gradient (a frozen or EMA target network), which it refuses.",
     "changed-in-place-for-backward": "Autograd kept a tensor for the backward pass (a layer's output) and "
@@ -193,7 +203,7 @@ CAUSES = {
                                  "the operation needs (a window, k, a padding, a sample's support).",
     "parts-joined-as-whole": "A failure on data joined end to end from every rank's gathered parts, each made "
                              "from its rank's own data: positions that start at 0 in every part, lists sorted part "
-                             "by part.",
+                             "by part, records merged by an id each rank numbered from 0.",
     "layouts-disagree": "An index refused where a sharded table's ids are routed to their owner one way (id % "
                         "world, round-robin) and looked up another (a contiguous block per rank).",
     "nothing-to-join": "torch.cat of a list the job fills by appending results as they come: a rank whose share of "

@@ -17,7 +17,7 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quote, quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RESULT_ARGUMENT, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
                                             SourceFile, assignments, call_name, called_on, caller_place, calls_named,
                                             SPLITS, checkpoint_call, derived, holds, identifier, names_in,
                                             origin_of, parsed_files, reads_world_size, rounded_up, self_attribute,
@@ -1330,6 +1330,75 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
         _crash_evidence(tb), tb.node, rank, told[1])
 
 
+def _merged_by_local_position(ctx: Context, tb) -> Finding | None:
+    """A line failed on a dict merged from every rank's gathered records by a key (`by_id[rec["id"]] = rec`) that each
+    rank numbered from 0 in its own part (`for idx, x in enumerate(share)`): the ranks' keys collide, and the merge
+    keeps one record per position instead of every record."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    lists, read = _gathered_lists(source), _what_it_reads(source, statement)
+    if not lists or read is None:
+        return None
+    for merged, field in _merges_by_field(source, set(lists)):
+        if not names_in(read) & derived(source, {merged}, set(), ()):
+            continue
+        numbered = _numbered_from_zero(source, field)
+        if numbered is None:
+            continue
+        rank = _rank_of(ctx, tb)
+        return Finding(
+            "parts-joined-as-whole", f"rank {rank if rank is not None else '?'} failed at "
+            f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 80)}) on `{merged}`, merged from "
+            f"every rank's gathered records by their {field!r}; each rank numbered its own records from 0 "
+            f"(`{numbered[0]}`, line {numbered[1]}), so the ranks' keys collide and the merge keeps one record per "
+            "position, not one per example", _crash_evidence(tb), tb.node, rank,
+            f"give each record its global position: the start of the rank's share plus the local one (enumerate(..., "
+            f"start={numbered[3]}), or {numbered[3]} + {numbered[2]}), or carry the examples' own ids through the "
+            "split, before gathering")
+    return None
+
+
+def _merges_by_field(source: SourceFile, gathered: set[str]) -> list[tuple[str, str]]:
+    """(the dict, the field) of each `merged[record["field"]] = ...` in loops over a gathered list (and its parts)."""
+    found = []
+    for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
+        for target in assign.targets:
+            if not isinstance(target, ast.Subscript) or (merged := identifier(target.value)) is None:
+                continue
+            key = target.slice
+            field = key.slice.value if isinstance(key, ast.Subscript) and isinstance(key.slice, ast.Constant) \
+                else key.attr if isinstance(key, ast.Attribute) else None
+            loops, node = [], assign
+            while (node := source.parent(node)) is not None and not isinstance(node, ast.FunctionDef):
+                if isinstance(node, ast.For):
+                    loops.append(node)
+            if field is not None and any(identifier(loop.iter) in gathered for loop in loops):
+                found.append((merged, field))
+    return found
+
+
+def _numbered_from_zero(source: SourceFile, field) -> tuple[str, int, str, str] | None:
+    """(the loop, its line, the counter, where the share starts) of a loop that numbers records from 0 (`for i, x in enumerate(...)` without
+    start=, `for i in range(len(...))`) and puts its counter in a record's `field` as it is."""
+    for loop in (node for node in source.walk() if isinstance(node, (ast.For, ast.comprehension))):
+        counter = loop.target.elts[0] if call_name(loop.iter) == "enumerate" and isinstance(
+            loop.target, ast.Tuple) and not loop.iter.keywords and len(loop.iter.args) == 1 else \
+            loop.target if call_name(loop.iter) == "range" and len(loop.iter.args) == 1 and call_name(
+                loop.iter.args[0]) == "len" else None
+        if not isinstance(counter, ast.Name):
+            continue
+        body = loop if isinstance(loop, ast.For) else source.parent(loop)
+        for record in (node for node in walk(body) if isinstance(node, ast.Dict)):
+            if any(isinstance(key, ast.Constant) and key.value == field and isinstance(value, ast.Name)
+                   and value.id == counter.id for key, value in zip(record.keys, record.values)):
+                lower = next((part.lower for part in walk(loop.iter) if isinstance(part, ast.Slice) and part.lower),
+                             None)
+                return (ast.unparse(loop.iter)[:50], getattr(loop, "lineno", record.lineno), counter.id,
+                        ast.unparse(lower) if lower is not None else "share_start")
+    return None
+
+
 INDEX_REFUSED = re.compile(r"index out of range|out of bounds|index -?\d+ is out of")
 
 
@@ -1777,6 +1846,203 @@ def _grad_of_unused_parameter(ctx: Context, tb) -> Finding | None:
             f"ones, or give them zeros ({name}.grad = torch.zeros_like({name})) so every rank reduces the same "
             "tensors; or let DDP sync the gradients (DistributedDataParallel(model, find_unused_parameters=True))")
     return None
+
+
+# Where each collective leaves its result: in an argument it is given (it returns None, or a Work handle with
+# async_op=True).
+RESULT_GIVEN = {**RESULT_ARGUMENT, "all_gather_object": (0, "object_list"), "broadcast_object_list": (0, "object_list"),
+                "gather_object": (1, "object_gather_list"), "scatter_object_list": (0, "scatter_object_output_list")}
+
+
+def _collective_return_used(ctx: Context, tb) -> Finding | None:
+    """The failing line reads a name assigned what a collective returns (`parts = dist.all_gather_object([None] * n,
+    x)`): None, or a Work handle, as the result is written into the argument the call was given."""
+    frame = tb.user_frame()
+    if frame is None or not re.search(r"NoneType|'Work'", tb.message):
+        return None
+    source = source_named(parsed_files(ctx), frame.file)
+    if source is None or (statement := source.statement_at(frame.line)) is None:
+        return None
+    own = {node.name for node in source.walk() if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    scope = source.function_of(statement)
+    for name in sorted({node.id for node in walk(statement) if isinstance(node, ast.Name)
+                        and isinstance(node.ctx, ast.Load) and node.lineno == frame.line}):
+        assigned = source.assignments_to(name, scope, before=frame.line)
+        call = assigned[-1].value if assigned else None
+        op = call_name(call)
+        if op not in RESULT_GIVEN or op in own:
+            continue
+        position, keyword = RESULT_GIVEN[op]
+        given = call.args[position] if len(call.args) > position else next(
+            (item.value for item in call.keywords if item.arg == keyword), None)
+        kept = ast.unparse(given) if given is not None else keyword
+        rest = ", ".join(ast.unparse(arg) for index, arg in enumerate(call.args) if index != position)
+        rank = _rank_of(ctx, tb)
+        returned = "a Work handle (async_op=True)" if "Work" in tb.message else "None"
+        keep = f"{name} = {kept}; {called_on(call) + '.' if called_on(call) else ''}{op}(" + ", ".join(
+            part for part in ((name, rest) if position == 0 else (rest, name)) if part) + ")" \
+            if isinstance(given, (ast.List, ast.ListComp, ast.BinOp, ast.Call)) else \
+            f"{op}({kept}, ...) and then read {kept}"
+        return Finding(
+            "collective-return-used", f"{name} = {ast.unparse(call)[:70]} ({source.name}:{assigned[-1].lineno}) keeps "
+            f"what {op} returns, {returned}: {op} writes its result into the {keyword} it is given, so line "
+            f"{frame.line} reads {returned.split(' (')[0]}, not the result", _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"keep the {keyword} you give the call and read the result from it: {keep}; the collectives of "
+            "torch.distributed fill their arguments in place and return nothing to use")
+    return None
+
+
+def _result_into_a_tuple(ctx: Context, tb) -> Finding | None:
+    """A collective that writes what it receives into the list it is given (broadcast_object_list on the ranks that
+    receive, all_gather_object, ...) was given a tuple, which cannot be written into."""
+    if "'tuple' object does not support item assignment" not in tb.message:
+        return None
+    op = _call_that_raised(ctx, tb)
+    if op not in RESULT_GIVEN:
+        return None
+    position, keyword = RESULT_GIVEN[op]
+    frame, rank = tb.user_frame(), _rank_of(ctx, tb)
+    source = source_named(parsed_files(ctx), frame.file) if frame else None
+    call = next((node for node in calls_named(source, {op}) if node.lineno <= frame.line <= (
+        node.end_lineno or node.lineno)), None) if source else None
+    given = (call.args[position] if len(call.args) > position else next(
+        (item.value for item in call.keywords if item.arg == keyword), None)) if call else None
+    made = ""
+    if isinstance(given, ast.Name):
+        scope = source.function_of(call)
+        tuples = [assign for assign in source.assignments_to(given.id, scope, before=call.lineno)
+                  if any(isinstance(value, ast.Tuple) for made_of in _made_of(source, assign.value, scope)
+                         for value in _alternatives(made_of))]
+        made = f" `{given.id}` ({ast.unparse(tuples[-1].value)[:70]}, line {tuples[-1].lineno})" if tuples else \
+            f" `{given.id}`"
+    elif isinstance(given, ast.Tuple):
+        made = f" `{ast.unparse(given)[:40]}`"
+    where = f" at {source.name}:{call.lineno}" if call else ""
+    name = given.id if isinstance(given, ast.Name) else "objects"
+    return Finding(
+        "collective-output-immutable", f"{op}{where} writes the objects it receives into the {keyword} it is given, "
+        f"in place, and rank {rank if rank is not None else '?'} gave it a tuple{made}, which cannot be written into "
+        f"(a rank that only sends never writes, so one process, or the source rank, does not fail)",
+        _crash_evidence(tb) + _at(tb), tb.node, rank,
+        f"give {op} a list on every rank: {name} = list(...) on the source rank and [None] * n on the others (not a "
+        f"tuple such as (None, None)), call {op}({name}, ...), and unpack {name} after the call")
+
+
+def _alternatives(expression: ast.AST) -> list[ast.AST]:
+    """The values an expression can take: both branches of `a if c else b`, each operand of `a or b`."""
+    if isinstance(expression, ast.IfExp):
+        return _alternatives(expression.body) + _alternatives(expression.orelse)
+    if isinstance(expression, ast.BoolOp):
+        return [value for operand in expression.values for value in _alternatives(operand)]
+    return [expression]
+
+
+# DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
+# again before each forward (broadcast_buffers=True). A job run alone never does.
+DDP_STATE_COPIES = {"_sync_module_states", "_sync_params_and_buffers", "_sync_buffers", "_sync_module_buffers",
+                    "_broadcast_coalesced", "_distributed_broadcast_coalesced"}
+# Tensors such a copy cannot write into: (what it is, the calls that make one, the calls that undo it, the message's
+# words for it, the fix).
+UNCOPYABLE_STATE = (
+    ("a sparse tensor", {"sparse_coo_tensor", "sparse_csr_tensor", "to_sparse", "to_sparse_coo", "to_sparse_csr"},
+     {"to_dense"}, "sparse", "store it dense (.to_dense()), or keep it out of DDP's copies as a plain attribute that "
+     "every rank builds the same way"),
+    ("an expanded view, whose elements share one memory location", {"expand", "expand_as", "broadcast_to"},
+     {"clone", "contiguous", "copy", "ascontiguousarray"}, "memory location", "register a tensor that owns its "
+     "memory: .clone() (or .contiguous()) the view, np.ascontiguousarray on NumPy's side, or keep the small tensor "
+     "and expand it where forward uses it"),
+)
+INFERENCE_STATE = ("a tensor made under torch.inference_mode(), which cannot be written outside it", "nference tensor",
+                   "make it outside inference mode: torch.no_grad() instead of torch.inference_mode() where it is "
+                   "computed, or .clone() it outside inference mode before registering it")
+
+
+def _ddp_state_uncopyable(ctx: Context, tb) -> Finding | None:
+    """An error raised inside DDP's copy of rank 0's parameters and buffers to the other ranks: the tensor that
+    cannot be written in place, read from where the job registers it (a view, a sparse or an inference tensor)."""
+    copying = next((frame for frame in tb.frames if frame.in_torch and frame.function in DDP_STATE_COPIES), None)
+    if copying is None:
+        return None
+    when = "before each forward (broadcast_buffers=True)" if "buffers" in copying.function and \
+        "module" not in copying.function and "params" not in copying.function else "when DistributedDataParallel " \
+        "is built"
+    rank = _rank_of(ctx, tb)
+    evidence = _crash_evidence(tb) + _at(tb)
+    said = f"{tb.short_type}: {tb.message}"
+    refused = [(source, call, name, kind, fix) for source in parsed_files(ctx)
+               for call, name, value in _registered_state(source)
+               for kind, fix in _state_kinds(source, value) if kind[1] in said]
+    if refused:
+        source, call, _, (kind, _), fix = refused[0]
+        names = ", ".join(dict.fromkeys(f"{name} at {place.name}:{at.lineno}" for place, at, name, same, _ in refused
+                                        if same[0] == kind))
+        return Finding(
+            "ddp-state-uncopyable", f"DistributedDataParallel copies rank 0's parameters and buffers into every other "
+            f"rank's, in place, {when}; {names} {'is' if ',' not in names else 'are each'} {kind}, so the copy fails "
+            "on every rank. A job run as one process never makes this copy", evidence, tb.node, rank,
+            f"{fix}: {names}; or leave buffers out of the copies: DistributedDataParallel(model, "
+            "broadcast_buffers=False) where every rank computes them the same")
+    return Finding(
+        "ddp-state-uncopyable", f"DistributedDataParallel copies rank 0's parameters and buffers into every other "
+        f"rank's, in place, {when}, and one of the model's tensors refused the copy ({said[:160]}). A job run alone "
+        "never makes this copy", evidence, tb.node, rank,
+        "register plain tensors that own their memory: dense, not a view (.clone() an expand or a broadcast), made "
+        "outside torch.inference_mode(); or keep constants out of the copies (DistributedDataParallel(model, "
+        "broadcast_buffers=False), or plain attributes every rank builds the same way)")
+
+
+def _registered_state(source: SourceFile):
+    """(call, name, value) of each register_buffer("name", value) and nn.Parameter(value) in the file."""
+    for call in calls_named(source, {"register_buffer", "Parameter"}):
+        if call_name(call) == "register_buffer":
+            value = call.args[1] if len(call.args) > 1 else next(
+                (item.value for item in call.keywords if item.arg == "tensor"), None)
+            named = call.args[0] if call.args else None
+            name = repr(named.value) if isinstance(named, ast.Constant) else "a buffer"
+        else:
+            value = call.args[0] if call.args else None
+            target = source.parent(call)
+            name = ast.unparse(target.targets[0]) if isinstance(target, ast.Assign) else "a parameter"
+        if value is not None:
+            yield call, f"the buffer {name}" if call_name(call) == "register_buffer" else name, value
+
+
+def _state_kinds(source: SourceFile, value: ast.AST):
+    """Which of UNCOPYABLE_STATE (and INFERENCE_STATE) `value` is, from what it is made of: the names it is assigned
+    from and the returns of the file's functions it calls, a few steps back."""
+    made = _made_of(source, value, source.function_of(value))
+    calls = {call_name(node) for expression in made for node in walk(expression) if isinstance(node, ast.Call)}
+    for kind, makers, undoers, words, fix in UNCOPYABLE_STATE:
+        if calls & makers and not calls & undoers:
+            yield (kind, words), fix
+    if any(_under_inference_mode(source, expression) for expression in made):
+        yield INFERENCE_STATE[:2], INFERENCE_STATE[2]
+
+
+def _made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int = 0) -> list[ast.AST]:
+    made = [expression]
+    if depth > 3:
+        return made
+    functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    for node in walk(expression):
+        if isinstance(node, ast.Name):
+            for assign in source.assignments_to(node.id, scope, before=expression.lineno):
+                made += _made_of(source, assign.value, scope, depth + 1)
+        elif isinstance(node, ast.Call) and (function := functions.get(call_name(node))) is not None and \
+                function is not scope:
+            for returned in (part for part in walk(function) if isinstance(part, ast.Return) and part.value):
+                made += _made_of(source, returned.value, function, depth + 1)
+    return made
+
+
+def _under_inference_mode(source: SourceFile, node: ast.AST) -> bool:
+    """`node` runs under torch.inference_mode(): inside its with-block, or in a function it decorates."""
+    while (node := source.parent(node)) is not None:
+        marks = [item.context_expr for item in node.items] if isinstance(node, ast.With) else \
+            node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        if any(call_name(mark) == "inference_mode" or "inference_mode" in names_in(mark) for mark in marks):
+            return True
+    return False
 
 
 def _makes_non_leaf(value: ast.AST) -> bool:
@@ -3625,5 +3891,6 @@ EXCEPTION_MECHANISMS = (
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
-    _layers_dealt_round_robin,
+    _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
+    _result_into_a_tuple, _merged_by_local_position,
 )
