@@ -1,6 +1,8 @@
 """The thirty-seventh held-out batch's mended misses (bench/diagnosis/THIRTYSEVENTH_BATCH.md): each scored run's own
 record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
 
+from dataclasses import replace
+
 from lab.analysis.calls import DistCall, arguments_that_differ
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_replicas import sample
@@ -62,3 +64,12 @@ def test_receivers_lists_of_none_are_how_broadcast_object_list_is_called_not_a_d
     assert arguments_that_differ(shorter) == ["object_list: rank 0 list of 2; rank 1 list of 1"]
     gathered = {0: called("all_gather_object", "list of 2"), 1: called("all_gather_object", "list of 2, all None")}
     assert len(arguments_that_differ(gathered)) == 1  # what all_gather_object is given is not replaced: it differs
+
+
+def test_an_error_in_ddps_copy_that_is_not_a_refused_write_is_not_told_as_one():
+    """A size or an unrelated error raised in the same frames is the other rules' to tell, not a tensor to clone."""
+    evidence = sample("thirtyseventh_cfg_guidance_trainer")
+    refused = "unsupported operation: more than one element of the written-to tensor refers to a single memory location"
+    other = replace(evidence, nodes=[replace(node, lines=[line.replace(refused, "expected all buckets to be ready")
+                                                          for line in node.lines]) for node in evidence.nodes])
+    assert "ddp-state-uncopyable" not in [finding.cause for finding in diagnose(other)]

@@ -1878,7 +1878,7 @@ def _collective_return_used(ctx: Context, tb) -> Finding | None:
         kept = ast.unparse(given) if given is not None else keyword
         rest = ", ".join(ast.unparse(arg) for index, arg in enumerate(call.args) if index != position)
         rank = _rank_of(ctx, tb)
-        returned = "a Work handle (async_op=True)" if "Work" in tb.message else "None"
+        returned, read = ("a Work handle (async_op=True)", "a Work handle") if "Work" in tb.message else ("None", "None")
         keep = f"{name} = {kept}; {called_on(call) + '.' if called_on(call) else ''}{op}(" + ", ".join(
             part for part in ((name, rest) if position == 0 else (rest, name)) if part) + ")" \
             if isinstance(given, (ast.List, ast.ListComp, ast.BinOp, ast.Call)) else \
@@ -1886,7 +1886,7 @@ def _collective_return_used(ctx: Context, tb) -> Finding | None:
         return Finding(
             "collective-return-used", f"{name} = {ast.unparse(call)[:70]} ({source.name}:{assigned[-1].lineno}) keeps "
             f"what {op} returns, {returned}: {op} writes its result into the {keyword} it is given, so line "
-            f"{frame.line} reads {returned.split(' (')[0]}, not the result", _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"{frame.line} reads {read}, not the result", _crash_evidence(tb) + _at(tb), tb.node, rank,
             f"keep the {keyword} you give the call and read the result from it: {keep}; the collectives of "
             "torch.distributed fill their arguments in place and return nothing to use")
     return None
@@ -1952,6 +1952,9 @@ UNCOPYABLE_STATE = (
      "memory: .clone() (or .contiguous()) the view, np.ascontiguousarray on NumPy's side, or keep the small tensor "
      "and expand it where forward uses it"),
 )
+# What a refused in-place write says (not a size or a connection, which the other rules tell).
+WRITE_REFUSED = re.compile(r"in-?place|memory location|inference tensor|sparse|version counter|\bviews?\b|layout",
+                           re.IGNORECASE)
 INFERENCE_STATE = ("a tensor made under torch.inference_mode(), which cannot be written outside it", "nference tensor",
                    "make it outside inference mode: torch.no_grad() instead of torch.inference_mode() where it is "
                    "computed, or .clone() it outside inference mode before registering it")
@@ -1961,7 +1964,7 @@ def _ddp_state_uncopyable(ctx: Context, tb) -> Finding | None:
     """An error raised inside DDP's copy of rank 0's parameters and buffers to the other ranks: the tensor that
     cannot be written in place, read from where the job registers it (a view, a sparse or an inference tensor)."""
     copying = next((frame for frame in tb.frames if frame.in_torch and frame.function in DDP_STATE_COPIES), None)
-    if copying is None:
+    if copying is None or not WRITE_REFUSED.search(tb.message):
         return None
     when = "before each forward (broadcast_buffers=True)" if "buffers" in copying.function and \
         "module" not in copying.function and "params" not in copying.function else "when DistributedDataParallel " \
@@ -1984,8 +1987,8 @@ def _ddp_state_uncopyable(ctx: Context, tb) -> Finding | None:
             "broadcast_buffers=False) where every rank computes them the same")
     return Finding(
         "ddp-state-uncopyable", f"DistributedDataParallel copies rank 0's parameters and buffers into every other "
-        f"rank's, in place, {when}, and one of the model's tensors refused the copy ({said[:160]}). A job run alone "
-        "never makes this copy", evidence, tb.node, rank,
+        f"rank's, in place, {when}, and one of the model's tensors refused the copy ({said[:160]}). A job run as one "
+        "process never makes this copy", evidence, tb.node, rank,
         "register plain tensors that own their memory: dense, not a view (.clone() an expand or a broadcast), made "
         "outside torch.inference_mode(); or keep constants out of the copies (DistributedDataParallel(model, "
         "broadcast_buffers=False), or plain attributes every rank builds the same way)")
