@@ -1937,6 +1937,120 @@ def _alternatives(expression: ast.AST) -> list[ast.AST]:
     return [expression]
 
 
+# load_state_dict refusing what it was given: another architecture's tensors, another optimizer's groups.
+LOAD_REFUSED = re.compile(r"Error\(s\) in loading state_dict|size mismatch for|different number of parameter groups|"
+                          r"parameter group that doesn't match")
+OBJECT_FILLS = {"broadcast_object_list", "all_gather_object", "scatter_object_list", "gather_object"}
+
+
+def _received_state_built_otherwise(ctx: Context, tb) -> Finding | None:
+    """load_state_dict refused state this rank received from another (a state_dict through broadcast_object_list):
+    the sender's model or optimizer was built from its own settings (a config sampled per rank), and this rank's was
+    built from others, so their tensors or parameter groups differ."""
+    if not LOAD_REFUSED.search(f"{tb.exc_type}: {tb.message}") or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    load = next((node for node in walk(statement) if call_name(node) == "load_state_dict" and node.args
+                 and isinstance(node.func, ast.Attribute)), None)
+    if load is None:
+        return None
+    scope = source.function_of(statement)
+    filled = {identifier(call.args[RESULT_GIVEN[op][0]]): call for call in calls_named(source, OBJECT_FILLS)
+              if len(call.args) > RESULT_GIVEN[(op := call_name(call))][0] and call.lineno <= frame.line}
+    made = {node.id for expression in _made_of(source, load.args[0], scope) for node in walk(expression)
+            if isinstance(node, ast.Name)}
+    received = next((filled[name] for name in made if name in filled), None)
+    if received is None:
+        return None
+    loader = ast.unparse(load.func.value)
+    built = next((assign for assign in reversed(source.assignments_to(loader, scope, before=frame.line))), None)
+    ranks = _ranks_as_read(source)
+    chain = origin_of(source, built.value, scope, lambda node: holds(node, ranks, set(), ())) if built else []
+    rank = _rank_of(ctx, tb)
+    what = "optimizer" if "group" in tb.message or _an_optimizer(source, load) else "model"
+    how = (f"; this rank built its {what} as `{ast.unparse(built)[:70]}` (line {built.lineno})" if built else "") + (
+        f", from settings that follow from the rank (`{chain[0][0]}`, line {chain[0][1]})"
+        if len(chain) > 1 else "")
+    return Finding(
+        "received-state-built-otherwise", f"rank {rank if rank is not None else '?'} loaded {'an' if what[0] == 'o' else 'a'} {what}'s state that "
+        f"another rank sent it ({call_name(received)} at {source.name}:{received.lineno}) into its own {what} "
+        f"(`{ast.unparse(load)[:60]}`, line {load.lineno}), and load_state_dict refused it ({_said(tb.message, 80)}): "
+        f"the sender built its {what} from other settings{how}", _crash_evidence(tb), tb.node, rank,
+        f"send the settings the {what} is built from with its state, and rebuild this rank's {what} from them before "
+        "load_state_dict (or keep what decides the structure, such as layer widths or parameter groups, the same "
+        "on every rank and vary only values such as learning rates)")
+
+
+SIZES_DIFFER = re.compile(r"size of tensor a \(\d+\) must match|shape mismatch|size mismatch|sizes? (?:do not|don't) "
+                          r"match|not broadcastable|must match the size")
+
+
+def _comm_hook_state_per_bucket(ctx: Context, tb) -> Finding | None:
+    """A size error inside the job's DDP communication hook that keeps state per bucket.index() (an error-feedback
+    residual, a PowerSGD-like matrix): DDP rebuilds its buckets after the first iteration, in the order the gradients
+    became ready, so an index then holds other parameters and the state kept for it no longer fits."""
+    frame = tb.user_frame()
+    if frame is None or not SIZES_DIFFER.search(tb.message):
+        return None
+    for source in parsed_files(ctx):
+        for register in calls_named(source, {"register_comm_hook"}):
+            given = register.args[1] if len(register.args) > 1 else next(
+                (item.value for item in register.keywords if item.arg == "hook"), None)
+            hook = next((node for node in source.walk() if isinstance(node, ast.FunctionDef)
+                         and node.name == identifier(given) == frame.function), None)
+            index = next((node for node in walk(hook) if call_name(node) == "index" and not node.args), None) \
+                if hook else None
+            if index is None:
+                continue
+            rank = _rank_of(ctx, tb)
+            return Finding(
+                "comm-hook-state-per-bucket", f"the DDP communication hook {hook.name} ({source.name}:{hook.lineno}, "
+                f"registered at line {register.lineno}) keeps state per bucket (`{ast.unparse(index)}`, line "
+                f"{index.lineno}), but DDP rebuilds its buckets after the first iteration, in the order the "
+                "gradients became ready: the same index then holds other parameters, of another size, and the state "
+                f"kept for it no longer fits ({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node,
+                rank, "keep state only once the buckets are rebuilt: run a plain all_reduce for the first two "
+                "iterations (as PowerSGD's start_powerSGD_iter does) and only then start the state, or drop a "
+                "state whose shape differs from the bucket's buffer; torch's own powerSGD_hook does both")
+    return None
+
+
+# torch comparing a number the job gave it with the world size ("group_size (4) must not exceed the world size (2)").
+AGAINST_WORLD = re.compile(r"world[ _]size|world_size|number of (?:ranks|processes)", re.IGNORECASE)
+# A constant's name that says it counts processes or devices (not a period, a width or a seed of the same value).
+COUNTS_PROCESSES = re.compile(r"gpu|device|rank|proc|node|worker|server|host|world|size|per_|replica|shard|group|"
+                              r"(?:^|_)[tpd]p(?:_|$)", re.IGNORECASE)
+
+
+def _sized_for_another_world(ctx: Context, tb) -> Finding | None:
+    """torch refused a number measured against the world size, and the job took it from a constant written for
+    another cluster (`GPUS_PER_SERVER = 4`), not from the launch it runs in."""
+    world = ctx.evidence.expected_world_size
+    if not world or not AGAINST_WORLD.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    numbers = {int(number) for number in re.findall(r"\b\d+\b", tb.message)} - {world}
+    made = {node.id for expression in _made_of(source, statement, source.function_of(statement))
+            for node in walk(expression) if isinstance(node, ast.Name)}
+    constant = next((assign for assign in source.walk() if isinstance(assign, ast.Assign)
+                     and isinstance(assign.value, ast.Constant) and type(assign.value.value) is int
+                     and assign.value.value in numbers and any(identifier(target) in made and COUNTS_PROCESSES.search(
+                         identifier(target)) for target in assign.targets)
+                     and source.function_of(assign) is source.tree), None)
+    if constant is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    per_node = ctx.evidence.nproc_per_node or 1
+    return Finding(
+        "sized-for-another-world", f"`{ast.unparse(constant)}` ({source.name}:{constant.lineno}) is a size written for "
+        f"another cluster, and `{ast.unparse(statement)[:60]}` (line {frame.line}) gives it to torch, which measured it "
+        f"against this launch's world size of {world} ({ctx.evidence.nnodes} nodes x {per_node} per node) and refused "
+        f"it ({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
+        "take sizes from the launch, not from constants: the processes per node are int(os.environ["
+        "\"LOCAL_WORLD_SIZE\"]) and the world size dist.get_world_size(); a group size must divide the world size "
+        "(leave out a level of a hierarchy that this launch does not have)")
+
+
 # DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
 # again before each forward (broadcast_buffers=True). A job run alone never does.
 DDP_STATE_COPIES = {"_sync_module_states", "_sync_params_and_buffers", "_sync_buffers", "_sync_module_buffers",
@@ -3895,5 +4009,6 @@ EXCEPTION_MECHANISMS = (
     _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
-    _result_into_a_tuple, _merged_by_local_position,
+    _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
+    _comm_hook_state_per_bucket, _sized_for_another_world,
 )

@@ -70,7 +70,8 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                 continue
             for argument in [*built.args, *(item.value for item in built.keywords)]:
                 chain = origin_of(source, argument, scope, _rank_value)
-                if len([text for text, _ in chain if text]) >= 2:  # through the data, not `16 if rank == 0 else 32`
+                steps = [line for text, line in chain if text]
+                if len(steps) >= 2 or steps and _computed_by_the_job(source, steps[0]):  # not `16 if rank == 0 else 32`
                     steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
                     return Finding(
                         "size-from-rank-data", f"the model's size comes from each rank's own data: "
@@ -80,6 +81,14 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                         "file shipped with the job) and send it to every rank (broadcast_object_list), or on every "
                         "rank from the same full data before it is split into shards")
     return None
+
+
+def _computed_by_the_job(source: SourceFile, line: int) -> bool:
+    """The assignment at `line` calls one of the file's own functions (`importance = channel_importance(model, rank)`):
+    a value computed from what the rank reads, not a choice made on the rank."""
+    own = {node.name for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    statement = source.statement_at(line)
+    return statement is not None and any(call_name(node) in own for node in walk(statement))
 
 
 # The tensor argument of a collective, by its position: the input of a gather, the one tensor of the others.

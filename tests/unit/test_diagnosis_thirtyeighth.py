@@ -1,0 +1,46 @@
+"""The thirty-eighth held-out batch's mended misses (bench/diagnosis/THIRTYEIGHTH_BATCH.md): each scored run's own
+record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
+
+from tests.unit.test_diagnosis_replicas import causes, sample
+from tests.unit.test_diagnosis_sources import with_source
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("thirtyeighth_distill_student_compressed_grads", "comm-hook-state-per-bucket",
+     ["the DDP communication hook quantized_allreduce_hook (distill_student_compressed_grads.py:36",
+      "keeps state per bucket (`bucket.index()`, line 38)", "DDP rebuilds its buckets after the first iteration"],
+     ["start_powerSGD_iter", "drop a state whose shape differs"]),
+    ("thirtyeighth_prune_channels_then_finetune", "size-from-rank-data",
+     ["`prune_hidden(model, importance)` (prune_channels_then_finetune.py:49)",
+      "`importance = channel_importance(model, rank)` (line 48)"], ["compute it once", "send it to every rank"]),
+    ("thirtyeighth_hierarchical_local_sgd", "sized-for-another-world",
+     ["`GPUS_PER_SERVER = 4` (hierarchical_local_sgd.py:12) is a size written for another cluster",
+      "world size of 2 (2 nodes x 1 per node)"], ["LOCAL_WORLD_SIZE", "must divide the world size"]),
+    ("thirtyeighth_pbt_width_search", "received-state-built-otherwise",
+     ["rank 1 loaded a model's state that another rank sent it (broadcast_object_list at pbt_width_search.py:78)",
+      "`model = make_model(cfg)` (line 62), from settings that follow from the rank (`cfg = member_config(rank)`"],
+     ["rebuild this rank's model from them before load_state_dict"]),
+    ("thirtyeighth_pbt_optimizer_exploit", "received-state-built-otherwise",
+     ["rank 1 loaded an optimizer's state", "`opt = build_optimizer(model, hp)` (line 62)",
+      "(`hp = member_hparams(rank)`, line 60)"], ["rebuild this rank's optimizer"]),
+]
+
+NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
+    # a hook keyed by something that does not move with the rebuild is not this
+    ("thirtyeighth_distill_student_compressed_grads", "idx = bucket.index()", "idx = 0",
+     "comm-hook-state-per-bucket"),
+    # the group size taken from the launch: no constant to blame
+    ("thirtyeighth_hierarchical_local_sgd", "(LOCAL_PERIOD, GPUS_PER_SERVER)",
+     "(LOCAL_PERIOD, int(os.environ['LOCAL_WORLD_SIZE']))", "sized-for-another-world"),
+    # state read from a file, not received from another rank
+    ("thirtyeighth_pbt_width_search", "model.load_state_dict(donor[\"model\"])",
+     "model.load_state_dict(torch.load(\"donor.pt\"))", "received-state-built-otherwise"),
+]
+
+
+def test_a_size_chosen_on_the_rank_is_not_told_as_computed_from_its_data():
+    """`importance` picked by the rank directly (a constant per rank) is a choice, which the other rules tell; one
+    computed by the job's own function from what the rank read is data."""
+    chosen = with_source(sample("thirtyeighth_prune_channels_then_finetune"),
+                         "importance = channel_importance(model, rank)",
+                         "importance = torch.ones(128) if rank == 0 else torch.rand(128)")
+    assert "size-from-rank-data" not in causes(chosen)
