@@ -17,11 +17,11 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quote, quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RESULT_ARGUMENT, RANK_NAMES, RANK_VARIABLES, WORLD_NAMES,
-                                            SourceFile, assignments, call_name, called_on, caller_place, calls_named,
-                                            SPLITS, checkpoint_call, derived, holds, identifier, names_in,
-                                            origin_of, parsed_files, reads_world_size, rounded_up, self_attribute,
-                                            source_named, walk)
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT,
+                                            SPLITS, WORLD_NAMES, SourceFile, assignments, call_name, called_on,
+                                            caller_place, calls_named, checkpoint_call, derived, holds, identifier,
+                                            made_of, names_in, origin_of, parsed_files, reads_world_size, rounded_up,
+                                            self_attribute, source_named, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -1343,6 +1343,18 @@ def _merged_by_local_position(ctx: Context, tb) -> Finding | None:
     for merged, field in _merges_by_field(source, set(lists)):
         if not names_in(read) & derived(source, {merged}, set(), ()):
             continue
+        host = _hostname_field(source, field) if (ctx.evidence.nproc_per_node or 1) > 1 else None
+        if host is not None:
+            rank = _rank_of(ctx, tb)
+            return Finding(
+                "parts-joined-as-whole", f"rank {rank if rank is not None else '?'} failed at "
+                f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 80)}) on `{merged}`, merged "
+                f"from every rank's gathered parts by their {field!r}, which each rank set to its node's hostname "
+                f"(`{host[0]}`, line {host[1]}): the ranks of one node share it, so each node's parts overwrite each "
+                f"other and the merge keeps one per node ({ctx.evidence.nproc_per_node or 1} ranks run on each)",
+                _crash_evidence(tb), tb.node, rank,
+                "key the parts by the global rank (dist.get_rank()), or keep the gathered list as it is (it is "
+                "already in rank order); a hostname names a machine, not a process")
         numbered = _numbered_from_zero(source, field)
         if numbered is None:
             continue
@@ -1376,6 +1388,20 @@ def _merges_by_field(source: SourceFile, gathered: set[str]) -> list[tuple[str, 
             if field is not None and any(identifier(loop.iter) in gathered for loop in loops):
                 found.append((merged, field))
     return found
+
+
+HOSTNAME_CALLS = {"gethostname", "getfqdn", "node", "uname"}
+
+
+def _hostname_field(source: SourceFile, field) -> tuple[str, int] | None:
+    """(the value, its line) where a record's `field` is set to the machine's name (socket.gethostname(),
+    platform.node(), the HOSTNAME variable)."""
+    for record in (node for node in source.walk() if isinstance(node, ast.Dict)):
+        for key, value in zip(record.keys, record.values):
+            if isinstance(key, ast.Constant) and key.value == field and (
+                    call_name(value) in HOSTNAME_CALLS or "HOSTNAME" in ast.unparse(value)):
+                return ast.unparse(value)[:50], value.lineno
+    return None
 
 
 def _numbered_from_zero(source: SourceFile, field) -> tuple[str, int, str, str] | None:
@@ -1911,8 +1937,8 @@ def _result_into_a_tuple(ctx: Context, tb) -> Finding | None:
     if isinstance(given, ast.Name):
         scope = source.function_of(call)
         tuples = [assign for assign in source.assignments_to(given.id, scope, before=call.lineno)
-                  if any(isinstance(value, ast.Tuple) for made_of in _made_of(source, assign.value, scope)
-                         for value in _alternatives(made_of))]
+                  if any(isinstance(value, ast.Tuple) for part in made_of(source, assign.value, scope)
+                         for value in _alternatives(part))]
         made = f" `{given.id}` ({ast.unparse(tuples[-1].value)[:70]}, line {tuples[-1].lineno})" if tuples else \
             f" `{given.id}`"
     elif isinstance(given, ast.Tuple):
@@ -1957,7 +1983,7 @@ def _received_state_built_otherwise(ctx: Context, tb) -> Finding | None:
     scope = source.function_of(statement)
     filled = {identifier(call.args[RESULT_GIVEN[op][0]]): call for call in calls_named(source, OBJECT_FILLS)
               if len(call.args) > RESULT_GIVEN[(op := call_name(call))][0] and call.lineno <= frame.line}
-    made = {node.id for expression in _made_of(source, load.args[0], scope) for node in walk(expression)
+    made = {node.id for expression in made_of(source, load.args[0], scope) for node in walk(expression)
             if isinstance(node, ast.Name)}
     received = next((filled[name] for name in made if name in filled), None)
     if received is None:
@@ -1971,9 +1997,10 @@ def _received_state_built_otherwise(ctx: Context, tb) -> Finding | None:
     how = (f"; this rank built its {what} as `{ast.unparse(built)[:70]}` (line {built.lineno})" if built else "") + (
         f", from settings that follow from the rank (`{chain[0][0]}`, line {chain[0][1]})"
         if len(chain) > 1 else "")
+    article = "an" if what == "optimizer" else "a"
     return Finding(
-        "received-state-built-otherwise", f"rank {rank if rank is not None else '?'} loaded {'an' if what[0] == 'o' else 'a'} {what}'s state that "
-        f"another rank sent it ({call_name(received)} at {source.name}:{received.lineno}) into its own {what} "
+        "received-state-built-otherwise", f"rank {rank if rank is not None else '?'} loaded {article} {what}'s state "
+        f"that another rank sent it ({call_name(received)} at {source.name}:{received.lineno}) into its own {what} "
         f"(`{ast.unparse(load)[:60]}`, line {load.lineno}), and load_state_dict refused it ({_said(tb.message, 80)}): "
         f"the sender built its {what} from other settings{how}", _crash_evidence(tb), tb.node, rank,
         f"send the settings the {what} is built from with its state, and rebuild this rank's {what} from them before "
@@ -2030,7 +2057,7 @@ def _sized_for_another_world(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     numbers = {int(number) for number in re.findall(r"\b\d+\b", tb.message)} - {world}
-    made = {node.id for expression in _made_of(source, statement, source.function_of(statement))
+    made = {node.id for expression in made_of(source, statement, source.function_of(statement))
             for node in walk(expression) if isinstance(node, ast.Name)}
     constant = next((assign for assign in source.walk() if isinstance(assign, ast.Assign)
                      and isinstance(assign.value, ast.Constant) and type(assign.value.value) is int
@@ -2049,6 +2076,38 @@ def _sized_for_another_world(ctx: Context, tb) -> Finding | None:
         "take sizes from the launch, not from constants: the processes per node are int(os.environ["
         "\"LOCAL_WORLD_SIZE\"]) and the world size dist.get_world_size(); a group size must divide the world size "
         "(leave out a level of a hierarchy that this launch does not have)")
+
+
+SIZE_REFUSED_ON_LOAD = re.compile(r"size mismatch for (?P<name>[\w.]+): copying a param with shape torch\.Size\(\[("
+                                  r"?P<saved>\d+)[^\]]*\]\) from checkpoint, the shape in current model is "
+                                  r"torch\.Size\(\[(?P<model>\d+)")
+
+
+def _padding_for_the_world_kept(ctx: Context, tb) -> Finding | None:
+    """load_state_dict refused tensors larger than the model's along their first dimension, in a job that rounds a
+    size up to a multiple of the world size (a vocabulary padded so that tensor-parallel ranks get equal shards):
+    the shards were joined with their padding, and the model loading them has the real size."""
+    if not LOAD_REFUSED.search(f"{tb.exc_type}: {tb.message}"):
+        return None
+    refused = next((match for line in ctx.lines if line.node == tb.node and (match := SIZE_REFUSED_ON_LOAD.search(
+        line.text)) and int(match["saved"]) > int(match["model"])), None)
+    if refused is None:
+        return None
+    for source in parsed_files(ctx):
+        padded = next((node for node in source.walk() if rounded_up(node, source.worlds)), None)
+        if padded is None:
+            continue
+        rank = _rank_of(ctx, tb)
+        saved, real = int(refused["saved"]), int(refused["model"])
+        return Finding(
+            "padding-for-the-world-kept", f"{refused['name']} has {saved} rows where the model loading it has {real}: "
+            f"the job pads that size up to a multiple of the world size (`{ast.unparse(padded)[:60]}`, "
+            f"{source.name}:{padded.lineno}) so that every rank gets an equal shard, and the shards were joined with "
+            f"their padding ({saved - real} rows that hold nothing); with one process the padding can be 0",
+            _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"cut the padding off where the shards are joined: joined[:{real}] (the real size), before "
+            "load_state_dict; or build the model that loads them with the padded size and keep the real one beside it")
+    return None
 
 
 # DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
@@ -2127,29 +2186,13 @@ def _registered_state(source: SourceFile):
 def _state_kinds(source: SourceFile, value: ast.AST):
     """Which of UNCOPYABLE_STATE (and INFERENCE_STATE) `value` is, from what it is made of: the names it is assigned
     from and the returns of the file's functions it calls, a few steps back."""
-    made = _made_of(source, value, source.function_of(value))
+    made = made_of(source, value, source.function_of(value))
     calls = {call_name(node) for expression in made for node in walk(expression) if isinstance(node, ast.Call)}
     for kind, makers, undoers, words, fix in UNCOPYABLE_STATE:
         if calls & makers and not calls & undoers:
             yield (kind, words), fix
     if any(_under_inference_mode(source, expression) for expression in made):
         yield INFERENCE_STATE[:2], INFERENCE_STATE[2]
-
-
-def _made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int = 0) -> list[ast.AST]:
-    made = [expression]
-    if depth > 3:
-        return made
-    functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
-    for node in walk(expression):
-        if isinstance(node, ast.Name):
-            for assign in source.assignments_to(node.id, scope, before=expression.lineno):
-                made += _made_of(source, assign.value, scope, depth + 1)
-        elif isinstance(node, ast.Call) and (function := functions.get(call_name(node))) is not None and \
-                function is not scope:
-            for returned in (part for part in walk(function) if isinstance(part, ast.Return) and part.value):
-                made += _made_of(source, returned.value, function, depth + 1)
-    return made
 
 
 def _under_inference_mode(source: SourceFile, node: ast.AST) -> bool:
@@ -4010,5 +4053,5 @@ EXCEPTION_MECHANISMS = (
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
-    _comm_hook_state_per_bucket, _sized_for_another_world,
+    _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,
 )

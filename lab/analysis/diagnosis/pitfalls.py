@@ -254,10 +254,15 @@ def _drop_last_empty(ctx: Context, source: SourceFile, evidence: str) -> Finding
     return None
 
 
+# The operations that write their result into the tensor they are given: a strided view there gets wrong values.
+# (What a collective only reads, such as all_gather's input, gloo copies to contiguous memory first.)
+WRITE_IN_PLACE = {"all_reduce", "broadcast", "reduce", "recv", "irecv", "all_reduce_coalesced"}
+
+
 def _strided_view(ctx: Context, evidence: str) -> Finding | None:
     for trace in ctx.evidence.traces:
         for call in (*trace.calls.strided, *trace.calls.made) if trace.calls else ():
-            if call.tensors and not call.tensors[0].contiguous:
+            if call.tensors and not call.tensors[0].contiguous and (call.op in WRITE_IN_PLACE or call.error):
                 effect = (f"gloo refused it ({call.error.split(':', 1)[-1].strip()[:60]})" if call.error else
                           "gloo reduces the elements that lie next to its first one in memory, so the view gets "
                           "wrong values and its neighbours change")

@@ -13,6 +13,7 @@ error raised in its own code, not in torch): what the jobs' hooks saw each proce
 from __future__ import annotations
 
 import ast
+import math
 import re
 
 from lab.analysis.calls import CallLog, DistCall
@@ -20,7 +21,7 @@ from lab.analysis.diagnosis.context import Context, echoes_a_peer, raised_by_own
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.signals import exited_alike
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, Traceback
-from lab.analysis.diagnosis.sources import calls_named, parsed_files
+from lab.analysis.diagnosis.sources import call_name, caller_place, calls_named, parsed_files, source_named, walk
 
 
 def replica_findings(ctx: Context) -> list[Finding]:
@@ -257,6 +258,50 @@ SHARING = ("broadcast", "broadcast_object_list", "scatter", "scatter_object_list
 # What ranks that resumed from different states show: out of step, or the script's check of their results.
 APART = {"collective-mismatch", "uneven-collectives", "shape-mismatch", "late-rank", "collective-timeout", "peer-lost",
          "timed-out", "rank-crashed"}
+
+
+def discarded_decision_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """Ranks that went apart after a decision sent through a tensor made for the call (`dist.broadcast(torch.tensor(
+    int(stop)), src=0)`): nothing keeps what was received, so each rank decides on its own value, and the ranks take
+    different paths (one stops, the others train on) until their collectives no longer match."""
+    if not any(finding.cause in APART for finding in found):
+        return []
+    files = parsed_files(ctx)
+    for trace in ctx.evidence.traces:
+        for call in trace.calls.discarded if trace.calls else ():
+            place = caller_place(call.caller)
+            if call.op not in ("broadcast", "all_reduce") or not call.tensors or math.prod(call.tensors[0].shape) > 1 or \
+                    place is None or (source := source_named(files, place[0])) is None:
+                continue
+            statement = source.statement_at(place[1])
+            sent = next((node.args[0] for node in walk(statement) if call_name(node) == call.op and node.args), None) \
+                if statement else None
+            decided = _decided_on(source, statement, sent) if sent is not None else None
+            if decided is None:
+                continue
+            value, branch = decided
+            return [Finding(
+                "decision-result-discarded", f"{call.op} at {call.caller} sent a decision into a tensor made for the "
+                f"call (`{ast.unparse(sent)[:60]}`), which nothing keeps: each rank then decided on its own "
+                f"`{value}` (`{ast.unparse(branch.test)[:50]}`, line {branch.lineno}), so the ranks took different "
+                "paths (one stopped or skipped, the others went on) and their collectives no longer matched",
+                found[0].evidence, trace.node, trace.rank,
+                f"keep the tensor and decide from what it holds after the call, on every rank: flag = "
+                f"{ast.unparse(sent)[:60]}; dist.{call.op}(flag{', src=0' if call.op == 'broadcast' else ''}); "
+                "if flag.item(): ...")]
+    return []
+
+
+def _decided_on(source, statement: ast.AST, sent: ast.AST) -> tuple[str, ast.If] | None:
+    """(the value, the `if`) where an `if` after the call tests what was put into the sent tensor (`stop.should_stop`
+    in `torch.tensor(int(stop.should_stop))`)."""
+    values = {ast.unparse(node) for node in walk(sent) if isinstance(node, (ast.Name, ast.Attribute))} - {"torch"}
+    after = (statement.end_lineno or statement.lineno)
+    for branch in (node for node in source.walk() if isinstance(node, ast.If) and after < node.lineno <= after + 5):
+        tested = {ast.unparse(node) for node in walk(branch.test) if isinstance(node, (ast.Name, ast.Attribute))}
+        if shared := sorted(values & tested, key=len, reverse=True):
+            return shared[0], branch
+    return None
 
 
 def resume_findings(ctx: Context, found: list[Finding]) -> list[Finding]:

@@ -438,6 +438,24 @@ def origin_of(source: SourceFile, expression: ast.AST, scope: ast.AST, wanted, d
     return [("", 0)] if wanted(expression) else []
 
 
+def made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int = 0) -> list[ast.AST]:
+    """`expression` and what it is made of, a few steps back: the values its names are assigned in `scope` before
+    it, and what the file's own functions it calls return."""
+    made = [expression]
+    if depth > 3:
+        return made
+    functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    for node in walk(expression):
+        if isinstance(node, ast.Name):
+            for assign in source.assignments_to(node.id, scope, before=expression.lineno):
+                made += made_of(source, assign.value, scope, depth + 1)
+        elif isinstance(node, ast.Call) and (function := functions.get(call_name(node))) is not None and \
+                function is not scope:
+            for returned in (part for part in walk(function) if isinstance(part, ast.Return) and part.value):
+                made += made_of(source, returned.value, function, depth + 1)
+    return made
+
+
 def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
     """The calls in `source` of a function or method with one of `names`."""
     return [node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) in names]

@@ -22,8 +22,8 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            called_on, caller_place, calls_named, failure_summary, holds, origin_of,
-                                            parsed_files, self_attribute, unordered, walk)
+                                            called_on, caller_place, calls_named, failure_summary, holds, made_of,
+                                            origin_of, parsed_files, self_attribute, unordered, walk)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -36,7 +36,7 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if "shape-mismatch" in causes and (resized := _buffer_resized(ctx, found)) is not None:
         return [resized]
     if "shape-mismatch" in causes and (sized := _characters_for_bytes(ctx, found) or _collective_sized_by_rank(
-            ctx, found)) is not None:
+            ctx, found) or _collective_sized_by_a_count(ctx, found)) is not None:
         return [sized]
     files = parsed_files(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
     if not files:
@@ -119,6 +119,42 @@ def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | N
             "compute the size from what every rank shares (a ratio of the same tensor, a constant, a global "
             "count), not from the rank; where the sizes must differ, gather them first and pad to the largest "
             "(or use all_gather_object)")
+    return None
+
+
+# Calls that make a tensor of a size they are given, and what counts a rank's data.
+SIZED = {"zeros", "ones", "empty", "full", "linspace", "arange", "randn", "rand", "new_zeros", "new_empty", "histc"}
+COUNTS = {"sum", "len", "numel", "count_nonzero", "size", "nonzero"}
+
+
+def _collective_sized_by_a_count(ctx: Context, found: list[Finding]) -> Finding | None:
+    """Tensors of different sizes in one collective, made with a size (`torch.zeros(n_bins)`) computed from a count of
+    the rank's own data (`n_bins = max(10, int(math.sqrt(valid.sum())))`): each rank counted what it alone had."""
+    for trace, call, source, line in _recorded_call_sites(ctx):
+        statement = source.statement_at(line)
+        node = next((node for node in walk(statement) if call_name(node) == call.op), None) if statement else None
+        position = TENSOR_ARGUMENT.get(call.op)
+        if node is None or position is None or len(node.args) <= position:
+            continue
+        scope = source.function_of(statement)
+        for made in made_of(source, node.args[position], scope):
+            for sized in (part for part in walk(made) if call_name(part) in SIZED):
+                for size in {part.id for argument in sized.args for part in walk(argument)
+                             if isinstance(part, ast.Name) and part.id in source.ranks}:
+                    chain = origin_of(source, ast.Name(size, lineno=statement.lineno), scope, lambda expression: any(
+                        call_name(part) in COUNTS for part in walk(expression)))
+                    steps = [(text, at) for text, at in chain if text]
+                    if not steps:
+                        continue
+                    shown = " <- ".join(f"`{text}` (line {at})" for text, at in steps)
+                    return Finding(
+                        "size-from-rank-data", f"the ranks passed tensors of different sizes to the {call.op} at "
+                        f"{source.name}:{statement.lineno}: they are made with a size `{size}` that each rank counts "
+                        f"in its own data ({shown}; `{ast.unparse(sized)[:50]}`, line {sized.lineno})",
+                        _mismatch_evidence(found), trace.node, trace.rank,
+                        f"give `{size}` one value on every rank: a constant, or the count agreed first (n = "
+                        "torch.tensor([count]); dist.all_reduce(n, op=dist.ReduceOp.SUM or MAX)) and the size derived "
+                        "from that")
     return None
 
 
