@@ -113,7 +113,7 @@ AFTER_CALLS = ("init_process_group", *GROUP_CALLS)  # what they made says more o
 ASYNC_CALLS = ("isend", "irecv", "batch_isend_irecv")
 STORE_METHODS = ("set", "get", "wait", "add", "compare_set", "check", "delete_key", "multi_get", "multi_set")
 KEPT = {"failed": 8, "recent": 16, "posted": 16, "groups": 64, "store": 64, "discarded": 8, "hashed": 8, "files": 16,
-        "reads": 32, "writes": 16, "strided": 4}
+        "reads": 32, "writes": 16, "removed": 16, "strided": 4}
 # sys.flags that change what the same code does: -O/-OO strip asserts and docstrings, -X utf8, -s/-I hide the user's
 # site-packages, -X dev adds checks, -P leaves the script's folder off sys.path
 INTERPRETER_FLAGS = ("optimize", "utf8_mode", "no_user_site", "isolated", "dev_mode", "safe_path")
@@ -963,6 +963,36 @@ def _record_file_reads() -> None:
     builtins.open = io.open = open
 
 
+def _record_file_removals() -> None:
+    """The files and folders the user's code removes (os.remove, os.unlink, Path.unlink, shutil.rmtree): a file another
+    rank of the node wrote and this one cleaned up as stale is missing for the rank that reads it next. shutil is
+    wrapped when the job imports it (importing it here would cost every process of a node its import)."""
+
+    def wrapped(original, op):
+        @functools.wraps(original)
+        def remove(path, *args, **kwargs):
+            try:
+                opener = _opener(sys._getframe(1))
+                if isinstance(path, (str, os.PathLike)) and opener is not None and \
+                        _is_user_file(opener.f_code.co_filename) and len(CALLS.kept["removed"]) < KEPT["removed"]:
+                    with CALLS.lock:
+                        CALLS.kept["removed"].append({"op": op, "path": os.path.abspath(os.fspath(path))[:300],
+                                                      "caller": _caller(opener), "at": time.time()})
+            except Exception:
+                pass
+            return original(path, *args, **kwargs)
+        return remove
+
+    def wrap_rmtree(shutil) -> None:
+        shutil.rmtree = wrapped(shutil.rmtree, "rmtree")
+
+    os.remove, os.unlink = wrapped(os.remove, "remove"), wrapped(os.unlink, "remove")
+    if "shutil" in sys.modules:
+        wrap_rmtree(sys.modules["shutil"])
+    else:
+        _once_imported("shutil", wrap_rmtree)
+
+
 def _record_string_hashes() -> None:
     """Note the user's own hash() of strings: Python salts them per process (PYTHONHASHSEED), so ranks that shard,
     assign or seed by hash() disagree. Other calls pass straight through."""
@@ -1114,6 +1144,7 @@ if os.environ.get("LAB_FLIGHT_DIR"):
         _record_string_hashes()
     _record_environment_reads()
     _record_file_reads()
+    _record_file_removals()
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)
     write_dump = _write_dumps(os.environ["LAB_FLIGHT_DIR"])  # write_dump(reason): what bench/hook_cost.py times
     if os.environ.get("RANK"):

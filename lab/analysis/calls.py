@@ -165,6 +165,7 @@ class CallLog:
     files: tuple[FileOp, ...] = ()  # its last torch.save / torch.load of named files, oldest first
     reads: tuple[FileOp, ...] = ()  # the first files its code opened for reading
     writes: tuple[FileOp, ...] = ()  # the first files its code opened for writing ('write': truncated, or 'append')
+    removed: tuple[FileOp, ...] = ()  # the first files and folders its code removed ('remove', 'rmtree')
     limits: dict[str, int] = field(default_factory=dict)  # soft limits 'fsize', 'nofile', 'as', 'nproc'; -1: none
     stdout_encoding: str | None = None  # how its output is encoded (PYTHONIOENCODING, the locale)
     flags: dict[str, int] = field(default_factory=dict)  # interpreter flags: 'optimize' (-O), 'utf8_mode', ...
@@ -230,6 +231,8 @@ def read_calls(data: dict | None) -> CallLog | None:
                                and item.get("path")),
                    writes=tuple(_file_op(item) for item in data.get("writes") or [] if isinstance(item, dict)
                                 and item.get("path")),
+                   removed=tuple(_file_op(item) for item in data.get("removed") or [] if isinstance(item, dict)
+                                 and item.get("path")),
                    limits=_counts(data.get("limits")), stdout_encoding=data.get("stdout_encoding"),
                    flags=_counts(data.get("flags")), python=data.get("python"),
                    versions={str(name): str(value) for name, value in (data.get("versions") or {}).items()},

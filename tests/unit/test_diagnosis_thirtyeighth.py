@@ -38,6 +38,10 @@ TOLD += [  # parts c and d, scored after the mends above
     ("thirtyeighth_calibration_report", "size-from-rank-data",
      ["all_reduce at calibration_report.py:52", "a size `n_bins` that each rank counts in its own data",
       "`n_valid = int(valid.sum())` (line 47)"], ["give `n_bins` one value on every rank"]),
+    ("thirtyeighth_export_sharded_weights", "file-removed-by-another-rank",  # run again after the hooks kept removals
+     ["rank 0 could not open model-00001-of-00004.safetensors (at export_sharded_weights.py:44 in read_header)",
+      "rank 2 had removed it (at export_sharded_weights.py:58 in prune_stale), which rank 0 wrote"],
+     ["one process per folder", "the whole list of names"]),
     ("thirtyeighth_eval_classifier_report", "parts-joined-as-whole",
      ["merged from every rank's gathered parts by their 'worker'", "(`socket.gethostname()`, line 66)",
       "the ranks of one node share it"], ["key the parts by the global rank"]),
@@ -84,3 +88,10 @@ def test_a_job_that_pads_nothing_for_the_world_is_not_told_its_padding_was_kept(
 def test_hostnames_as_keys_are_only_a_collision_where_ranks_share_a_node():
     one_per_node = sample("thirtyeighth_eval_classifier_report")
     assert "gethostname" not in diagnose(replace(one_per_node, nproc_per_node=1))[0].title
+
+
+def test_a_missing_file_nobody_removed_is_not_told_as_removed():
+    evidence = sample("thirtyeighth_export_sharded_weights")
+    kept = replace(evidence, traces=[replace(trace, calls=replace(trace.calls, removed=())) if trace.calls else trace
+                                     for trace in evidence.traces])
+    assert "file-removed-by-another-rank" not in causes(kept)

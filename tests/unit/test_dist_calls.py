@@ -539,3 +539,44 @@ dist.broadcast_object_list(objects, src=0)
                               command=["python", "job.py"], traces=traces))[0]
     assert (found.cause, found.rank) == ("collective-output-immutable", 1), found
     assert "gave it a tuple `objects`" in found.title and "a list on every rank" in found.fix
+
+
+@SLOW
+def test_a_file_a_node_mate_removed_is_told_by_who_removed_it(tmp_path):
+    """Rank 0 writes its shard, rank 1 cleans the folder up keeping only its own, and rank 0 cannot read it back: the
+    hooks keep the removal and the failed read, and the finding names who removed it (both ranks on one node)."""
+    from dataclasses import replace
+    ended = run_ranks(tmp_path, """path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shard-0.bin")
+if rank == 0:
+    with open(path, "wb") as handle:
+        handle.write(b"weights")
+dist.barrier()
+if rank == 1:
+    os.remove(path)
+dist.barrier()
+if rank == 0:
+    open(path, "rb").read()
+dist.barrier()
+""", timeout=3)
+    traces = [replace(trace, node=0) for trace in load_traces(tmp_path / "flight")]
+    removed = next(trace for trace in traces if trace.rank == 1).calls.removed
+    assert [(op.op, op.path) for op in removed] == [("remove", str(tmp_path / "shard-0.bin"))]
+    lines = [line for rank, done in enumerate(ended) for line in node_log(rank, done)]
+    found = diagnose(Evidence(nodes=[NodeEvidence(0, "node0", 1, lines=lines)], nnodes=1, nproc_per_node=2,
+                              master_addr="node0", master_port=29500, command=["python", "job.py"], traces=traces))[0]
+    assert (found.cause, found.rank) == ("file-removed-by-another-rank", 0), found
+    assert "rank 1 had removed it (at job.py:" in found.title and "rank 0 wrote" in found.title
+    assert "one process per folder" in found.fix
+
+
+@SLOW
+def test_a_folder_removed_with_shutil_is_kept_with_who_removed_it(tmp_path):
+    """shutil.rmtree is wrapped when the job imports shutil (the hooks do not import it for every process)."""
+    run_ranks(tmp_path, """import shutil
+folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"out-{rank}")
+os.makedirs(folder)
+shutil.rmtree(folder)
+dist.barrier()
+""", timeout=3)
+    removed = {trace.rank: trace.calls.removed for trace in load_traces(tmp_path / "flight")}
+    assert [(op.op, op.path) for op in removed[1]] == [("rmtree", str(tmp_path / "out-1"))]

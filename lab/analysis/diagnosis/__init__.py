@@ -33,7 +33,7 @@ PRIORITY = [
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
-    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "read-before-written", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "length-from-data", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "shared-memory-of-another-node", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
+    "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "read-before-written", "file-removed-by-another-rank", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "length-from-data", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "shared-memory-of-another-node", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments", "option-spelled-otherwise",
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "error-swallowed-exit-0", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "ranks-wait-for-each-other", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "collective-under-lock", "event-loop-blocked", "forked-after-process-group", "rpc-handler-blocked", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
@@ -237,6 +237,8 @@ CAUSES = {
     "length-from-data": "A size error on some ranks only, at a tensor whose length comes from the values in the data "
                         "(bincount without minlength, unique, nonzero): a rank whose data lacks the largest value "
                         "gets a shorter one.",
+    "file-removed-by-another-rank": "A rank could not open a file another rank of its node (or of a shared folder) "
+    "had removed: more than one rank cleans up the same folder, each keeping only what it wrote.",
     "read-before-written": "A rank opened a file that another rank wrote a moment later: it waited for something "
                            "that comes true earlier (another file's existence, a fixed sleep), not for the file to be "
                            "complete.",
@@ -640,7 +642,8 @@ def diagnose(evidence: Evidence) -> list[Finding]:
         threads.thread_findings, waits.reasoning_findings, replicas.meta_tensor_findings, pattern_findings,
         divergence.inherited_rank_findings, divergence.duplicate_rank_findings, divergence.late_rank_findings,
         divergence.world_size_findings, divergence.collective_findings, nodes.node_findings,
-        settings.settings_findings, shared_files.read_before_written_findings))
+        settings.settings_findings, shared_files.read_before_written_findings,
+        shared_files.removed_by_another_rank_findings))
     found += _findings(ctx, (
         replicas.replica_findings, crashes.object_list_findings, crashes.traceback_findings, crashes.run_module_findings, signals.exit_findings,
         divergence.uneven_findings, addresses.unreachable_findings, endings.peer_lost_findings))

@@ -4,6 +4,7 @@
   reader finds it cut short, mixed or empty. Read from the files each process's code opened for writing (the jobs'
   hooks, `writes` of its dump), where the ranks share the folder (the lab's shared folder, a workspace, or one node);
 - a file one rank opened before another rank wrote it: it waited for something that came true earlier;
+- a file one rank opened after another rank of its node removed it (each cleaning up what it took for stale);
 - a file handle a Dataset opens in `__init__` and reads in `__getitem__`, behind a DataLoader with worker processes:
   the forked workers share its offset (and an HDF5 or SQLite handle's state), so their reads interleave.
 """
@@ -64,6 +65,39 @@ def shared_write_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
             "short, mixed or another rank's", failure_summary(ctx), node, ranks[0],
             "write it from one rank (if dist.get_rank() == 0: ...) and let the others read it after a barrier, or "
             "give each rank a file of its own (metrics-{rank}.jsonl) and merge them at the end")]
+    return []
+
+
+def removed_by_another_rank_findings(ctx: Context) -> list[Finding]:
+    """A rank failed to open a file that another rank of its node (or of a shared folder) had removed before: each
+    rank cleaned up what it took for stale, keeping only its own files. The hooks keep each failed read and each
+    removal (os.remove, Path.unlink, shutil.rmtree) with its time."""
+    removals = [(trace.rank, trace.node, op) for trace in ctx.evidence.traces if trace.calls and trace.rank is not None
+                for op in trace.calls.removed]
+    writers = {(op.path, trace.rank) for trace in ctx.evidence.traces if trace.calls and trace.rank is not None
+               for op in (*trace.calls.writes, *trace.calls.files) if op.op in ("write", "save")}
+    for trace in ctx.evidence.traces:
+        for read in (trace.calls.reads if trace.calls else ()):
+            if not read.error or "FileNotFoundError" not in read.error:
+                continue
+            before = [(rank, op) for rank, node, op in removals if rank != trace.rank and (
+                op.path == read.path or op.op == "rmtree" and read.path.startswith(op.path + os.sep))
+                and (node == trace.node or on_shared_folder(ctx, read.path))
+                and (op.at is None or read.at is None or op.at <= read.at)]
+            if not before:
+                continue
+            remover, removal = before[-1]
+            wrote = sorted(rank for path, rank in writers if path == read.path and rank != remover)
+            by = f", which rank {wrote[0]} wrote" if wrote else ""
+            where = "a folder every node sees" if on_shared_folder(ctx, read.path) else f"node{trace.node}'s disk"
+            return [Finding(
+                "file-removed-by-another-rank", f"rank {trace.rank} could not open {os.path.basename(read.path)} (at "
+                f"{read.caller}): rank {remover} had removed it (at {removal.caller}){by}, on {where}, which they "
+                "share: more than one rank cleans up the same folder, each keeping only what it wrote itself",
+                f"rank {trace.rank}: {read.error[:200]}; rank {remover} removed {read.path}", trace.node, trace.rank,
+                "clean a folder up from one process per folder (local rank 0 on a node's disk, rank 0 on a shared "
+                "one), keeping every rank's files (the whole list of names, not this rank's own), before the ranks "
+                "write or after a barrier; never remove a file another rank may have written")]
     return []
 
 
