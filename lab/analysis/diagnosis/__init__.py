@@ -29,7 +29,7 @@ __all__ = ["Evidence", "Fault", "Finding", "NodeEvidence", "NodeProbes", "diagno
 PRIORITY = [
     "lab-fault", "out-of-memory", "killed-by-the-job", "master-addr-loopback", "master-addr-unresolvable", "wrong-service-on-port",
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
-    "rendezvous-path-not-shared", "executable-missing", "socket-path-too-long", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "cache-built-on-one-node", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
+    "rendezvous-path-not-shared", "executable-missing", "socket-path-too-long", "env-set-by-the-job", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "cache-built-on-one-node", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
     "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
@@ -38,10 +38,10 @@ PRIORITY = [
     "process-group-not-initialized", "debugger-in-job", "spawn-without-main-guard", "json-int-keys", "launcher-refused", "output-encoding", "command-timeout", "watchdog-fired", "database-locked", "module-shadowed", "prompt-without-terminal", "warning-raised-as-error",
     "fatal-signal", "killed-by-signal", "error-swallowed-exit-0", "duplicate-rank", "node-rank-zero-not-master", "launch-options-differ", "nodes-never-come", "ranks-wait-for-each-other", "group-made-again", "separate-jobs", "exit-waits-for-thread", "lock-taken-twice", "lock-copied-by-fork", "collective-under-lock", "event-loop-blocked", "forked-after-process-group", "rpc-handler-blocked", "child-never-ends", "dataloader-worker-stuck", "waits-on-a-file", "late-rank",
     "store-of-one-process", "checkpoint-loaded-into-empty", "buffer-reused-before-sent", "child-signal-ignored", "scheduler-per-micro-batch", "pipeline-last-batch-smaller", "store-value-compared-with-str", "store-key-never-set", "store-counter-reused", "world-size-mismatch", "weights-only-forced", "resumed-on-some-ranks", "collectives-in-unordered-loop", "collectives-from-threads", "collective-inside-join", "communication-set-up-on-some-ranks", "collective-in-cached-function", "collective-under-own-condition", "request-polled-not-waited", "sharded-without-shape", "sharded-unit-skipped", "parameter-replaced-after-ddp", "layers-in-unordered-loop", "characters-counted-for-bytes", "size-from-rank-data", "unfrozen-after-ddp", "global-count-skips-own-indices", "learning-rate-scaled-by-world", "copied-before-ddp", "buffer-resized", "handle-shared-with-workers", "iterator-used-twice", "state-dict-kept-without-copy", "tensor-attribute-not-saved", "log-of-probability", "split-differs-per-rank", "persistent-workers-keep-a-copy", "drop-last-left-no-batch", "recv-from-any-source", "reduce-read-off-root", "collective-while-handling-error", "p2p-deadlock", "rank-zero-as-false", "p2p-mismatch", "root-mismatch", "group-mismatch",
-    "decision-result-discarded", "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "reduce-op-not-in-backend", "tensor-not-contiguous", "group-non-member",
+    "decision-result-discarded", "model-changed-per-rank", "ddp-parameter-mismatch", "static-graph-changed", "ddp-unused-parameters", "meta-tensors", "shape-mismatch", "collective-output-size", "reduce-op-dtype", "reduce-op-not-in-backend", "tensor-not-contiguous", "group-non-member",
     "batch-of-one", "statistic-of-one-sample", "collective-mismatch", "timeout-too-short",
     "gloo-on-loopback", "ddp-device-ids-on-cpu", "backend-unavailable", "parameter-changed-in-place", "grad-of-non-leaf", "grad-of-unused-parameter", "cast-into-integer-tensor", "authkey-differs", "node-resource-from-global-value", "global-index-on-shard", "view-of-a-split", "nested-dataclass-from-dict", "empty-share-of-the-world", "share-smaller-than-needed", "share-not-representative", "parts-joined-as-whole", "layouts-disagree", "layers-dealt-round-robin", "nothing-to-join", "ragged-parts-stacked", "integer-sum-wrapped", "settings-per-host", "method-not-called",
-    "collective-given-a-number", "tensor-from-strings", "int64-overflow", "ddp-wrapper-passed-on", "ddp-attribute", "autograd-gradient-count", "autograd-gradient-shape", "tensor-kind-unsupported", "collective-in-transform", "not-traceable-by-compile", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "input-over-size-limit", "text-cut-at-bytes", "partial-recv", "split-drops-remainder", "state-consolidated-elsewhere", "restored-another-ranks-state", "half-sum-overflowed", "ratio-of-a-share", "split-mid-record", "numpy-value-in-json", "ddp-without-trainable-parameters", "ddp-state-uncopyable", "collective-return-used", "collective-output-immutable", "received-state-built-otherwise", "comm-hook-state-per-bucket", "sized-for-another-world", "padding-for-the-world-kept", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
+    "collective-given-a-number", "tensor-from-strings", "int64-overflow", "ddp-wrapper-passed-on", "ddp-attribute", "autograd-gradient-count", "autograd-gradient-shape", "tensor-kind-unsupported", "collective-in-transform", "not-traceable-by-compile", "daemon-with-children", "backward-twice", "changed-in-place-for-backward", "scheduler-stepped-past-total", "unscaled-twice", "half-weights-with-scaler", "loader-timeout-without-workers", "stream-replaced-incompletely", "needs-a-terminal", "recomputation-took-another-path", "sampler-with-shuffle", "sampler-rank-outside-replicas", "sync-batchnorm-on-cpu", "plain-tensor-into-dtensor", "start-method-set-twice", "inference-tensor-updated", "reentrant-checkpoint-ddp", "rank-not-in-group", "allocation-too-large", "input-over-size-limit", "text-cut-at-bytes", "partial-recv", "split-drops-remainder", "state-consolidated-elsewhere", "restored-another-ranks-state", "half-sum-overflowed", "ratio-of-a-share", "split-mid-record", "numpy-value-in-json", "ddp-without-trainable-parameters", "ddp-state-uncopyable", "collective-return-used", "collective-output-immutable", "received-state-built-otherwise", "comm-hook-state-per-bucket", "comm-hook-registered-twice", "sized-for-another-world", "padding-for-the-world-kept", "per-rank-list-too-short", "inputs-sized-per-rank", "sized-by-world-not-group", "checkpoint-weights-only", "checkpoint-read-while-written", "state-dict-mismatch", "checkpoint-keys-differ", "optimizer-state-mismatch", "collective-list-length", "dataloader-worker-died", "initialized-twice", "file-descriptors-exhausted", "compiler-missing", "read-only-filesystem", "cross-device-rename",
     "object-not-picklable", "device-mismatch", "dtype-mismatch", "sample-is-none", "worker-init-failed", "dataset-length-mismatch", "tensor-sender-gone", "disk-full", "thread-died", "collective-result-discarded", "output-list-aliased", "gradients-not-synchronised", "gradients-never-averaged", "buffers-not-broadcast", "learning-rate-differs",
     "state-changed-on-some-ranks", "seeded-on-some-ranks", "loss-divided-by-world-size", "hash-differs-per-process", "initial-weights-differ", "rank-crashed", "rank-exited", "uneven-collectives",
     "process-killed", "master-unreachable", "ranks-missing", "peer-lost", "collective-timeout", "timed-out", "stopped",
@@ -82,7 +82,8 @@ CAUSES = {
     "int64-overflow": "A Python integer of 2**63 or more (64 bits of a hash, an unsigned seed) put into an int64 "
                       "tensor to send it between ranks.",
     "group-non-member": "A rank ran a collective on a group it is not in: torch skips the call with a warning, so the "
-                        "rank goes on without the data; or built DDP on such a group, which it cannot.",
+                        "rank goes on without the data; or built DDP on such a group, which it cannot; or used the "
+                        "-1 that get_rank(group) and get_world_size(group) return outside the group.",
     "batch-of-one": "A batch of one sample reached BatchNorm in training: the leftover last batch of an epoch.",
     "reduce-op-not-in-backend": "The process group's backend has no such reduction (gloo has no PREMUL_SUM, which FSDP2 uses once a custom "
                                 "gradient divide factor is set, and some backends no AVG): the collective fails on every rank.",
@@ -146,10 +147,18 @@ CAUSES = {
                         "by the world size): an offset inside a record makes the first read a record's tail.",
     "numpy-value-in-json": "json.dump got a NumPy scalar (from a NumPy sum, cumsum or index): json writes only "
                            "Python numbers.",
+    "sized-by-world-not-group": "A collective on a subgroup given a tensor or list sized by the whole world's "
+    "ranks (dist.get_world_size() without the group), which the group does not have.",
+    "inputs-sized-per-rank": "Each rank makes its inputs at a size of its own (a per-rank setting such as a "
+    "resolution), but the model was built for one size: the ranks with another fail at their first forward.",
+    "per-rank-list-too-short": "A per-rank setting picked from a list written in the code (`STRIDES[rank]`) that "
+    "has fewer entries than the launch has ranks: the ranks past its end fail with an IndexError.",
     "padding-for-the-world-kept": "Shards joined with the padding that made them equal across the ranks (a "
     "vocabulary rounded up to a multiple of the world size), loaded into a model of the real size.",
     "sized-for-another-world": "torch refused a number it measures against the world size (a group size, ranks "
     "per server) that the job took from a constant written for another cluster rather than from the launch.",
+    "comm-hook-registered-twice": "A second communication hook registered on one DDP wrapper: DDP takes one hook "
+    "per wrapper for its whole life.",
     "comm-hook-state-per-bucket": "A DDP communication hook that keeps state per bucket.index() (an error-feedback "
     "residual) from the first iteration: DDP rebuilds its buckets after it, so an index then holds other parameters "
     "and the kept state no longer fits.",
@@ -409,6 +418,8 @@ CAUSES = {
                                   "so every node made its own rendezvous file and the ranks never met.",
     "executable-missing": "The command the job runs is not on the PATH of some or all nodes (`python` where the image "
                           "has only `python3`, a tool installed on one node).",
+    "env-set-by-the-job": "The job sets an environment variable in one process to pass a value to the other ranks: "
+    "a process's environment is its own, so the others read their default.",
     "env-differs-between-nodes": "An environment variable the job reads is set on some nodes and not on others, or "
                                  "holds another value there.",
     "env-string-compared": "A value read from the environment (always a string) is compared with a number, so the "
@@ -564,6 +575,8 @@ CAUSES = {
                               "dataset's native code) and its rank raised.",
     "backend-unavailable": "A node asked for a backend this torch was built without (mpi, ucc), often because the "
                            "backend is read from something that differs between the nodes.",
+    "model-changed-per-rank": "Before DDP wrapped it, the model was changed under a condition that follows from the "
+    "rank (its share of the batch, its data): frozen, extended or replaced on some ranks only.",
     "decision-result-discarded": "A decision (stop, skip) sent with a collective into a tensor made for the call: "
     "nothing keeps what was received, each rank decides on its own value, and the ranks take different paths until "
     "their collectives no longer match.",

@@ -2110,6 +2110,131 @@ def _padding_for_the_world_kept(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _per_rank_list_too_short(ctx: Context, tb) -> Finding | None:
+    """An index error at a line that picks a per-rank setting from a list written out in the code (`STRIDES[rank]`
+    with `STRIDES = [1, 2]`): the list has fewer entries than this launch has ranks, so the ranks past its end fail."""
+    if tb.short_type != "IndexError" or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    world = ctx.evidence.expected_world_size
+    ranks = _ranks_as_read(source)
+    lists = {identifier(target): assign for assign in source.walk() if isinstance(assign, ast.Assign)
+             and isinstance(assign.value, (ast.List, ast.Tuple)) for target in assign.targets if identifier(target)}
+    for node in walk(statement):
+        if not (isinstance(node, ast.Subscript) and identifier(node.value) in lists and node.lineno == frame.line
+                and holds(node.slice, ranks, set(), RANK_CALLS)):
+            continue
+        listed = lists[identifier(node.value)]
+        count = len(listed.value.elts)
+        if world and count >= world:
+            continue
+        rank = _rank_of(ctx, tb)
+        raised = sorted({other.rank for other in ctx.tracebacks if _same_error(other, tb) and other.rank is not None})
+        return Finding(
+            "per-rank-list-too-short", f"`{ast.unparse(node)}` ({source.name}:{frame.line}) picks a per-rank setting "
+            f"from `{ast.unparse(listed)[:60]}` (line {listed.lineno}), which has {count} entries for the "
+            f"{world or 'several'} ranks of this launch: " + (f"ranks {', '.join(map(str, raised))} index past its "
+            "end" if raised else "the ranks past its end fail"), _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"give {identifier(node.value)} an entry for every rank, or derive the setting from a rule that covers "
+            f"any world size ({identifier(node.value)}[rank % len({identifier(node.value)})], or a value computed from "
+            "the rank), and check len(...) >= world_size at start-up")
+    return None
+
+
+# Collectives whose output is sized by the number of ranks of the group they run on (its argument's position).
+SIZED_BY_GROUP = {"all_gather_into_tensor": 0, "all_gather": 0, "reduce_scatter_tensor": 1, "reduce_scatter": 1,
+                  "all_to_all_single": 0, "gather": 1, "all_gather_object": 0, "scatter": 1}
+
+
+def _sized_by_world_for_a_group(ctx: Context, tb) -> Finding | None:
+    """A collective on a group (group=...) refused a size, where the job sized what it passes by the world's ranks
+    (dist.get_world_size() without the group): a subgroup has fewer."""
+    if not re.search(r"size|length|expected|mismatch", tb.message, re.IGNORECASE) or \
+            (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    for call in (node for node in walk(statement) if call_name(node) in SIZED_BY_GROUP):
+        group = next((item.value for item in call.keywords if item.arg == "group"), None)
+        position = SIZED_BY_GROUP[call_name(call)]
+        if group is None or isinstance(group, ast.Constant) or "WORLD" in ast.unparse(group) or \
+                len(call.args) <= position:
+            continue  # the default group (group=None, group.WORLD) has every rank
+        world = next((node for made in made_of(source, call.args[position], scope) for node in walk(made)
+                      if call_name(node) == "get_world_size" and not node.args and not node.keywords), None)
+        if world is None:
+            continue
+        rank = _rank_of(ctx, tb)
+        return Finding(
+            "sized-by-world-not-group", f"`{ast.unparse(call)[:70]}` ({source.name}:{call.lineno}) runs on the group "
+            f"`{ast.unparse(group)}`, but what it is given was sized by `{ast.unparse(world)}` (line {world.lineno}), "
+            f"the number of ranks in the whole world, and the group has fewer: {call_name(call)} refused it "
+            f"({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"size it by the group it runs on: dist.get_world_size(group={ast.unparse(group)}) (and "
+            f"dist.get_rank(group=...) for positions in it)")
+    return None
+
+
+def _group_rank_of_a_non_member(ctx: Context, tb) -> Finding | None:
+    """An error about a rank or size of -1 at a line that reads dist.get_rank(group) or dist.get_world_size(group):
+    both return -1 on a rank that is not in the group, which the job did not check before using them."""
+    if not re.search(r"(?<![\w.])-1\b|-2\]", tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    asked = next((node for node in walk(statement) if call_name(node) in ("get_rank", "get_world_size")
+                  and (node.args or any(item.arg == "group" for item in node.keywords))), None)
+    if asked is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    group = ast.unparse(asked.args[0] if asked.args else next(item.value for item in asked.keywords
+                                                                if item.arg == "group"))
+    return Finding(
+        "group-non-member", f"rank {rank if rank is not None else '?'} is not in the group `{group}`: "
+        f"`{ast.unparse(asked)}` ({source.name}:{asked.lineno}) returns -1 on a rank outside it, and the line used "
+        f"that -1 ({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
+        f"check membership before using the group: `if dist.get_rank({group}) >= 0:` (or the rank is in the list the "
+        "group was made from) around what only its members do, and let the other ranks skip to the next point "
+        "every rank reaches")
+
+
+RESIZES = {"interpolate", "resize", "Resize", "rand", "randn", "zeros", "ones", "empty", "full", "reshape", "view",
+           "RandomResizedCrop", "CenterCrop", "crop"}
+
+
+def _inputs_sized_per_rank(ctx: Context, tb) -> Finding | None:
+    """A layer refused an input of another width on some ranks only, in a job that gives each rank its own input
+    size from a list of settings (`SCALES[rank % len(SCALES)]`): the model was built for one size, and the ranks
+    with another fail at their first forward."""
+    if not WIDTHS_DIFFER.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    world = ctx.evidence.expected_world_size
+    raised = {other.rank for other in ctx.tracebacks if _same_error(other, tb)}
+    if world and len(raised) >= world:
+        return None  # every rank failed alike: not a size one rank chose
+    source = failed[1]
+    ranks = _ranks_as_read(source)
+    lists = {identifier(target): assign for assign in source.walk() if isinstance(assign, ast.Assign)
+             and source.function_of(assign) is source.tree and isinstance(assign.value, (ast.List, ast.Tuple))
+             for target in assign.targets if identifier(target)}
+    picked = next((node for node in source.walk() if isinstance(node, ast.Subscript) and identifier(node.value) in
+                   lists and holds(node.slice, ranks, set(), RANK_CALLS)), None)
+    if picked is None or not any(call_name(node) in RESIZES and any(holds(argument, source.ranks, set(), ())
+                                                                   for argument in [*node.args, *(
+                                                                       item.value for item in node.keywords)])
+                                 for node in source.walk()):
+        return None
+    listed = lists[identifier(picked.value)]
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "inputs-sized-per-rank", f"each rank makes its inputs at its own size, picked by `{ast.unparse(picked)}` "
+        f"({source.name}:{picked.lineno}) from `{ast.unparse(listed)[:50]}`, but the model was built for one size: "
+        f"rank {rank if rank is not None else '?'}'s inputs do not fit it ({_said(tb.message, 80)})",
+        _crash_evidence(tb) + _at(tb), tb.node, rank,
+        "make the model take any input size (adaptive pooling, nn.AdaptiveAvgPool2d(1), before the Linear layers), "
+        "or give every rank the same size at each step (pick it once, on rank 0 or from the step number, and share "
+        "it with broadcast_object_list)")
+
+
 # DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
 # again before each forward (broadcast_buffers=True). A job run alone never does.
 DDP_STATE_COPIES = {"_sync_module_states", "_sync_params_and_buffers", "_sync_buffers", "_sync_module_buffers",
@@ -3641,9 +3766,13 @@ def _ddp_wrapper_passed_on(match: re.Match, line: LogLine, ctx: Context) -> tupl
     """The DDP wrapper given where the model inside is meant: copied (an EMA or SWA copy, deepcopy), pickled or
     exported. DDP copies only with the default group, and its forward is hidden from torch.export."""
     exporting = "export" in match.group(0)
-    given = next(((source, call) for source in parsed_files(ctx) for call in calls_named(source, TAKES_A_MODULE)
-                  if call.args and holds(call.args[0], derived(source, set(), set(), ("DistributedDataParallel",
-                                                                                      "DDP")), set(), ())), None)
+    given = [(source, call) for source in parsed_files(ctx) for call in calls_named(source, TAKES_A_MODULE)
+             if call.args and holds(call.args[0], derived(source, set(), set(), ("DistributedDataParallel", "DDP")),
+                                    set(), ())
+             and not any(isinstance(node, ast.Attribute) and node.attr == "module" for node in walk(call.args[0]))]
+    raised_at = {(frame.file.rsplit("/", 1)[-1], frame.line) for tb in ctx.tracebacks if tb.node == line.node
+                 for frame in tb.frames}  # the call the traceback passed through comes first
+    given = min(given, key=lambda found: (found[0].name, found[1].lineno) not in raised_at, default=None)
     if given:
         source, call = given
         made = next((node for node in source.walk() if call_name(node) in ("DistributedDataParallel", "DDP")),
@@ -3659,6 +3788,18 @@ def _ddp_wrapper_passed_on(match: re.Match, line: LogLine, ctx: Context) -> tupl
             f"give it the module inside: {inner}.module (AveragedModel({inner}.module), copy.deepcopy({inner}.module), "
             f"torch.export.export({inner}.module.eval(), ...), torch.save({inner}.module.state_dict(), ...)), or keep "
             "the model from before DDP wrapped it")
+
+
+def _comm_hook_registered_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """A second communication hook registered on one DDP wrapper (switching hooks between training phases)."""
+    calls = [(source, call) for source in parsed_files(ctx)
+             for call in calls_named(source, {"register_comm_hook", "_register_builtin_comm_hook"})]
+    lines = ", ".join(f"{source.name}:{call.lineno}" for source, call in calls)
+    return (f"a DDP wrapper was given a second communication hook ({lines or 'register_comm_hook'}): DDP takes one "
+            "hook per wrapper, for its whole life, so switching hooks between phases of a job fails there",
+            "register one hook per DDP wrapper: for a new phase with another hook, wrap the module again "
+            "(DDP(model.module, ...)) and register the new hook on that wrapper; or register one hook whose state "
+            "says which compression the phase uses")
 
 
 def _marked_ready_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
@@ -3822,6 +3963,8 @@ PATTERNS = [
                     "put the value in a tensor and read it back: t = torch.tensor([value]); dist.all_reduce(t); "
                     "value = t.item() (for arbitrary objects, all_gather_object)")),
     PatternRule("ddp-wrapper-passed-on", WRAPPER_REFUSED, _ddp_wrapper_passed_on),
+    PatternRule("comm-hook-registered-twice", re.compile(r"register_comm_hook or register_builtin_comm_hook can only "
+                                                         r"be called once"), _comm_hook_registered_twice),
     PatternRule("ddp-attribute", re.compile(r"'DistributedDataParallel' object has no attribute '(?P<name>\w+)'"),
                 lambda match, line, ctx: (
                     f"the code reaches the model's '{match['name']}' through the DistributedDataParallel wrapper, "
@@ -4054,4 +4197,6 @@ EXCEPTION_MECHANISMS = (
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,
+    _per_rank_list_too_short, _sized_by_world_for_a_group,
+    _group_rank_of_a_non_member, _inputs_sized_per_rank,
 )

@@ -16,7 +16,7 @@ from lab.analysis.diagnosis.context import Context, on_shared_folder, quote
 from lab.analysis.diagnosis.evidence import NodeProbes, PathFacts
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LogLine, Traceback
-from lab.analysis.diagnosis.sources import SourceFile, env_read, parsed_files
+from lab.analysis.diagnosis.sources import SourceFile, call_name, env_read, parsed_files
 from lab.analysis.diagnosis.settings import (NOT_READ, agreed_per_node, blame, nodes_that_stood_out,
                                             nodes_with_own_errors)
 
@@ -489,6 +489,23 @@ def _env_default(source: SourceFile, name: str) -> tuple[int, ast.Call] | None:
     return None
 
 
+def _set_by_the_job(ctx: Context, name: str) -> tuple[SourceFile, ast.AST] | None:
+    """(the file, the statement) where the job's own code sets variable `name` (os.environ[name] = ..., putenv,
+    setdefault, update(name=...))."""
+    for source in parsed_files(ctx):
+        for node in source.walk():
+            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Subscript) and "environ" in ast.unparse(
+                    target.value) and isinstance(target.slice, ast.Constant) and target.slice.value == name
+                    for target in node.targets):
+                return source, node
+            if isinstance(node, ast.Call) and call_name(node) in ("putenv", "setdefault", "update") and (
+                    "environ" in ast.unparse(node.func) or call_name(node) == "putenv") and (
+                    any(isinstance(arg, ast.Constant) and arg.value == name for arg in node.args[:1])
+                    or any(item.arg == name for item in node.keywords)):
+                return source, source.statement_of(node)
+    return None
+
+
 def read_env_findings(ctx: Context) -> list[Finding]:
     """A variable the job's processes read (the jobs' hooks note each read and its value, by the script or any library
     it uses) with one value on some nodes and another, or none, on others: the same code then takes another path."""
@@ -505,6 +522,16 @@ def read_env_findings(ctx: Context) -> list[Finding]:
         failure = next((f"node{tb.node}" + (f" rank {tb.rank}" if tb.rank is not None else "")
                         + f": {tb.short_type}: {tb.message}"[:200] for tb in ctx.tracebacks), "")
         where = f"{_nodes(odd_nodes)}'s environment" if odd is not None else f"the environment of {_nodes(odd_nodes)}"
+        if (set_here := _set_by_the_job(ctx, name)) is not None:
+            source, assign = set_here
+            return [Finding(
+                "env-set-by-the-job", f"the job sets {name} itself (`{ast.unparse(assign)[:70]}`, {source.name}:"
+                f"{assign.lineno}) to pass a value to the other ranks, but a process's environment is its own: only "
+                f"the process that set it sees it ({shown}, as the processes read it), and the others compute with "
+                "their default", "; ".join(filter(None, (f"{name} read as: {shown}", failure))), odd_nodes[0], None,
+                f"share the value with a collective, not the environment: the rank that decides puts it in a list "
+                f"and the others receive it (value = [x] if rank == 0 else [None]; dist.broadcast_object_list(value, "
+                "src=0)), or the c10d store (store.set / store.get), or compute it the same way on every rank")]
         return [Finding(
             "env-differs-between-nodes", f"{name} differs between the nodes ({shown}, as the job's processes read it): "
             f"the same code computes otherwise on {_nodes(odd_nodes)}", "; ".join(filter(None, (

@@ -46,7 +46,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
                                                                        "ddp-parameter-mismatch"} else None
     reordered = _layers_in_unordered_loop(files, evidence) if "ddp-parameter-mismatch" in causes else None
-    sized = _sized_from_rank_data(files, evidence) if "ddp-parameter-mismatch" in causes else None
+    sized = (_sized_from_rank_data(files, evidence) or _changed_under_a_rank_condition(files, evidence)) \
+        if "ddp-parameter-mismatch" in causes else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
     divided = _loss_divided_by_world(ctx, files, evidence) if causes <= UNEXPLAINED else None
     return [finding for finding in (replaced, reordered, sized, copied, divided) if finding is not None]
@@ -80,6 +81,40 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                         "size the model from what every rank shares: compute it once from the whole data (or a fixed "
                         "file shipped with the job) and send it to every rank (broadcast_object_list), or on every "
                         "rank from the same full data before it is split into shards")
+    return None
+
+
+CHANGES_A_MODEL = {"requires_grad_", "add_module", "register_module", "register_parameter", "register_buffer",
+                   "prune", "fuse_modules", "convert_sync_batchnorm"}
+
+
+def _changed_under_a_rank_condition(files: list[SourceFile], evidence: str) -> Finding | None:
+    """DDP's parameter mismatch where, before the model was wrapped, an `if` whose test follows from the rank (its
+    share of the batch, its data) changed the model on some ranks only: froze parameters, added or replaced layers."""
+    for source in files:
+        own = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+        for wrap in calls_named(source, WRAPPERS):
+            scope = source.function_of(wrap)
+            for branch in (node for node in walk(scope) if isinstance(node, ast.If) and node.lineno < wrap.lineno
+                           and holds(node.test, source.ranks, set(), RANK_CALLS)):
+                body = [part for statement in branch.body for part in walk(statement)]
+                called = [own[call_name(part)] for part in body if call_name(part) in own]
+                change = next((part for part in [*body, *(node for function in called for node in walk(function))]
+                               if call_name(part) in CHANGES_A_MODEL or isinstance(part, ast.Attribute)
+                               and part.attr == "requires_grad" and isinstance(part.ctx, ast.Store)), None)
+                if change is None:
+                    continue
+                chain = origin_of(source, branch.test, scope, _rank_value)
+                steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
+                return Finding(
+                    "model-changed-per-rank", f"the ranks built different models: `if {ast.unparse(branch.test)[:50]}:` "
+                    f"({source.name}:{branch.lineno}) follows from the rank" + (f" ({steps})" if steps else "") +
+                    f", and on the ranks where it holds it changes the model before DDP wraps it (`"
+                    f"{ast.unparse(change)[:50]}`, line {change.lineno}), so DDP finds other parameters there",
+                    evidence, None, None,
+                    "decide it from what every rank shares (the global batch, a config flag, or the rank's value "
+                    "agreed first: all_reduce with MIN or MAX), so that every rank builds, freezes and wraps the same "
+                    "model")
     return None
 
 
