@@ -1,6 +1,7 @@
 """Reading the Flight Recorder dumps a run's processes wrote (lab/jobs/flight.py): per process, the collectives it
 reached on the default process group, the last one with its operation and sizes, in a dump taken while the run hung,
-the one it was still waiting in, and its torch.distributed calls and store operations (lab/analysis/calls.py).
+the one it was still waiting in (on the other groups too), and its torch.distributed calls and store operations
+(lab/analysis/calls.py).
 
 A process writes up to three dumps: `exit-` as it ends, `live-` when the lab asked a hung run, `pending-` when one of
 its calls had been pending for a second (its last word if a kill follows). Its collectives are those of all of them;
@@ -63,6 +64,9 @@ class RankTrace:
     calls: CallLog | None = None  # its torch.distributed calls and store operations (lab/analysis/calls.py)
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # its user's files: path -> text
     error: str | None = field(default=None, compare=False)  # the traceback that ended it, as Python printed it
+    # in a live dump, per other process group (its id): the collective not yet retired there, and how far it got
+    groups_waiting: dict[str, Collective] = field(default_factory=dict, compare=False)
+    groups_reached: dict[str, int] = field(default_factory=dict, compare=False)
 
     def entered(self, seq: int) -> Collective | None:
         return next((collective for collective in self.history if collective.seq == seq), None)
@@ -92,6 +96,14 @@ def read_trace(data: dict) -> RankTrace | None:
     collectives = [_collective(entry) for entry in entries]
     live = data.get("reason") in WRITTEN_WHILE_AT_WORK
     pending = [collective for collective, entry in zip(collectives, entries) if not entry.get("retired")]
+    groups_waiting: dict[str, Collective] = {}
+    for entry in trace.get("entries", []):
+        group = str(entry.get("pg_id", DEFAULT_GROUP))
+        if live and group != DEFAULT_GROUP and not entry.get("is_p2p") and not entry.get("retired"):
+            groups_waiting.setdefault(group, _collective(entry))
+    groups_reached = {str(group): reached for group, value in (trace.get("pg_status") or {}).items()
+                      if str(group) != DEFAULT_GROUP and (reached := _int(value.get("last_enqueued_collective")))
+                      is not None}
     return RankTrace(_int(data.get("node")), int(data.get("pid") or 0), _int(data.get("rank")),
                      _int(data.get("world_size")), live,
                      max([_int(status.get("last_enqueued_collective")) or 0] + [call.seq for call in collectives]),
@@ -99,7 +111,7 @@ def read_trace(data: dict) -> RankTrace | None:
                      str(data["exception"]) if data.get("exception") else None, tuple(collectives),
                      _float(data.get("started")), calls,
                      {str(path): str(text) for path, text in (data.get("sources") or {}).items()},
-                     str(data["error"]) if data.get("error") else None)
+                     str(data["error"]) if data.get("error") else None, groups_waiting, groups_reached)
 
 
 def load_traces(folder: Path) -> list[RankTrace]:

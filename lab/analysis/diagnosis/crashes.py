@@ -2235,6 +2235,31 @@ def _inputs_sized_per_rank(ctx: Context, tb) -> Finding | None:
         "it with broadcast_object_list)")
 
 
+NEGATIVE_REFUSED = re.compile(r"non-?negative|index -\d+ is out of bounds|negative (?:dimension|value|index)|"
+                              r"must be (?:>= ?0|positive)|Invalid rank -", re.IGNORECASE)
+
+
+def _fmod_keeps_the_sign(ctx: Context, tb) -> Finding | None:
+    """A negative value refused (bincount, an index, a rank) at a line computed with fmod (torch.fmod, math.fmod,
+    np.fmod): fmod keeps the sign of the dividend, so a signed hash or id gives negative owners and buckets."""
+    if not NEGATIVE_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    fmod = next((node for made in made_of(source, statement, source.function_of(statement)) for node in walk(made)
+                 if call_name(node) == "fmod"), None)
+    if fmod is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "fmod-keeps-the-sign", f"`{ast.unparse(fmod)[:60]}` ({source.name}:{fmod.lineno}) keeps the sign of what it "
+        f"divides: a negative hash or id gives a negative remainder, and line {frame.line} refused it "
+        f"({_said(tb.message, 80)}); with one process every remainder of a division by 1 is 0", _crash_evidence(tb)
+        + _at(tb), tb.node, rank,
+        f"use a floor modulo, which is never negative for a positive divisor: torch.remainder("
+        f"{', '.join(map(ast.unparse, fmod.args))}) (or `%` on tensors and Python ints), or make the hash unsigned "
+        "before dividing")
+
+
 # DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
 # again before each forward (broadcast_buffers=True). A job run alone never does.
 DDP_STATE_COPIES = {"_sync_module_states", "_sync_params_and_buffers", "_sync_buffers", "_sync_module_buffers",
@@ -3802,6 +3827,33 @@ def _comm_hook_registered_twice(match: re.Match, line: LogLine, ctx: Context) ->
             "says which compression the phase uses")
 
 
+def _double_backward_under_ddp(ctx: Context) -> tuple[SourceFile, ast.Call] | None:
+    """(the file, the call) of a backward or autograd.grad with create_graph=True in a job that wraps a model in DDP."""
+    for source in parsed_files(ctx):
+        if not calls_named(source, {"DistributedDataParallel", "DDP"}):
+            continue
+        for call in calls_named(source, {"backward", "grad"}):
+            if any(item.arg == "create_graph" and not (isinstance(item.value, ast.Constant) and not item.value.value)
+                   for item in call.keywords):
+                return source, call
+    return None
+
+
+def _ddp_double_backward(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """DDP under a backward that builds a graph of the gradients (create_graph=True, for Hessian-vector products):
+    DDP's reducer writes the averaged gradients into .grad in place, which a gradient that requires grad refuses."""
+    if (found := _double_backward_under_ddp(ctx)) is None:
+        return None
+    source, call = found
+    return (f"`{ast.unparse(call)[:60]}` ({source.name}:{call.lineno}) builds a graph of the gradients "
+            "(create_graph=True) in a model wrapped in DistributedDataParallel: DDP's reducer writes the averaged "
+            "gradients into .grad in place, and a gradient that requires grad refuses that. DDP does not support "
+            "double backward",
+            "keep the bare module for a second-order method: broadcast the initial parameters once, compute the "
+            "gradients and Hessian-vector products locally (torch.autograd.grad(..., create_graph=True)), then "
+            "all_reduce the first-order gradients (and the Hessian estimates) yourself and divide by the world size")
+
+
 def _marked_ready_twice(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """DDP saw a parameter's gradient twice in one backward: a forward rerun in backward (reentrant activation
     checkpointing), or, where the job checkpoints nothing, a second backward through one forward (retain_graph=True)
@@ -4032,13 +4084,15 @@ PATTERNS = [
                     "let gloo use the interface that reaches the other nodes: unset GLOO_SOCKET_IFNAME (or set it "
                     "to that interface, eth0 on the lab's nodes), and make each node's hostname resolve to its own "
                     "address, not 127.0.x.x") if ctx.multi_node else None),
+    PatternRule("ddp-double-backward", re.compile(
+        r"a leaf Variable that requires grad is being used in an in-place operation"), _ddp_double_backward),
     PatternRule("parameter-changed-in-place", re.compile(
         r"a leaf Variable that requires grad is being used in an in-place operation"), lambda match, line, ctx: (
         "a parameter (a leaf tensor that requires grad) was changed in place while autograd records (`p /= world`, "
         "`p.add_(...)` on a parameter, outside torch.no_grad())",
         "change parameters under `with torch.no_grad():` (as optimizers do), e.g. with torch.no_grad(): for p in "
         "model.parameters(): dist.all_reduce(p); p /= world_size; or work on p.data; to average gradients instead, "
-        "all_reduce p.grad")),
+        "all_reduce p.grad") if not _double_backward_under_ddp(ctx) else None),
     PatternRule("database-locked", re.compile(r"OperationalError: database is locked"), lambda match, line, ctx: (
         "several processes write one SQLite database at once and it stayed locked past the wait (a file on a shared "
         "folder, written by every rank, where SQLite's locks are weakest)",
@@ -4198,5 +4252,5 @@ EXCEPTION_MECHANISMS = (
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,
     _per_rank_list_too_short, _sized_by_world_for_a_group,
-    _group_rank_of_a_non_member, _inputs_sized_per_rank,
+    _group_rank_of_a_non_member, _inputs_sized_per_rank, _fmod_keeps_the_sign,
 )

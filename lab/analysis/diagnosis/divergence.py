@@ -640,10 +640,54 @@ def _called_at(ctx: Context, rank: int) -> str:
     return ""
 
 
+def group_cycle_findings(ctx: Context) -> list[Finding]:
+    """A hung run whose ranks wait in collectives of different process groups, each for a rank that waits in another
+    group: rank 0 in group A's all_reduce for rank 1, rank 1 in group B's for rank 0. Ranks that share several groups
+    issued their collectives in different orders (a DDP per trial or per stage, stepped in a rank-dependent order)."""
+    live = {trace.rank: trace for trace in ctx.evidence.traces if trace.live and trace.rank is not None}
+    if len(live) < 2:
+        return []
+    members = {call.group_name: call.group for trace in ctx.evidence.traces for call in (
+        trace.calls.groups if trace.calls else ()) if call.group_name and call.group}
+    waits_for: dict[int, tuple[str, object, list[int]]] = {}  # rank -> (group, collective, the ranks it waits for)
+    for rank, trace in live.items():
+        for group, collective in sorted(trace.groups_waiting.items()):
+            behind = [other for other in members.get(group, tuple(live)) if other != rank and other in live
+                      and live[other].groups_reached.get(group, 0) < collective.seq]
+            if behind:
+                waits_for[rank] = (group, collective, behind)
+                break
+    cycle = _cycle({rank: waited[2] for rank, waited in waits_for.items()})
+    if not cycle or len({waits_for[rank][0] for rank in cycle}) < 2:
+        return []
+    steps = "; ".join(f"rank {rank} waits in group {waits_for[rank][0]}'s {waits_for[rank][1]}{_called_at(ctx, rank)} "
+                      f"for rank {cycle[(index + 1) % len(cycle)]}" for index, rank in enumerate(cycle))
+    return [Finding(
+        "group-wait-cycle", f"the ranks wait for each other across process groups: {steps}. Ranks that share these "
+        "groups issued their collectives on them in different orders, so each waits in one group for a rank that "
+        "waits in another", steps, live[cycle[0]].node, cycle[0],
+        "issue every group's collectives in one order on every rank that belongs to several groups: step the models, "
+        "trials or stages in a fixed order (by index, not starting from the rank's own), since a DDP's backward is a "
+        "collective on the group it was built with; or give each its own ranks")]
+
+
+def _cycle(edges: dict[int, list[int]]) -> list[int]:
+    """The ranks of a cycle in `edges` (rank -> the ranks it waits for), in the order of the waits; [] if none."""
+    for start in sorted(edges):
+        path, rank = [start], start
+        while (rank := next((other for other in edges.get(rank, []) if other in edges), None)) is not None:
+            if rank in path:
+                return path[path.index(rank):]
+            path.append(rank)
+    return []
+
+
 def flight_findings(ctx: Context) -> list[Finding]:
     """A hung run whose ranks the lab asked for their Flight Recorder: the collective each one waits in. At the same
     sequence number, another operation is an order bug and other sizes a shape bug; at different numbers, the ranks
     are out of step (one skipped or added a collective)."""
+    if cycle := group_cycle_findings(ctx):
+        return cycle
     waiting = [trace for trace in ctx.evidence.traces if trace.live and trace.waiting_in and trace.rank is not None]
     if len(waiting) < 2:
         return []

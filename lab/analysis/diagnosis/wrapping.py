@@ -22,8 +22,8 @@ import ast
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            called_on, caller_place, calls_named, failure_summary, holds, made_of,
-                                            origin_of, parsed_files, self_attribute, unordered, walk)
+                                            called_on, caller_place, calls_named, failure_summary, holds, identifier,
+                                            made_of, origin_of, parsed_files, self_attribute, unordered, walk)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -116,6 +116,50 @@ def _changed_under_a_rank_condition(files: list[SourceFile], evidence: str) -> F
                     "agreed first: all_reduce with MIN or MAX), so that every rank builds, freezes and wraps the same "
                     "model")
     return None
+
+
+GROUP_COLLECTIVES = {"all_reduce", "all_gather", "broadcast", "reduce", "barrier", "all_gather_object",
+                     "broadcast_object_list", "gather", "scatter", "reduce_scatter", "all_gather_into_tensor"}
+
+
+def world_collective_in_group_code(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """Ranks out of step on the default group, in a job that splits its ranks into groups, where a collective runs
+    without group= in code that holds its group (`self.group`, a `group` parameter) and passes it to its other
+    calls: that collective was meant for the group, and on the whole world it pairs with other groups' calls."""
+    if not any(finding.cause in ("collective-mismatch", "uneven-collectives") for finding in found):
+        return []
+    for source in parsed_files(ctx):
+        if not calls_named(source, {"new_group", "new_subgroups", "new_subgroups_by_enumeration"}):
+            continue
+        for scope in (node for node in source.walk() if isinstance(node, (ast.FunctionDef, ast.ClassDef))):
+            # its own group: a parameter of the function, or an attribute of the object (not a local that picks one)
+            given = {arg.arg for arg in scope.args.args} if isinstance(scope, ast.FunctionDef) else set()
+            held = {ast.unparse(node) for node in walk(scope) if isinstance(getattr(node, "ctx", None), ast.Load)
+                    and (isinstance(node, ast.Name) and node.id in given or self_attribute(node))
+                    and (identifier(node) or "").endswith("group")}
+            grouped = [call for call in walk(scope) if call_name(call) in GROUP_COLLECTIVES | {"get_rank",
+                       "get_world_size", "DistributedDataParallel", "DDP"} and any(
+                ast.unparse(value) in held for value in [*call.args, *(item.value for item in call.keywords)])]
+            bare = next((call for call in walk(scope) if call_name(call) in GROUP_COLLECTIVES and called_on(call) in (
+                "dist", "torch.distributed") and not any(item.arg == "group" for item in call.keywords)), None)
+            if not held or not grouped or bare is None or isinstance(scope, ast.ClassDef) and any(
+                    isinstance(node, ast.FunctionDef) and bare in walk(node) and node is not scope and
+                    not any(ast.unparse(part) in held for part in walk(node)) for node in scope.body):
+                continue
+            method = source.function_of(bare)  # the name the call's own function uses for the group
+            near = {ast.unparse(node) for node in walk(method) if isinstance(node, (ast.Name, ast.Attribute))
+                    and ast.unparse(node) in held} if isinstance(method, ast.FunctionDef) else set()
+            group = sorted(near or held, key=len)[0]
+            return [Finding(
+                "collective-on-the-world", f"`{ast.unparse(bare)[:60]}` ({source.name}:{bare.lineno}) runs on the "
+                f"whole world, in code that works on its group `{group}` (its other calls pass it, e.g. "
+                f"`{ast.unparse(grouped[0])[:50]}`, line {grouped[0].lineno}): each group's ranks call it for their "
+                "own work, and on the world it pairs them with the other groups' calls, so the ranks fell out of step",
+                next(finding.evidence for finding in found if finding.cause in ("collective-mismatch",
+                                                                              "uneven-collectives")), None, None,
+                f"pass the group: dist.{call_name(bare)}(..., group={group}); keep the default group only for what "
+                "every rank of the job reaches together")]
+    return []
 
 
 def _computed_by_the_job(source: SourceFile, line: int) -> bool:
