@@ -538,7 +538,9 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
     if refused is None or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    split = _assigned_from(source, _world_names(source), "get_world_size")
+    gathered = _gathered_lists(source)  # one slot per rank, filled by a gather: every rank's part, not a share
+    split = {name: made for name, made in _assigned_from(source, _world_names(source), "get_world_size").items()
+             if name not in gathered}
     viewed = [call.func.value for call in walk(statement) if isinstance(call, ast.Call)
               and isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape")]
     named = next((identifier(node) for tensor in viewed for node in walk(tensor) if identifier(node) in split),
@@ -2260,6 +2262,28 @@ def _fmod_keeps_the_sign(ctx: Context, tb) -> Finding | None:
         "before dividing")
 
 
+def _divided_by_no_gpus(ctx: Context, tb) -> Finding | None:
+    """A division or modulo by zero at a line whose divisor is the number of GPUs (torch.cuda.device_count(), or a
+    name assigned from it): the node has none, so `rank % torch.cuda.device_count()` fails where it ran on GPUs."""
+    if tb.short_type != "ZeroDivisionError" or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    divisions = [node.right for node in walk(statement) if isinstance(node, ast.BinOp)
+                 and isinstance(node.op, (ast.Mod, ast.Div, ast.FloorDiv))]
+    counted = next((part for divisor in divisions for made in made_of(source, divisor, source.function_of(statement))
+                    for part in walk(made) if call_name(part) == "device_count"), None)
+    if counted is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "no-gpu-on-node", f"`{ast.unparse(statement)[:60]}` ({source.name}:{frame.line}) divides by the number of GPUs "
+        f"(`{ast.unparse(counted)}`), which is 0 on node{tb.node}: the node has no GPU, and the code assumed one "
+        "(it picks a device from the rank)", _crash_evidence(tb) + _at(tb), tb.node, rank,
+        "take the local rank from the launcher (int(os.environ['LOCAL_RANK'])) rather than rank % device_count(), "
+        "and touch CUDA only where torch.cuda.is_available(): on CPU nodes use the gloo backend and the CPU device "
+        "(`lab up --gpus` gives the nodes GPUs where the host has them)")
+
+
 # DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
 # again before each forward (broadcast_buffers=True). A job run alone never does.
 DDP_STATE_COPIES = {"_sync_module_states", "_sync_params_and_buffers", "_sync_buffers", "_sync_module_buffers",
@@ -3410,6 +3434,44 @@ def _reduce_op_dtype(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
             "keep the float and use ReduceOp.MAX (any rank's 1 wins) or MIN (every rank must agree)")
 
 
+RANK_ZERO_DECORATOR = re.compile(r"rank_?zero|main_process|master_only|zero_only|on_main|only_main", re.IGNORECASE)
+
+
+def _rank_zero_result_in_collective(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:
+    """A collective given None on the ranks where a function decorated to run on rank 0 only (the job's own
+    rank_zero_only) returned nothing: the value it passes was that function's result."""
+    tb = next((tb for tb in ctx.tracebacks if tb.line is line), None)
+    for source in parsed_files(ctx):
+        decorated = {node.name: decorator for node in source.walk() if isinstance(node, ast.FunctionDef)
+                     for decorator in node.decorator_list if RANK_ZERO_DECORATOR.search(ast.unparse(decorator))}
+        if not decorated:
+            continue
+        for frame in (tb.frames if tb else ()):
+            if source_named([source], frame.file) is None or (statement := source.statement_at(frame.line)) is None:
+                continue
+            scope = source.function_of(statement)
+            for name in {node.id for node in walk(statement) if isinstance(node, ast.Name)}:
+                made = source.assignments_to(name, scope, before=frame.line)
+                called = call_name(made[-1].value) if made else None
+                if called in decorated:
+                    return (f"`{name}` (line {made[-1].lineno}) is the result of {called}, decorated with "
+                            f"@{ast.unparse(decorated[called])} (it runs on rank 0 only): on every other rank it "
+                            f"returned None, and the collective at {source.name}:{frame.line} was given that None",
+                            f"compute {name} on every rank (it is the same computation), or give the other ranks a "
+                            f"tensor of the right shape to receive into (torch.empty(shape) where rank != 0) before "
+                            "the collective fills it; keep rank-zero-only decorators for logging and saving")
+    return None
+
+
+def _order_op_on_complex(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    """MAX, MIN (and other orderings) asked of a complex tensor, which has no order."""
+    return (f"ReduceOp.{match['op']} was asked of a complex tensor: complex numbers have no order, so torch refuses "
+            "MAX and MIN on them",
+            f"reduce something that has an order: the magnitude (t.abs()) with ReduceOp.{match['op']}, then take the "
+            "complex value of the rank that won (all_gather torch.view_as_real(t) and pick it by the magnitude); SUM "
+            "works on complex tensors as they are")
+
+
 def _op_not_in_backend(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     """The backend has no such reduction: say which line of the job asked for it, or which library call did."""
     op, backend = match["op"], match["backend"]
@@ -4008,12 +4070,15 @@ PATTERNS = [
                     "a method was passed where its result was meant (`model.parameters` without the call)",
                     "call it: model.parameters() (clip_grad_norm_(model.parameters(), max_norm), "
                     "optimizer(model.parameters()))")),
+    PatternRule("rank-zero-result-in-collective", re.compile(r"Expected parameter `?tensor`? of type torch\.Tensor"),
+                _rank_zero_result_in_collective),
     PatternRule("collective-given-a-number", re.compile(r"Expected parameter `?tensor`? of type torch\.Tensor"),
                 lambda match, line, ctx: (
                     "a collective was given a Python number (or another object), not a tensor: collectives work "
                     "in place on tensors",
                     "put the value in a tensor and read it back: t = torch.tensor([value]); dist.all_reduce(t); "
-                    "value = t.item() (for arbitrary objects, all_gather_object)")),
+                    "value = t.item() (for arbitrary objects, all_gather_object)")
+                if _rank_zero_result_in_collective(match, line, ctx) is None else None),
     PatternRule("ddp-wrapper-passed-on", WRAPPER_REFUSED, _ddp_wrapper_passed_on),
     PatternRule("comm-hook-registered-twice", re.compile(r"register_comm_hook or register_builtin_comm_hook can only "
                                                          r"be called once"), _comm_hook_registered_twice),
@@ -4222,6 +4287,8 @@ PATTERNS = [
         r"|[Ii]nput tensor size must be equal to world_size times output tensor size)"), _output_size),
     PatternRule("reduce-op-dtype", re.compile(
         r"Cannot use ReduceOp\.(?P<op>\w+) with (?P<what>non-integral|boolean|complex) dtype"), _reduce_op_dtype),
+    PatternRule("reduce-op-dtype", re.compile(
+        r"does not support RedOpType\.(?P<op>\w+) on (?P<what>complex) tensors"), _order_op_on_complex),
     PatternRule("reduce-op-not-in-backend", re.compile(
         r"Cannot use ReduceOp\.(?P<op>\w+) with (?P<backend>(?!non-integral|boolean|complex)\w+)"), _op_not_in_backend),
     PatternRule("sampler-rank-outside-replicas", re.compile(
@@ -4253,4 +4320,5 @@ EXCEPTION_MECHANISMS = (
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,
     _per_rank_list_too_short, _sized_by_world_for_a_group,
     _group_rank_of_a_non_member, _inputs_sized_per_rank, _fmod_keeps_the_sign,
+    _divided_by_no_gpus,
 )

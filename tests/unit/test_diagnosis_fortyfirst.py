@@ -1,0 +1,34 @@
+"""The forty-first held-out batch's mended misses (bench/diagnosis/FORTYFIRST_BATCH.md): each scored run's own
+record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
+
+from lab.analysis.diagnosis import diagnose
+from tests.unit.test_diagnosis_replicas import causes, sample
+from tests.unit.test_diagnosis_sources import with_source
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("fortyfirst_embedding_eval_setup", "no-gpu-on-node",
+     ["`CTX.local_rank = CTX.rank % num_devices` (embedding_eval_setup.py:28) divides by the number of GPUs",
+      "which is 0 on node"], ["int(os.environ['LOCAL_RANK'])", "torch.cuda.is_available()"]),
+    ("fortyfirst_feature_norm_trainer", "rank-zero-result-in-collective",
+     ["`stats` (line 78) is the result of compute_feature_stats, decorated with @rank_zero_only",
+      "the collective at feature_norm_trainer.py:79 was given that None"], ["compute stats on every rank"]),
+    ("fortyfirst_kspace_coil_combine", "reduce-op-dtype",
+     ["ReduceOp.MAX was asked of a complex tensor"], ["the magnitude (t.abs())"]),
+]
+
+NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
+    ("fortyfirst_feature_norm_trainer", "@rank_zero_only\ndef compute_feature_stats",
+     "def compute_feature_stats", "rank-zero-result-in-collective"),
+]
+
+
+def test_a_gathered_list_reshaped_is_not_told_as_a_split_share():
+    """`parts = [None] * world`, filled by all_gather_object, holds every rank's part: reshaping what it joins is no
+    rank's share of a split (the view-of-a-split fix about heads was told here, and could not help)."""
+    assert diagnose(sample("fortyfirst_stitch_denoised_volume"))[0].cause != "view-of-a-split"
+
+
+def test_a_division_by_something_else_than_the_gpus_is_not_told_as_no_gpu():
+    changed = with_source(sample("fortyfirst_embedding_eval_setup"), "num_devices = torch.cuda.device_count()",
+                          "num_devices = int(os.environ.get('DEVICES', '0'))")
+    assert "no-gpu-on-node" not in causes(changed)
