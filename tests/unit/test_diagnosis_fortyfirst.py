@@ -12,11 +12,16 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyfirst_feature_norm_trainer", "rank-zero-result-in-collective",
      ["`stats` (line 78) is the result of compute_feature_stats, decorated with @rank_zero_only",
       "the collective at feature_norm_trainer.py:79 was given that None"], ["compute stats on every rank"]),
+    ("fortyfirst_classifier_trainer_quiet", "builtin-replaced-narrower",
+     ["the job replaces print() on some ranks (`builtins.print = lambda *args: None`, classifier_trainer_quiet.py:26)",
+      "the call at line 46 passes one it refuses"], ["def quiet(*args, **kwargs)", "logging"]),
     ("fortyfirst_kspace_coil_combine", "reduce-op-dtype",
      ["ReduceOp.MAX was asked of a complex tensor"], ["the magnitude (t.abs())"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
+    ("fortyfirst_classifier_trainer_quiet", "builtins.print = lambda *args: None",
+     "builtins.print = lambda *args, **kwargs: None", "builtin-replaced-narrower"),
     ("fortyfirst_feature_norm_trainer", "@rank_zero_only\ndef compute_feature_stats",
      "def compute_feature_stats", "rank-zero-result-in-collective"),
 ]

@@ -1983,8 +1983,11 @@ def _received_state_built_otherwise(ctx: Context, tb) -> Finding | None:
     if load is None:
         return None
     scope = source.function_of(statement)
-    filled = {identifier(call.args[RESULT_GIVEN[op][0]]): call for call in calls_named(source, OBJECT_FILLS)
-              if len(call.args) > RESULT_GIVEN[(op := call_name(call))][0] and call.lineno <= frame.line}
+    filled = {}  # the list an object collective filled before this line -> that call
+    for call in calls_named(source, OBJECT_FILLS):
+        position = RESULT_GIVEN[call_name(call)][0]
+        if len(call.args) > position and call.lineno <= frame.line:
+            filled[identifier(call.args[position])] = call
     made = {node.id for expression in made_of(source, load.args[0], scope) for node in walk(expression)
             if isinstance(node, ast.Name)}
     received = next((filled[name] for name in made if name in filled), None)
@@ -2282,6 +2285,34 @@ def _divided_by_no_gpus(ctx: Context, tb) -> Finding | None:
         "take the local rank from the launcher (int(os.environ['LOCAL_RANK'])) rather than rank % device_count(), "
         "and touch CUDA only where torch.cuda.is_available(): on CPU nodes use the gloo backend and the CPU device "
         "(`lab up --gpus` gives the nodes GPUs where the host has them)")
+
+
+def _builtin_replaced_narrower(ctx: Context, tb) -> Finding | None:
+    """A TypeError about an argument at a call of a builtin the job replaced on some ranks (`builtins.print = lambda
+    *args: None` to quiet the ranks that are not rank 0): the stand-in takes fewer arguments than the builtin
+    (print's flush=, end=), so only the quieted ranks fail."""
+    if tb.short_type != "TypeError" or not re.search(r"unexpected keyword argument|positional argument", tb.message) \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
+        replaced = next((target for target in assign.targets if isinstance(target, ast.Attribute)
+                         and identifier(target.value) in ("builtins", "__builtin__", "__builtins__")), None)
+        if replaced is None or not any(call_name(node) == replaced.attr for node in walk(statement)):
+            continue
+        stand_in = assign.value
+        if isinstance(stand_in, ast.Lambda) and stand_in.args.kwarg is not None:
+            continue  # it takes any keyword: not this
+        rank = _rank_of(ctx, tb)
+        return Finding(
+            "builtin-replaced-narrower", f"the job replaces {replaced.attr}() on some ranks (`{ast.unparse(assign)[:60]}`"
+            f", {source.name}:{assign.lineno}) with a stand-in that takes fewer arguments than {replaced.attr}: the "
+            f"call at line {frame.line} passes one it refuses ({_said(tb.message, 80)}), so only the ranks where it "
+            "was replaced fail", _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"give the stand-in {replaced.attr}'s whole signature (def quiet(*args, **kwargs): pass), or rather leave "
+            f"{replaced.attr} alone and log through the logging module with a level set per rank "
+            "(logging.WARNING where the rank is not 0)")
+    return None
 
 
 # DDP copies rank 0's parameters and buffers into every other rank's, in place: when it is built, and the buffers
@@ -4320,5 +4351,5 @@ EXCEPTION_MECHANISMS = (
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,
     _per_rank_list_too_short, _sized_by_world_for_a_group,
     _group_rank_of_a_non_member, _inputs_sized_per_rank, _fmod_keeps_the_sign,
-    _divided_by_no_gpus,
+    _divided_by_no_gpus, _builtin_replaced_narrower,
 )
