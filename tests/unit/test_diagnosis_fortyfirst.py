@@ -15,11 +15,16 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyfirst_classifier_trainer_quiet", "builtin-replaced-narrower",
      ["the job replaces print() on some ranks (`builtins.print = lambda *args: None`, classifier_trainer_quiet.py:26)",
       "the call at line 46 passes one it refuses"], ["def quiet(*args, **kwargs)", "logging"]),
+    ("fortyfirst_regression_trainer_cached", "cached-before-init",
+     ["get_world_size() (regression_trainer_cached.py:18) is cached (@functools.lru_cache(maxsize=None))"],
+     ["get_world_size.cache_clear()", "initialize the process group before anything calls it"]),
     ("fortyfirst_kspace_coil_combine", "reduce-op-dtype",
      ["ReduceOp.MAX was asked of a complex tensor"], ["the magnitude (t.abs())"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
+    ("fortyfirst_regression_trainer_cached", "@functools.lru_cache(maxsize=None)\ndef get_world_size",
+     "def get_world_size", "cached-before-init"),
     ("fortyfirst_classifier_trainer_quiet", "builtins.print = lambda *args: None",
      "builtins.print = lambda *args, **kwargs: None", "builtin-replaced-narrower"),
     ("fortyfirst_feature_norm_trainer", "@rank_zero_only\ndef compute_feature_stats",

@@ -118,6 +118,38 @@ def _changed_under_a_rank_condition(files: list[SourceFile], evidence: str) -> F
     return None
 
 
+CACHES = {"lru_cache", "cache", "cached_property"}
+
+
+def cached_before_init(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """A collective refused a size in a job whose own helper for the world size is cached
+    (@functools.lru_cache) and answers a constant when torch.distributed is not initialized yet: one call before
+    init_process_group (logging set up first) fixes that constant for the whole run."""
+    if not any(finding.cause in ("collective-list-length", "shape-mismatch", "collective-output-size")
+               for finding in found):
+        return []
+    for source in parsed_files(ctx):
+        for function in (node for node in source.walk() if isinstance(node, ast.FunctionDef)):
+            cached = next((decorator for decorator in function.decorator_list
+                           if call_name(decorator) in CACHES or identifier(decorator) in CACHES), None)
+            asks = next((node for node in walk(function) if call_name(node) == "get_world_size"  # what sizes lists
+                         and called_on(node) in ("dist", "torch.distributed")), None)
+            guarded = any(call_name(node) in ("is_initialized", "is_available") for node in walk(function))
+            if cached is None or asks is None or not guarded:
+                continue
+            evidence = next(finding.evidence for finding in found if finding.cause in (
+                "collective-list-length", "shape-mismatch", "collective-output-size"))
+            return [Finding(
+                "cached-before-init", f"{function.name}() ({source.name}:{function.lineno}) is cached "
+                f"(@{ast.unparse(cached)}) and answers a constant while torch.distributed is not initialized: a call "
+                "before init_process_group fixed that answer for the whole run, so what the job sized with it later "
+                "fits one process, not this launch", evidence, None, None,
+                f"do not cache {function.name}() (dist.get_world_size() is cheap), or initialize the process group "
+                f"before anything calls it (set up logging after init_process_group), or clear the cache after init "
+                f"({function.name}.cache_clear())")]
+    return []
+
+
 GROUP_COLLECTIVES = {"all_reduce", "all_gather", "broadcast", "reduce", "barrier", "all_gather_object",
                      "broadcast_object_list", "gather", "scatter", "reduce_scatter", "all_gather_into_tensor"}
 
