@@ -18,10 +18,10 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT,
-                                            SPLITS, WORLD_NAMES, SourceFile, assignments, call_name, called_on,
-                                            caller_place, calls_named, checkpoint_call, derived, holds, identifier,
-                                            made_of, names_in, origin_of, parsed_files, reads_world_size, rounded_up,
-                                            self_attribute, source_named, walk)
+                                            SPLITS, WORLD_NAMES, SourceFile, argument, assignments, call_name,
+                                            called_on, caller_place, calls_named, checkpoint_call, derived, holds,
+                                            identifier, made_of, names_in, origin_of, parsed_files, reads_world_size,
+                                            rounded_up, self_attribute, source_named, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -373,8 +373,7 @@ def _rpc_handler_blocked(match: re.Match, line: LogLine, ctx: Context) -> tuple[
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for source in files:
         for call in calls_named(source, RPC_CALLS):
-            target = call.args[1] if len(call.args) > 1 else next(
-                (item.value for item in call.keywords if item.arg == "func"), None)
+            target = argument(call, 1, "func")
             name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) \
                 else None
             if name not in functions or any("async_execution" in ast.unparse(decorator)
@@ -1752,8 +1751,7 @@ def _builtin_error(name: str) -> type:
 
 def _open_mode(call: ast.Call) -> str:
     """open()'s mode as written ('r' where it is not a literal)."""
-    mode = call.args[1] if len(call.args) > 1 else next((item.value for item in call.keywords if item.arg == "mode"),
-                                                          None)
+    mode = argument(call, 1, "mode")
     return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
 
 
@@ -1901,8 +1899,7 @@ def _collective_return_used(ctx: Context, tb) -> Finding | None:
         if op not in RESULT_GIVEN or op in own:
             continue
         position, keyword = RESULT_GIVEN[op]
-        given = call.args[position] if len(call.args) > position else next(
-            (item.value for item in call.keywords if item.arg == keyword), None)
+        given = argument(call, position, keyword)
         kept = ast.unparse(given) if given is not None else keyword
         rest = ", ".join(ast.unparse(arg) for index, arg in enumerate(call.args) if index != position)
         rank = _rank_of(ctx, tb)
@@ -1933,8 +1930,7 @@ def _result_into_a_tuple(ctx: Context, tb) -> Finding | None:
     source = source_named(parsed_files(ctx), frame.file) if frame else None
     call = next((node for node in calls_named(source, {op}) if node.lineno <= frame.line <= (
         node.end_lineno or node.lineno)), None) if source else None
-    given = (call.args[position] if len(call.args) > position else next(
-        (item.value for item in call.keywords if item.arg == keyword), None)) if call else None
+    given = argument(call, position, keyword) if call else None
     made = ""
     if isinstance(given, ast.Name):
         scope = source.function_of(call)
@@ -2026,8 +2022,7 @@ def _comm_hook_state_per_bucket(ctx: Context, tb) -> Finding | None:
         return None
     for source in parsed_files(ctx):
         for register in calls_named(source, {"register_comm_hook"}):
-            given = register.args[1] if len(register.args) > 1 else next(
-                (item.value for item in register.keywords if item.arg == "hook"), None)
+            given = argument(register, 1, "hook")
             hook = next((node for node in source.walk() if isinstance(node, ast.FunctionDef)
                          and node.name == identifier(given) == frame.function), None)
             index = next((node for node in walk(hook) if call_name(node) == "index" and not node.args), None) \
@@ -2115,6 +2110,12 @@ def _padding_for_the_world_kept(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _written_lists(source: SourceFile) -> dict[str, ast.Assign]:
+    """Name -> the assignment of each list or tuple written out in the code (`STRIDES = [1, 2]`)."""
+    return {identifier(target): assign for assign in source.walk() if isinstance(assign, ast.Assign)
+            and isinstance(assign.value, (ast.List, ast.Tuple)) for target in assign.targets if identifier(target)}
+
+
 def _per_rank_list_too_short(ctx: Context, tb) -> Finding | None:
     """An index error at a line that picks a per-rank setting from a list written out in the code (`STRIDES[rank]`
     with `STRIDES = [1, 2]`): the list has fewer entries than this launch has ranks, so the ranks past its end fail."""
@@ -2123,8 +2124,7 @@ def _per_rank_list_too_short(ctx: Context, tb) -> Finding | None:
     frame, source, statement = failed
     world = ctx.evidence.expected_world_size
     ranks = _ranks_as_read(source)
-    lists = {identifier(target): assign for assign in source.walk() if isinstance(assign, ast.Assign)
-             and isinstance(assign.value, (ast.List, ast.Tuple)) for target in assign.targets if identifier(target)}
+    lists = _written_lists(source)
     for node in walk(statement):
         if not (isinstance(node, ast.Subscript) and identifier(node.value) in lists and node.lineno == frame.line
                 and holds(node.slice, ranks, set(), RANK_CALLS)):
@@ -2218,9 +2218,8 @@ def _inputs_sized_per_rank(ctx: Context, tb) -> Finding | None:
         return None  # every rank failed alike: not a size one rank chose
     source = failed[1]
     ranks = _ranks_as_read(source)
-    lists = {identifier(target): assign for assign in source.walk() if isinstance(assign, ast.Assign)
-             and source.function_of(assign) is source.tree and isinstance(assign.value, (ast.List, ast.Tuple))
-             for target in assign.targets if identifier(target)}
+    lists = {name: assign for name, assign in _written_lists(source).items()
+             if source.function_of(assign) is source.tree}  # settings of the module, not a function's own lists
     picked = next((node for node in source.walk() if isinstance(node, ast.Subscript) and identifier(node.value) in
                    lists and holds(node.slice, ranks, set(), RANK_CALLS)), None)
     if picked is None or not any(call_name(node) in RESIZES and any(holds(argument, source.ranks, set(), ())
@@ -2376,8 +2375,7 @@ def _registered_state(source: SourceFile):
     """(call, name, value) of each register_buffer("name", value) and nn.Parameter(value) in the file."""
     for call in calls_named(source, {"register_buffer", "Parameter"}):
         if call_name(call) == "register_buffer":
-            value = call.args[1] if len(call.args) > 1 else next(
-                (item.value for item in call.keywords if item.arg == "tensor"), None)
+            value = argument(call, 1, "tensor")
             named = call.args[0] if call.args else None
             name = repr(named.value) if isinstance(named, ast.Constant) else "a buffer"
         else:

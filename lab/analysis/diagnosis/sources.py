@@ -403,9 +403,7 @@ def _early_read(source: SourceFile, op: str, line: int) -> tuple[str, int, int |
     if call is None:
         return None
     position, keyword = RESULT_ARGUMENT[op]
-    given = call.args[position] if len(call.args) > position else next(
-        (item.value for item in call.keywords if item.arg == keyword), None)
-    tensor = root_name(given)
+    tensor = root_name(argument(call, position, keyword))
     statement = source.parent(call)
     if tensor is None or not isinstance(statement, ast.Assign) or len(statement.targets) != 1 or not isinstance(
             statement.targets[0], ast.Name):
@@ -454,6 +452,13 @@ def made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int 
             for returned in (part for part in walk(function) if isinstance(part, ast.Return) and part.value):
                 made += made_of(source, returned.value, function, depth + 1)
     return made
+
+
+def argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
+    """What `call` passes as its parameter `keyword`, the `position`-th (0-based): positionally, or by name."""
+    if len(call.args) > position:
+        return call.args[position]
+    return next((item.value for item in call.keywords if item.arg == keyword), None)
 
 
 def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
@@ -1622,8 +1627,7 @@ def _requires_grad_set_through(source: SourceFile) -> list[tuple[int, bool, ast.
         for name in given:
             index = parameters.index(name)
             for call in calls_named(source, {function.name}):
-                value = call.args[index] if len(call.args) > index else next(
-                    (item.value for item in call.keywords if item.arg == name), None)
+                value = argument(call, index, name)
                 if isinstance(value, ast.Constant) and isinstance(value.value, bool):
                     found.append((call.lineno, value.value, call))
     return found

@@ -207,18 +207,23 @@ TENSOR_ARGUMENT = {"all_gather": 1, "all_gather_into_tensor": 1, "gather": 0, "r
                    "reduce_scatter_tensor": 1, "all_reduce": 0, "broadcast": 0, "reduce": 0, "scatter": 0}
 
 
+def _tensors_passed(ctx: Context):
+    """(trace, call, source, statement, the tensor expression) of each recorded collective whose tensor argument the
+    job's line passes by position."""
+    for trace, call, source, line in _recorded_call_sites(ctx):
+        statement = source.statement_at(line)
+        node = next((node for node in walk(statement) if call_name(node) == call.op), None) if statement else None
+        position = TENSOR_ARGUMENT.get(call.op)
+        if node is not None and position is not None and len(node.args) > position:
+            yield trace, call, source, statement, node.args[position]
+
+
 def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | None:
     """Tensors of different sizes in one collective, where what a rank passes is computed, through the assignments
     before the call, with the rank in its arithmetic (`k = int(ratio * self.rank * n)`, then topk(g, k)): its size
     follows from the rank."""
-    for trace, call, source, line in _recorded_call_sites(ctx):
-        statement = source.statement_at(line)
-        node = next((node for node in walk(statement) if call_name(node) == call.op), None) if statement \
-            else None
-        position = TENSOR_ARGUMENT.get(call.op)
-        if node is None or position is None or len(node.args) <= position:
-            continue
-        chain = origin_of(source, node.args[position], source.function_of(statement), _rank_arithmetic)
+    for trace, call, source, statement, tensor in _tensors_passed(ctx):
+        chain = origin_of(source, tensor, source.function_of(statement), _rank_arithmetic)
         steps = [(text, line) for text, line in chain if text]
         if not steps or _reduced(source.statement_at(steps[0][1])):
             continue  # a mean or a sum of it has one size on every rank, whatever it was computed from
@@ -226,7 +231,7 @@ def _collective_sized_by_rank(ctx: Context, found: list[Finding]) -> Finding | N
         return Finding(
             "size-from-rank-data", f"the ranks passed tensors of different sizes to the {call.op} at "
             f"{source.name}:{statement.lineno}, and the size of what each passes follows from its rank: "
-            f"`{ast.unparse(node.args[position])}` <- {shown}", _mismatch_evidence(found), trace.node, trace.rank,
+            f"`{ast.unparse(tensor)}` <- {shown}", _mismatch_evidence(found), trace.node, trace.rank,
             "compute the size from what every rank shares (a ratio of the same tensor, a constant, a global "
             "count), not from the rank; where the sizes must differ, gather them first and pad to the largest "
             "(or use all_gather_object)")
@@ -241,14 +246,9 @@ COUNTS = {"sum", "len", "numel", "count_nonzero", "size", "nonzero"}
 def _collective_sized_by_a_count(ctx: Context, found: list[Finding]) -> Finding | None:
     """Tensors of different sizes in one collective, made with a size (`torch.zeros(n_bins)`) computed from a count of
     the rank's own data (`n_bins = max(10, int(math.sqrt(valid.sum())))`): each rank counted what it alone had."""
-    for trace, call, source, line in _recorded_call_sites(ctx):
-        statement = source.statement_at(line)
-        node = next((node for node in walk(statement) if call_name(node) == call.op), None) if statement else None
-        position = TENSOR_ARGUMENT.get(call.op)
-        if node is None or position is None or len(node.args) <= position:
-            continue
+    for trace, call, source, statement, tensor in _tensors_passed(ctx):
         scope = source.function_of(statement)
-        for made in made_of(source, node.args[position], scope):
+        for made in made_of(source, tensor, scope):
             for sized in (part for part in walk(made) if call_name(part) in SIZED):
                 for size in {part.id for argument in sized.args for part in walk(argument)
                              if isinstance(part, ast.Name) and part.id in source.ranks}:
