@@ -20,6 +20,18 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["get_world_size.cache_clear()", "initialize the process group before anything calls it"]),
     ("fortyfirst_kspace_coil_combine", "reduce-op-dtype",
      ["ReduceOp.MAX was asked of a complex tensor"], ["the magnitude (t.abs())"]),
+    ("fortyfirst_dp_ddp_regression", "model-changed-per-rank",
+     ["`if rank == 0:` (dp_ddp_regression.py:53)", "model.register_buffer('dp_sample_rate'",
+      "broadcasts rank 0's parameters and buffers"], ["every rank builds, freezes and wraps the same model"]),
+    ("fortyfirst_dp_poisson_classifier", "nothing-to-join",
+     ["rank 1 had nothing to join", "`norms` is filled only by `.append`",
+      "inside `for i in range(len(xb))`, which had nothing to go over there"], ["let a rank with no results"]),
+    ("fortyfirst_class_balanced_patch_sampler", "share-over-global-total",
+     ["`p = w / total.item()` (class_balanced_patch_sampler.py:40) divides this rank's own `w` by `total`",
+      "all-reduced at line 39"], ["`w / w.sum()`", "all_gather"]),
+    ("fortyfirst_stitch_denoised_volume", "slice-to-minus-zero",
+     ["`block[lo:-hi]` (stitch_denoised_volume.py:57) ends at `-hi`", "`hi = min(HALO, depth - z1)`, line 42",
+      "`[...:-0]` is `[...:0]`"], ["`block[lo:len(block) - hi]`"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -29,6 +41,12 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "builtins.print = lambda *args, **kwargs: None", "builtin-replaced-narrower"),
     ("fortyfirst_feature_norm_trainer", "@rank_zero_only\ndef compute_feature_stats",
      "def compute_feature_stats", "rank-zero-result-in-collective"),
+    ("fortyfirst_dp_ddp_regression", "    if rank == 0:\n        attach_privacy_ledger(",
+     "    if True:\n        attach_privacy_ledger(", "model-changed-per-rank"),
+    ("fortyfirst_class_balanced_patch_sampler", "    dist.all_reduce(total)\n", "\n",
+     "share-over-global-total"),
+    ("fortyfirst_stitch_denoised_volume", "core = block[lo:-hi]", "core = block[lo:block.shape[0] - hi]",
+     "slice-to-minus-zero"),
 ]
 
 

@@ -21,7 +21,7 @@ from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, 
                                             SPLITS, WORLD_NAMES, SourceFile, argument, assignments, call_name,
                                             called_on, caller_place, calls_named, checkpoint_call, derived, holds,
                                             identifier, made_of, names_in, origin_of, parsed_files, reads_world_size,
-                                            rounded_up, self_attribute, source_named, walk)
+                                            root_name, rounded_up, self_attribute, source_named, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -873,6 +873,89 @@ def _ratio_of_a_share(ctx: Context, tb) -> Finding | None:
         "(DistributedSampler, x[rank::world] on shuffled data)")
 
 
+SUMS = {"sum", "nansum"}
+
+
+def _uncalled(node: ast.AST) -> ast.AST:
+    """What a chain of method calls starts from (`total.item()` -> `total`)."""
+    while isinstance(node, ast.Call):
+        node = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+    return node
+
+
+def _share_over_a_global_total(ctx: Context, tb) -> Finding | None:
+    """A rank's own values divided by their sum over every rank (`total = w.sum(); all_reduce(total); p = w / total`):
+    on each rank the result adds up to that rank's part of the whole, not to 1, and what wants a distribution refuses
+    it."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    for name in sorted(names_in(statement)):
+        for assign in reversed(source.assignments_to(name, scope, before=statement.lineno + 1)):
+            division = assign.value
+            if not (isinstance(division, ast.BinOp) and isinstance(division.op, ast.Div)):
+                continue
+            share, total = root_name(division.left), root_name(_uncalled(division.right))
+            reduced = next((call for call in walk(scope) if call_name(call) == "all_reduce" and call.args
+                            and root_name(call.args[0]) == total and call.lineno < assign.lineno
+                            and not any(item.arg == "op" and "SUM" not in ast.unparse(item.value)
+                                        for item in call.keywords) and len(call.args) < 2), None)
+            summed = [made for made in source.assignments_to(total, scope, before=assign.lineno)
+                      if any(call_name(part) in SUMS and share in names_in(part) for part in walk(made.value))]
+            if share is None or reduced is None or not summed:
+                continue
+            rank = _rank_of(ctx, tb)
+            return Finding(
+                "share-over-global-total", f"`{ast.unparse(assign)[:60]}` ({source.name}:{assign.lineno}) divides this "
+                f"rank's own `{share}` by `{total}`, the sum of `{share}` over every rank (`{ast.unparse(summed[-1])[:50]}`"
+                f", line {summed[-1].lineno}, all-reduced at line {reduced.lineno}): on each rank `{name}` adds up to "
+                f"that rank's part of the whole, not to 1, and {frame.location} refuses it", _crash_evidence(tb),
+                tb.node, rank,
+                f"normalise by the rank's own sum (`{share} / {share}.sum()`) to draw or weigh within the rank's share; "
+                "where the whole is meant, gather every rank's values (all_gather) and use the whole on every rank")
+    return None
+
+
+def _can_be_zero(expression: ast.AST) -> bool:
+    """An expression that gives 0 at an edge: `min(HALO, depth - z1)`, `max(0, ...)`, `x if ... else 0`."""
+    def zero(node):
+        return isinstance(node, ast.Constant) and node.value == 0
+    return isinstance(expression, ast.Call) and (
+        call_name(expression) == "min" and any(isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Sub) or zero(arg)
+                                               for arg in expression.args)
+        or call_name(expression) == "max" and any(zero(arg) for arg in expression.args)) \
+        or isinstance(expression, ast.IfExp) and (zero(expression.body) or zero(expression.orelse))
+
+
+def _slice_to_minus_zero(ctx: Context, tb) -> Finding | None:
+    """`x[lo:-hi]` to drop a margin, where `hi` is 0 on the rank at the edge of the split (its slab has no neighbour
+    after it): `x[lo:-0]` is `x[lo:0]`, empty, not 'to the end', and what follows meets a part of the wrong size."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    for cut in (node for node in walk(scope) if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)
+                and node.lineno <= statement.lineno and isinstance(node.slice.upper, ast.UnaryOp)
+                and isinstance(node.slice.upper.op, ast.USub) and isinstance(node.slice.upper.operand, ast.Name)):
+        margin = cut.slice.upper.operand
+        edge = next((made for made in made_of(source, margin, scope)[1:] if _can_be_zero(made)
+                     and margin.id in {identifier(target) for assign in source.walk() if isinstance(assign, ast.Assign)
+                                       and assign.value is made for target in walk(assign.targets[0])}), None)
+        if edge is None:
+            continue
+        rank = _rank_of(ctx, tb)
+        return Finding(
+            "slice-to-minus-zero", f"`{ast.unparse(cut)[:50]}` ({source.name}:{cut.lineno}) ends at `-{margin.id}`, and "
+            f"`{margin.id}` is 0 on a rank at the edge of the split (`{margin.id} = {ast.unparse(edge)[:40]}`, line "
+            f"{edge.lineno}): `[...:-0]` is `[...:0]`, an empty slice, not 'to the end', so that rank's part is empty "
+            f"and {frame.location} meets parts of the wrong size", _crash_evidence(tb), tb.node, rank,
+            f"give the end as a length, not a negative offset: `{ast.unparse(cut.value)[:30]}"
+            f"[{ast.unparse(cut.slice.lower) if cut.slice.lower else ''}:len({ast.unparse(cut.value)[:30]}) - "
+            f"{margin.id}]` (or `-{margin.id} or None`), which is right when the margin is 0")
+    return None
+
+
 REACHING_FAILED = re.compile(r"refused|unreachable|timed? ?out|could not (?:fetch|connect|reach)|not reachable|"
                              r"Connection|gave up|after \d+ (?:attempts|tries|retries)", re.IGNORECASE)
 
@@ -1200,7 +1283,8 @@ def _joined_list(statement: ast.AST, names: tuple[str, ...]) -> tuple[ast.Call, 
     return (call, call.args[0]) if call else None
 
 
-NOTHING_TO_JOIN = re.compile(r"expected a non-empty list of Tensors|need at least one array to (?:concatenate|stack)")
+NOTHING_TO_JOIN = re.compile(r"expected a non-empty list of Tensors|expects a non-empty TensorList|"
+                             r"need at least one array to (?:concatenate|stack)")
 
 
 def _nothing_to_join(ctx: Context, tb) -> Finding | None:
@@ -1235,10 +1319,14 @@ def _nothing_to_join(ctx: Context, tb) -> Finding | None:
     rank = _rank_of(ctx, tb)
     who = _who_raised(ctx, tb, rank)
     filler = source.function_of(appends[0])
+    loop = next((node for node in walk(filler) if isinstance(node, (ast.For, ast.comprehension))
+                 and appends[0] in walk(node)), None) if filler is not None else None
     return Finding(
         "nothing-to-join", f"{who} had nothing to join at `{ast.unparse(statement)[:60]}` ({frame.location}): "
         f"`{ast.unparse(joined[1])}` is filled only by `.append` (line {appends[0].lineno}"
-        + (f", in {filler.name}()" if isinstance(filler, ast.FunctionDef) else "") + "), and this rank's share of "
+        + (f", in {filler.name}()" if isinstance(filler, ast.FunctionDef) else "") + ")"
+        + (f" inside `for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)[:40]}`, which had nothing to go over "
+           "there" if isinstance(loop, ast.For) else "") + ", and this rank's share of "
         "the data gave nothing to append, so the list is empty where the other ranks' are not",
         _crash_evidence(tb), tb.node, rank,
         "let a rank with no results still join and take part: start from an empty tensor of the right shape "
@@ -4349,5 +4437,6 @@ EXCEPTION_MECHANISMS = (
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,
     _per_rank_list_too_short, _sized_by_world_for_a_group,
     _group_rank_of_a_non_member, _inputs_sized_per_rank, _fmod_keeps_the_sign,
-    _divided_by_no_gpus, _builtin_replaced_narrower,
+    _divided_by_no_gpus, _builtin_replaced_narrower, _share_over_a_global_total,
+    _slice_to_minus_zero,
 )

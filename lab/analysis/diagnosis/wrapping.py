@@ -18,6 +18,7 @@ that the ranks differ) and nothing more specific.
 from __future__ import annotations
 
 import ast
+import re
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
@@ -38,6 +39,9 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if "shape-mismatch" in causes and (sized := _characters_for_bytes(ctx, found) or _collective_sized_by_rank(
             ctx, found) or _collective_sized_by_a_count(ctx, found)) is not None:
         return [sized]
+    if (synced := _state_broadcast_unmatched(found)) is not None and (
+            changed := _changed_under_a_rank_condition(parsed_files(ctx), synced.evidence)) is not None:
+        return [changed]
     files = parsed_files(ctx) if causes <= UNEXPLAINED | {"ddp-unused-parameters", "ddp-parameter-mismatch"} else []
     if not files:
         return []
@@ -110,12 +114,20 @@ def _changed_under_a_rank_condition(files: list[SourceFile], evidence: str) -> F
                     "model-changed-per-rank", f"the ranks built different models: `if {ast.unparse(branch.test)[:50]}:` "
                     f"({source.name}:{branch.lineno}) follows from the rank" + (f" ({steps})" if steps else "") +
                     f", and on the ranks where it holds it changes the model before DDP wraps it (`"
-                    f"{ast.unparse(change)[:50]}`, line {change.lineno}), so DDP finds other parameters there",
+                    f"{ast.unparse(change)[:50]}`, line {change.lineno}), so DDP meets another model there (it "
+                    "compares the parameters and broadcasts rank 0's parameters and buffers as it wraps)",
                     evidence, None, None,
                     "decide it from what every rank shares (the global batch, a config flag, or the rank's value "
                     "agreed first: all_reduce with MIN or MAX), so that every rank builds, freezes and wraps the same "
                     "model")
     return None
+
+
+def _state_broadcast_unmatched(found: list[Finding]) -> Finding | None:
+    """Ranks out of step where one of them was in a broadcast (DDP broadcasts rank 0's parameters and buffers as it
+    wraps a model, once for each: a rank whose model has no buffers skips the second)."""
+    return next((finding for finding in found if finding.cause == "collective-mismatch"
+                 and re.search(r"\bcalled broadcast\b", finding.title)), None)
 
 
 CACHES = {"lru_cache", "cache", "cached_property"}
