@@ -32,6 +32,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyfirst_stitch_denoised_volume", "slice-to-minus-zero",
      ["`block[lo:-hi]` (stitch_denoised_volume.py:57) ends at `-hi`", "`hi = min(HALO, depth - z1)`, line 42",
       "`[...:-0]` is `[...:0]`"], ["`block[lo:len(block) - hi]`"]),
+    ("fortyfirst_dp_finetune_with_accountant", "rate-over-a-share",
+     ["`sample_rate = EXPECTED_BATCH / len(x)` (dp_finetune_with_accountant.py:55)", "this rank's own share",
+      "refuses it as out of range"], ["divide by the size of the whole data"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -47,6 +50,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "share-over-global-total"),
     ("fortyfirst_stitch_denoised_volume", "core = block[lo:-hi]", "core = block[lo:block.shape[0] - hi]",
      "slice-to-minus-zero"),
+    ("fortyfirst_dp_finetune_with_accountant", "sample_rate = EXPECTED_BATCH / len(x)",
+     "sample_rate = EXPECTED_BATCH / N_EXAMPLES", "rate-over-a-share"),
 ]
 
 

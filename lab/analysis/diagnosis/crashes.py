@@ -956,6 +956,42 @@ def _slice_to_minus_zero(ctx: Context, tb) -> Finding | None:
     return None
 
 
+VALUE_OUT_OF_RANGE = re.compile(r"must be (?:in|between|at most|<|less|positive|in the range)|out of (?:the )?range|"
+                          r"should be (?:in|between|at most|<|less)|\bnot in (?:\(|\[)")
+
+
+def _rate_over_a_share(ctx: Context, tb) -> Finding | None:
+    """A value refused as out of its range on every rank, made by dividing by the size of the rank's own share of the
+    data (`rate = BATCH / len(x)` with `x` one rank's shard): a rate or fraction meant against the whole data comes
+    out world-size times larger against a share of it."""
+    if tb.short_type not in ("ValueError", "AssertionError") or not VALUE_OUT_OF_RANGE.search(tb.message) \
+            or not ctx.multi_node:
+        return None
+    for frame in reversed([frame for frame in tb.frames if not LIBRARY_FILE.search(frame.file)]):
+        source = source_named(parsed_files(ctx), frame.file)
+        statement = source.statement_at(frame.line) if source else None
+        if statement is None:
+            continue
+        scope, ranks = source.function_of(statement), source.ranks
+        for name in sorted(names_in(statement)):
+            for assign in source.assignments_to(name, scope, before=statement.lineno):
+                division = assign.value
+                if not (isinstance(division, ast.BinOp) and isinstance(division.op, ast.Div)
+                        and call_name(division.right) == "len" and holds(division.right, ranks, set(), ())
+                        and not holds(division.left, ranks, set(), ())):
+                    continue
+                rank = _rank_of(ctx, tb)
+                share = ast.unparse(division.right.args[0]) if division.right.args else "the share"
+                return Finding(
+                    "rate-over-a-share", f"`{ast.unparse(assign)[:60]}` ({source.name}:{assign.lineno}) divides by the "
+                    f"size of this rank's own share of the data (`{share}` is its part, about 1/world of the whole): "
+                    f"a rate or fraction meant against the whole comes out world-size times larger, and "
+                    f"{tb.user_frame().location} refuses it as out of range", _crash_evidence(tb), tb.node, rank,
+                    f"divide by the size of the whole data (the dataset before it is split, or the shares' sizes summed "
+                    f"with all_reduce), or scale what is divided to the rank's part (divide it by the world size)")
+    return None
+
+
 REACHING_FAILED = re.compile(r"refused|unreachable|timed? ?out|could not (?:fetch|connect|reach)|not reachable|"
                              r"Connection|gave up|after \d+ (?:attempts|tries|retries)", re.IGNORECASE)
 
@@ -4438,5 +4474,5 @@ EXCEPTION_MECHANISMS = (
     _per_rank_list_too_short, _sized_by_world_for_a_group,
     _group_rank_of_a_non_member, _inputs_sized_per_rank, _fmod_keeps_the_sign,
     _divided_by_no_gpus, _builtin_replaced_narrower, _share_over_a_global_total,
-    _slice_to_minus_zero,
+    _slice_to_minus_zero, _rate_over_a_share,
 )
