@@ -46,6 +46,7 @@ ENGINE_THREADS = 16
 HOST_KEY_WAIT_S = 30  # a node whose image makes its host key at first start (user and host images) has it by then
 LISTING_ATTEMPTS = 3  # a container removed while the engine lists them (another command's `down`): list again
 HOST_KEY_PATH = "/etc/ssh/ssh_host_ed25519_key.pub"  # sshd's ed25519 key: in the node image and `--image host` nodes
+PAUSE_TRIES = 4  # the freezer's "unable to freeze" (processes caught forking) is tried again: pause_node
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -479,8 +480,18 @@ class DockerDriver:
             self.container(name, index).start()
 
     def pause_node(self, name: str, index: int) -> None:
+        """Freeze the node's processes. The kernel's freezer can fail to freeze processes caught forking ("unable to
+        freeze": runc gives up and thaws them, measured under the suite's load): tried again after a moment."""
+        container = self.container(name, index)
         with engine_errors(f"pause node{index}"):
-            self.container(name, index).pause()
+            for attempt in range(PAUSE_TRIES):
+                try:
+                    container.pause()
+                    return
+                except docker.errors.APIError as error:
+                    if "unable to freeze" not in str(error.explanation or error) or attempt == PAUSE_TRIES - 1:
+                        raise
+                    time.sleep(0.5)
 
     def unpause_node(self, name: str, index: int) -> None:
         with engine_errors(f"unpause node{index}"):

@@ -1,8 +1,9 @@
 """lab fault inputs: netem arguments and node names."""
 
+import docker.errors
 import pytest
 
-from lab.errors import SpecError
+from lab.errors import EngineError, SpecError
 from lab.nodes.faults import netem_args, parse_node
 
 
@@ -203,3 +204,35 @@ def test_a_dead_timer_is_not_listed(monkeypatch, tmp_path):
     os.kill(timer.pid, signal.SIGKILL)
     assert wait_for(lambda: ended(timer.pid))
     assert fault_timer.pending("f") == [] and not fault_timer.state_file("f", 0, "stop").exists()
+
+
+class FreezingContainer:
+    """A container whose pause fails as runc's freezer does for the first `failures` tries, with `words`."""
+
+    def __init__(self, failures: int, words: str):
+        self.failures, self.words, self.tries = failures, words, 0
+
+    def pause(self):
+        self.tries += 1
+        if self.tries <= self.failures:
+            raise docker.errors.APIError("500 Server Error", explanation=self.words)
+
+
+def test_a_pause_the_freezer_could_not_do_at_once_is_tried_again_and_other_refusals_are_not(monkeypatch):
+    from lab.nodes import driver as driver_module
+    monkeypatch.setattr(driver_module.time, "sleep", lambda seconds: None)
+    driver = object.__new__(driver_module.DockerDriver)
+    busy = FreezingContainer(2, "Cannot pause container 616c: OCI runtime pause failed: unable to freeze: unknown")
+    monkeypatch.setattr(driver, "container", lambda name, index: busy, raising=False)
+    driver.pause_node("demo", 1)
+    assert busy.tries == 3
+    gone = FreezingContainer(9, "Container 616c is not running")
+    monkeypatch.setattr(driver, "container", lambda name, index: gone, raising=False)
+    with pytest.raises(EngineError, match="Docker refused to pause node1: Container 616c is not running"):
+        driver.pause_node("demo", 1)
+    assert gone.tries == 1
+    stuck = FreezingContainer(99, "OCI runtime pause failed: unable to freeze: unknown")
+    monkeypatch.setattr(driver, "container", lambda name, index: stuck, raising=False)
+    with pytest.raises(EngineError, match="unable to freeze"):
+        driver.pause_node("demo", 1)
+    assert stuck.tries == driver_module.PAUSE_TRIES

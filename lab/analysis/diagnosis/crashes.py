@@ -19,9 +19,10 @@ from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT,
                                             SPLITS, WORLD_NAMES, SourceFile, argument, assignments, call_name,
-                                            called_on, caller_place, calls_named, checkpoint_call, derived, holds,
-                                            identifier, made_of, names_in, origin_of, parsed_files, reads_world_size,
-                                            root_name, rounded_up, self_attribute, source_named, walk)
+                                            called_on, caller_place, calls_named, checkpoint_call, conditions_above,
+                                            derived, holds, identifier, made_of, names_in, origin_of, parsed_files,
+                                            reads_world_size, root_name, rounded_up, self_attribute, source_named,
+                                            walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -989,6 +990,221 @@ def _rate_over_a_share(ctx: Context, tb) -> Finding | None:
                     f"{tb.user_frame().location} refuses it as out of range", _crash_evidence(tb), tb.node, rank,
                     f"divide by the size of the whole data (the dataset before it is split, or the shares' sizes summed "
                     f"with all_reduce), or scale what is divided to the rank's part (divide it by the world size)")
+    return None
+
+
+NO_ATTRIBUTE = re.compile(r"'(?P<kind>[\w.]+)' object has no attribute '(?P<attribute>\w+)'")
+
+
+def _module_name_rebound(ctx: Context, tb) -> Finding | None:
+    """`import torch.distributed as dist`, then `dist = torch.cdist(...)` at the module's top level: the name now
+    holds the value, and a function that reads the module through it (`dist.get_world_size()`) meets the value."""
+    if tb.short_type != "AttributeError" or not (refused := NO_ATTRIBUTE.search(tb.message)) \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    used = {node.value.id for node in walk(statement) if isinstance(node, ast.Attribute)
+            and node.attr == refused["attribute"] and isinstance(node.value, ast.Name)}
+    for imported in (node for node in source.tree.body if isinstance(node, (ast.Import, ast.ImportFrom))):
+        for alias in imported.names:
+            name = alias.asname or alias.name.split(".")[0]
+            if name not in used:
+                continue
+            module = f"{imported.module}.{alias.name}" if isinstance(imported, ast.ImportFrom) else alias.name
+            rebinding = next((assign for assign in source.walk() if isinstance(assign, (ast.Assign, ast.AugAssign,
+                                                                                          ast.For))
+                              and assign.lineno > imported.lineno and source.function_of(assign) is source.tree
+                              and name in {identifier(target) for target in walk(
+                                  getattr(assign, "target", None) or ast.Tuple(elts=assign.targets))}), None)
+            if rebinding is None:
+                continue
+            return Finding(
+                "module-name-rebound", f"`{name}` is the module {module} (imported at {source.name}:{imported.lineno}),"
+                f" but `{ast.unparse(rebinding).splitlines()[0][:60]}` (line {rebinding.lineno}) rebinds it at the "
+                f"script's top level: from then on `{name}.{refused['attribute']}` ({frame.location}) finds a "
+                f"{refused['kind']}, not the module", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"give the value its own name (e.g. `{name}s` or a longer word) or import the module under a name the "
+                f"script does not reuse; a `main()` function keeps such names local")
+    return None
+
+
+def _the_world_size(source: SourceFile, node: ast.AST) -> bool:
+    """The world size itself (`world`, `dist.get_world_size()`, a name only ever assigned it), not a size made from it."""
+    if reads_world_size(node) or isinstance(node, ast.Name) and node.id in WORLD_NAMES:
+        return True
+    values = [value for name, value in assignments(source) if isinstance(node, ast.Name) and name == node.id]
+    return bool(values) and all(reads_world_size(value) for value in values)
+
+
+def _split_size_is_the_world(ctx: Context, tb) -> Finding | None:
+    """`torch.split(x, world)[rank]`: an int given to torch.split is the size of each piece, not how many pieces, so
+    every rank takes a piece of `world` items instead of its share. Told where the job's own check refused the result
+    or the split is on the failing path."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, failing_source, statement = failed
+    on_path = {(frame.file.rsplit("/", 1)[-1], frame.line) for frame in tb.frames}
+    for source in parsed_files(ctx):
+        for split in (node for node in source.walk() if call_name(node) == "split" and isinstance(node, ast.Call)
+                      and called_on(node) not in ("np", "numpy", "os.path", "re")):
+            size = split.args[1] if called_on(split) == "torch" and len(split.args) > 1 else \
+                split.args[0] if called_on(split) != "torch" and split.args else None
+            if size is None or not _the_world_size(source, size) or not (
+                    isinstance(statement, (ast.Raise, ast.Assert)) or (source.name, split.lineno) in on_path):
+                continue
+            return Finding(
+                "split-size-is-the-world", f"`{ast.unparse(split)[:50]}` ({source.name}:{split.lineno}) cuts it into "
+                f"pieces of `{ast.unparse(size)}` items each: an int given to split is the size of each piece, not "
+                f"how many, so each rank takes a piece of {ast.unparse(size)} items instead of its share, and "
+                f"{frame.location} fails on what is left", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"ask for that many pieces: torch.tensor_split(x, {ast.unparse(size)})[rank] or "
+                f"x.chunk({ast.unparse(size)})[rank], or give each piece's size: math.ceil(len(x) / "
+                f"{ast.unparse(size)})")
+    return None
+
+
+def _state_of_an_optimizer(source: SourceFile, node: ast.AST, scope: ast.AST) -> ast.AST | None:
+    """The optimizer whose per-parameter state `node` is (`opt.state[p]`, or a name assigned it), else None."""
+    for made in made_of(source, node, scope)[:3]:
+        if isinstance(made, ast.Subscript) and isinstance(made.value, ast.Attribute) and made.value.attr == "state":
+            return made.value.value
+    return None
+
+
+def _optimizer_state_not_made(ctx: Context, tb) -> Finding | None:
+    """A KeyError reading an optimizer's state (`opt.state[p]['exp_avg']`) on the ranks whose optimizer never
+    stepped: torch makes that state in the first step(), and a step under a condition that follows from the rank
+    (a client that sat a round out, a rank with no batch) leaves it empty there."""
+    if tb.short_type != "KeyError" or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    key = tb.message.strip().strip("'\"")
+    read = next((node for node in walk(statement) if isinstance(node, ast.Subscript)
+                 and isinstance(node.slice, ast.Constant) and node.slice.value == key), None)
+    optimizer = _state_of_an_optimizer(source, read.value, scope) if read is not None else None
+    if optimizer is None:
+        return None
+    name = ast.unparse(optimizer)
+    steps = [call for call in source.walk() if isinstance(call, ast.Call) and (
+        call_name(call) == "step" and ast.unparse(call.func).startswith(name + ".")
+        or any(ast.unparse(arg) == name for arg in call.args))]
+    gated = next(((call, test) for call in steps for test in conditions_above(source, call)
+                  if holds(test, source.ranks, RANK_VARIABLES, RANK_CALLS)), None)
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "optimizer-state-not-made", f"`{ast.unparse(read)[:50]}` ({frame.location}) reads {name}'s state before "
+        f"{name} ever stepped on {_who_raised(ctx, tb, rank)}: torch's optimizers make their per-parameter state "
+        "(exp_avg, momentum_buffer, step) in the first step()" + (
+            f", and the step (`{ast.unparse(gated[0])[:50]}`, line {gated[0].lineno}) runs only where "
+            f"`{ast.unparse(gated[1])[:40]}` holds, which follows from the rank" if gated else ""),
+        _crash_evidence(tb), tb.node, rank,
+        "make the state before any rank reads it (a step with zero gradients, or fill opt.state[p] with zeros_like "
+        "tensors right after building the optimizer), or read it with a default of zeros "
+        "(opt.state[p].get('exp_avg', torch.zeros_like(p))) so that every rank joins the collective with the same "
+        "shapes")
+
+
+def _decided_on_the_root_from_its_own(ctx: Context, tb) -> Finding | None:
+    """A rank that is not the root crashed applying a value broadcast from the root (`choice`), which the root
+    decided inside `if rank == 0:` from its own data (its buckets, its shard): the value fits the root's data, and
+    each other rank applies it to its own, which differ."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope, ranks, rank = source.function_of(statement), source.ranks, _rank_of(ctx, tb)
+    used = names_in(statement)
+    for sent in (call for call in walk(scope) if call_name(call) == "broadcast" and call.args
+                 and call.lineno < statement.lineno and identifier(call.args[0]) in used):
+        name = identifier(sent.args[0])
+        root = argument(sent, 1, "src")
+        if rank is None or not isinstance(root, ast.Constant) or root.value == rank:
+            continue
+        decided = next((branch for branch in walk(scope) if isinstance(branch, ast.If) and branch.lineno < sent.lineno
+                        and holds(branch.test, RANK_NAMES, set(), RANK_CALLS) and any(
+                            isinstance(node, (ast.Name, ast.Subscript)) and isinstance(node.ctx, ast.Store)
+                            and identifier(node.value if isinstance(node, ast.Subscript) else node) == name
+                            for part in branch.body for node in walk(part))), None)
+        if decided is None:
+            continue
+        own = sorted(name_ for part in decided.body for name_ in names_in(part)
+                     if name_ in ranks and name_ in used and name_ not in RANK_NAMES and name_ != name)
+        if not own:
+            continue
+        return Finding(
+            "decided-on-the-root-from-its-own", f"`{name}` is decided on rank {root.value} alone "
+            f"(`if {ast.unparse(decided.test)[:30]}:`, {source.name}:{decided.lineno}) from its own `{own[0]}`, and "
+            f"broadcast (line {sent.lineno}); {_who_raised(ctx, tb, rank)} applies it to its own `{own[0]}` "
+            f"({frame.location}), which holds other data: what fits rank {root.value}'s does not fit there",
+            _crash_evidence(tb), tb.node, rank,
+            f"decide from what every rank holds: agree first on what is valid everywhere (all_reduce with MIN of each "
+            f"rank's counts, or all_gather each rank's choices) and choose among those, stopping when any rank has "
+            f"none left; or let each rank decide from its own `{own[0]}` with a seed they share")
+    return None
+
+
+ORDER_REFUSED = re.compile(r"must be sorted|not sorted|sorted in (?:de|in)creasing order|must be (?:monotonic|"
+                           r"increasing|decreasing)", re.IGNORECASE)
+SORTS = {"sorted", "argsort", "sort"}
+
+
+def _padded_from_the_front_of_an_order(ctx: Context, tb) -> Finding | None:
+    """A rank's share topped up to the others' count with items from the start of a sorted list (`mine +=
+    order[:k]`): the padding puts the first items (the longest, the largest) after the last, so on a padded rank a
+    call that needs the order (pack_padded_sequence with enforce_sorted, searchsorted) refuses it."""
+    if not ORDER_REFUSED.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame = failed[0]
+    for source in parsed_files(ctx):
+        ordered = {name for name, value in assignments(source) if any(call_name(node) in SORTS for node in walk(value))}
+        for pad in source.walk():
+            if isinstance(pad, ast.AugAssign) and isinstance(pad.op, ast.Add):
+                added = pad.value
+            elif isinstance(pad, ast.Call) and call_name(pad) == "extend" and pad.args:
+                added = pad.args[0]
+            else:
+                continue
+            if not (isinstance(added, ast.Subscript) and isinstance(added.slice, ast.Slice) and added.slice.lower is None
+                    and added.slice.step is None and root_name(added) in ordered):
+                continue
+            rank = _rank_of(ctx, tb)
+            return Finding(
+                "padded-from-the-front-of-an-order", f"a rank's share is topped up with items from the start of "
+                f"`{root_name(added)}`, a sorted list (`{ast.unparse(pad)[:50]}`, {source.name}:{pad.lineno}): on "
+                f"{_who_raised(ctx, tb, rank)}, whose share was padded, those first items come after its last ones, "
+                f"so its batches are out of the order {frame.location} needs", _crash_evidence(tb), tb.node, rank,
+                "put each batch in the order the call needs after sharding and padding (sort it by length, or pass "
+                "enforce_sorted=False), or pad a share with its own last items so the order holds")
+    return None
+
+
+def _sized_by_own_longest(ctx: Context, tb) -> Finding | None:
+    """A size refused where the job pads its batches to the longest item over every rank (all_reduce with MAX) and
+    sizes what goes with the batch (a padding mask, positions) from this rank's own longest (`lengths.max()`): on a
+    rank whose own longest is shorter, the two differ."""
+    if not TOO_SMALL.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    agreed = next((call for call in calls_named(source, {"all_reduce"}) if "MAX" in ast.unparse(argument(call, 1, "op")
+                                                                                              or ast.Constant(None))),
+                  None)
+    if agreed is None:
+        return None
+    scope = source.function_of(statement)
+    for name in sorted(names_in(statement)):
+        for assign in source.assignments_to(name, scope, before=statement.lineno):
+            longest = next((node for node in walk(assign.value) if call_name(node) in ("max", "amax")
+                            and (node.args or isinstance(node.func, ast.Attribute))), None)
+            if longest is None:
+                continue
+            return Finding(
+                "sized-by-own-longest", f"`{ast.unparse(assign)[:60]}` ({source.name}:{assign.lineno}) is sized by "
+                f"this rank's own longest item (`{ast.unparse(longest)[:30]}`), while the batches are padded to the "
+                f"longest over every rank (`{ast.unparse(agreed)[:50]}`, line {agreed.lineno}): on "
+                f"{_who_raised(ctx, tb, _rank_of(ctx, tb))}, whose own longest is shorter, `{name}` is smaller than "
+                f"the padded tensor, and {frame.location} refuses it", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"size `{name}` from the padded tensor itself (its shape, e.g. torch.arange(x.shape[1])), not from the "
+                "lengths; or pad each rank's batch to its own longest")
     return None
 
 
@@ -4466,7 +4682,7 @@ EXCEPTION_MECHANISMS = (
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
-    _read_from_a_rank_offset, _tail_on_no_rank, _share_too_small, _parts_joined_as_whole,
+    _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
@@ -4474,5 +4690,7 @@ EXCEPTION_MECHANISMS = (
     _per_rank_list_too_short, _sized_by_world_for_a_group,
     _group_rank_of_a_non_member, _inputs_sized_per_rank, _fmod_keeps_the_sign,
     _divided_by_no_gpus, _builtin_replaced_narrower, _share_over_a_global_total,
-    _slice_to_minus_zero, _rate_over_a_share,
+    _slice_to_minus_zero, _rate_over_a_share, _module_name_rebound,
+    _split_size_is_the_world, _optimizer_state_not_made, _decided_on_the_root_from_its_own,
+    _padded_from_the_front_of_an_order,
 )

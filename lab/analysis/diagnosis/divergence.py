@@ -188,6 +188,14 @@ def inherited_rank_findings(ctx: Context) -> list[Finding]:
     return []
 
 
+def _world_joined(ctx: Context) -> bool:
+    """Every rank of the world went on past init_process_group (the hooks saw it make later calls): the world's
+    rendezvous was complete, so its later store waits (a subgroup's) are no rank claimed twice."""
+    joined = [trace for trace in ctx.evidence.traces if trace.calls and any(
+        call.op == "init_process_group" for call in trace.calls.made[:-1])]
+    return len({trace.rank for trace in joined}) >= max(2, ctx.evidence.expected_world_size)
+
+
 def duplicate_rank_findings(ctx: Context) -> list[Finding]:
     """Every launched process waited in gloo's rendezvous for a rank inside the world (gloo's keys end in the rank
     awaited): none is missing, none crashed, yet that rank never came, so two processes claimed one rank (LOCAL_RANK
@@ -199,7 +207,7 @@ def duplicate_rank_findings(ctx: Context) -> list[Finding]:
         awaited = missing_rank(wait["keys"]) if wait else -1
         if 0 <= awaited < started:
             waiting.setdefault((line.node, line.rank), (line, awaited))
-    if len(waiting) < max(2, ctx.evidence.expected_world_size):
+    if len(waiting) < max(2, ctx.evidence.expected_world_size) or _world_joined(ctx):
         return _claimed_twice(ctx)
     line, awaited = next(iter(waiting.values()))
     nodes = ", ".join(f"node{node}" for node in sorted({node for node, _ in waiting}))

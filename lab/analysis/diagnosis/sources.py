@@ -454,6 +454,15 @@ def made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int 
     return made
 
 
+def conditions_above(source: SourceFile, node: ast.AST) -> list[ast.AST]:
+    """The tests of the ifs, loops and conditional expressions `node` is inside, innermost first."""
+    tests = []
+    while (node := source.parent(node)) is not None:
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            tests.append(node.test)
+    return tests
+
+
 def argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
     """What `call` passes as its parameter `keyword`, the `position`-th (0-based): positionally, or by name."""
     if len(call.args) > position:
@@ -959,8 +968,8 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
         return None
     for source in files:
         for name, value in assignments(source):
-            if rounded_up(value, source.worlds) and not _clipped(source, name) and not _divides_evenly(
-                    source, value, world):
+            if rounded_up(value, source.worlds) and _windowed(source, name) and not _clipped(source, name) \
+                    and not _divides_evenly(source, value, world):
                 return Finding(
                     "share-rounded-up", f"`{name} = {ast.unparse(value)[:50]}` ({source.name}:{value.lineno}) rounds "
                     f"each rank's share up, so the shares add up to more than the data holds: the last rank, "
@@ -969,6 +978,14 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
                     f"clip the last rank's window to the data (end = min(start + {name}, total)), or take the shares "
                     "from torch.tensor_split / np.array_split, which hand the remainder out one item at a time")
     return None
+
+
+def _windowed(source: SourceFile, share: str) -> bool:
+    """The share places a rank's window: multiplied by the rank (`rank * share`, `(rank + 1) * share`)."""
+    return any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and any(
+        _mentions(side, {share}) for side in (node.left, node.right)) and any(
+        holds(side, source.ranks, RANK_VARIABLES, RANK_CALLS) for side in (node.left, node.right))
+        for node in source.walk())
 
 
 def _clipped(source: SourceFile, share: str) -> bool:

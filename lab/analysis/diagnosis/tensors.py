@@ -11,7 +11,8 @@ import re
 
 from lab.analysis.diagnosis.context import Context, PatternRule
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine
-from lab.analysis.diagnosis.sources import SourceFile, call_name, calls_named, parsed_files, walk
+from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.sources import SourceFile, call_name, calls_named, made_of, parsed_files, walk
 
 # torch's dispatcher, for an operator given a tensor whose kind (its dispatch key) has no kernel for it.
 NO_KERNEL = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
@@ -218,3 +219,43 @@ PATTERNS = [
     PatternRule("autograd-gradient-shape", GRADIENT_SHAPE, _gradient_shape),
     PatternRule("not-traceable-by-compile", UNTRACEABLE, _not_traceable),
 ]
+
+
+# torch's warning where torch.from_numpy() is given a read-only array (np.load(mmap_mode='r'), a broadcast view).
+NOT_WRITABLE = re.compile(r"(?P<file>[\w.-]+\.py):(?P<line>\d+): UserWarning: The given NumPy array is not writable")
+WRITING_COLLECTIVES = {"broadcast", "all_reduce", "recv", "irecv", "reduce", "scatter", "reduce_scatter_tensor",
+                       "all_to_all_single", "all_gather_into_tensor"}
+
+
+def read_only_buffer_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """A collective that writes into a tensor made over a read-only NumPy array (torch warned at the from_numpy):
+    gloo cannot write what it receives there, and the receiving ranks' call never completes."""
+    warned = {(match["file"], int(match["line"])) for line in ctx.lines if (match := NOT_WRITABLE.search(line.text))}
+    if not warned:
+        return []
+    for source in parsed_files(ctx):
+        for call in calls_named(source, WRITING_COLLECTIVES):
+            written = call.args[1] if call_name(call) in ("reduce_scatter_tensor", "all_gather_into_tensor",
+                                                          "all_to_all_single") and len(call.args) > 1 else \
+                call.args[0] if call.args else None
+            if written is None:
+                continue
+            makers = [node for made in made_of(source, written, source.function_of(call)) for node in walk(made)
+                      if isinstance(node, ast.Call) and call_name(node) in ("from_numpy", "as_tensor", "asarray")
+                      and (source.name, node.lineno) in warned]
+            if not makers:
+                continue
+            name = ast.unparse(written)
+            made = next((node for node in makers if name in ast.unparse(node)), makers[0])
+            evidence = next((finding.evidence for finding in found), "") or f"{source.name}:{made.lineno}: " \
+                "UserWarning: The given NumPy array is not writable"
+            return [Finding(
+                "collective-into-read-only", f"`{ast.unparse(call)[:50]}` ({source.name}:{call.lineno}) writes what "
+                f"it receives into `{ast.unparse(written)[:30]}`, a tensor over a read-only NumPy array "
+                f"(`{ast.unparse(made)[:40]}`, line {made.lineno}: torch warned that the array is not writable, as "
+                "np.load(mmap_mode='r') makes it): gloo cannot write into that memory, so the receiving ranks' call "
+                "never completes", evidence, None, None,
+                "receive into writable memory: copy the array first (np.array(...), or torch.from_numpy(...).clone()),"
+                " or allocate the buffer (torch.empty(shape, dtype=...)) on the receiving ranks; keep mmap_mode='r' "
+                "for data that is only read")]
+    return []

@@ -470,10 +470,14 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
                 odd_rank = next(rank for rank, call in sorted(made.items()) if usual is None or call.group != usual)
                 said = "; ".join(f"rank {rank}: new_group({list(call.group) if call.group else 'all'})"
                                  + (f" at {call.caller}" if call.caller else "") for rank, call in sorted(made.items()))
+                local = _members_only_creation(ctx)
                 return [Finding(
                     "group-mismatch", f"the ranks created their subgroup #{index + 1} with different members: every "
-                                      "rank must call new_group with the same ranks, in the same order", said,
-                    node_of_rank(ctx, odd_rank), odd_rank, GROUP_FIX)]
+                                      "rank must call new_group with the same ranks, in the same order" + (
+                        f" (new_group(..., use_local_synchronization=True) at {local}: only the members call it, so a "
+                        "rank that sat out one group counts and names its later groups differently)" if local else ""),
+                    said, node_of_rank(ctx, odd_rank), odd_rank,
+                    ("drop use_local_synchronization and " if local else "") + GROUP_FIX)]
     if len(created) > 1 and len({len(calls) for calls in created.values()}) > 1:
         most = max(len(calls) for calls in created.values())
         fewer = sorted(rank for rank, calls in created.items() if len(calls) < most)
@@ -530,6 +534,16 @@ def group_findings(ctx: Context, activities: dict[int, Activity]) -> list[Findin
 GROUP_FIX = ("create every subgroup on every rank with the same ranks list, in the same order (new_group must be "
              "called by all ranks, members or not: compute the lists from the world size, not from each rank's own "
              "view), and run each collective on the same group object on all of its members")
+
+
+def _members_only_creation(ctx: Context) -> str | None:
+    """Where the job creates a group that only its members call (use_local_synchronization=True), as file:line."""
+    for source in parsed_files(ctx):
+        for call in (node for node in source.walk() if call_name(node) == "new_group"):
+            if any(item.arg == "use_local_synchronization" and not (isinstance(item.value, ast.Constant)
+                                                                  and not item.value.value) for item in call.keywords):
+                return f"{source.name}:{call.lineno}"
+    return None
 
 
 def _ranks_list(ranks: list[int]) -> str:

@@ -23,8 +23,9 @@ import re
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            called_on, caller_place, calls_named, failure_summary, holds, identifier,
-                                            made_of, origin_of, parsed_files, self_attribute, unordered, walk)
+                                            called_on, caller_place, calls_named, conditions_above, failure_summary,
+                                            holds, identifier, made_of, origin_of, parsed_files, self_attribute,
+                                            unordered, walk)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
 COPIES = {"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage",
@@ -36,8 +37,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     causes = {finding.cause for finding in found}
     if "shape-mismatch" in causes and (resized := _buffer_resized(ctx, found)) is not None:
         return [resized]
-    if "shape-mismatch" in causes and (sized := _characters_for_bytes(ctx, found) or _collective_sized_by_rank(
-            ctx, found) or _collective_sized_by_a_count(ctx, found)) is not None:
+    if "shape-mismatch" in causes and (sized := _characters_for_bytes(ctx, found) or _default_dtype_per_rank(
+            ctx, found) or _collective_sized_by_rank(ctx, found) or _collective_sized_by_a_count(ctx, found)) is not None:
         return [sized]
     if (synced := _state_broadcast_unmatched(found)) is not None and (
             changed := _changed_under_a_rank_condition(parsed_files(ctx), synced.evidence)) is not None:
@@ -278,6 +279,33 @@ def _collective_sized_by_a_count(ctx: Context, found: list[Finding]) -> Finding 
                         f"give `{size}` one value on every rank: a constant, or the count agreed first (n = "
                         "torch.tensor([count]); dist.all_reduce(n, op=dist.ReduceOp.SUM or MAX)) and the size derived "
                         "from that")
+    return None
+
+
+def _default_dtype_per_rank(ctx: Context, found: list[Finding]) -> Finding | None:
+    """torch.set_default_dtype() on some ranks only (in code run under a condition on the rank): tensors the job
+    makes without a dtype are float64 there and float32 elsewhere, so one collective moves twice the bytes on some
+    ranks."""
+    for source in parsed_files(ctx):
+        functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+        for change in calls_named(source, {"set_default_dtype", "set_default_tensor_type"}):
+            gates = conditions_above(source, change)
+            owner = source.function_of(change)
+            if isinstance(owner, ast.FunctionDef) and owner.name in functions:
+                gates += [test for call in source.walk() if call_name(call) == owner.name
+                          for test in conditions_above(source, call)]
+            gate = next((test for test in gates if holds(test, source.ranks, set(), RANK_CALLS)), None)
+            if gate is None:
+                continue
+            return Finding(
+                "default-dtype-per-rank", f"`{ast.unparse(change)[:50]}` ({source.name}:{change.lineno}) changes the "
+                f"default dtype of the whole process, and it runs only where `{ast.unparse(gate)[:40]}` holds: "
+                "there the tensors the job makes without a dtype (torch.zeros(...), torch.tensor(...)) are of "
+                "another type than on the other ranks, so the same collective moves a different number of bytes",
+                _mismatch_evidence(found), None, None,
+                "do not change the default dtype on some ranks: pass dtype= to the calls that need another precision "
+                "(or restore the previous default in a try/finally), and give the tensors of every collective an "
+                "explicit dtype on every rank")
     return None
 
 
