@@ -22,7 +22,7 @@ from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, 
                                             called_on, caller_place, calls_named, checkpoint_call, conditions_above,
                                             derived, holds, identifier, made_of, names_in, origin_of, parsed_files,
                                             reads_world_size, root_name, rounded_up, self_attribute, source_named,
-                                            walk)
+                                            value_at_world, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -1208,6 +1208,215 @@ def _sized_by_own_longest(ctx: Context, tb) -> Finding | None:
     return None
 
 
+FLOAT_MAKERS = {"histc", "histogram", "float", "mean", "double", "half", "linspace", "rand", "randn", "true_divide"}
+
+
+def _split_sizes_of_floats(ctx: Context, tb) -> Finding | None:
+    """A collective refused its arguments' types (pybind's "incompatible function arguments") where the split sizes
+    it was given are a float tensor's .tolist() (torch.histc counts in float32; a division): split sizes are ints."""
+    if tb.short_type != "TypeError" or "incompatible function arguments" not in tb.message \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    for call in (node for node in walk(statement) if isinstance(node, ast.Call)
+                 and call_name(node) in ("all_to_all_single", "split", "split_with_sizes")):
+        for position, keyword in ((2, "output_split_sizes"), (3, "input_split_sizes"), (1, "split_size_or_sections")):
+            sizes = argument(call, position, keyword)
+            made = made_of(source, sizes, scope) if sizes is not None else []
+            floats = next((node for value in made for node in walk(value) if isinstance(node, ast.Call)
+                           and call_name(node) in FLOAT_MAKERS or isinstance(node, ast.BinOp)
+                           and isinstance(node.op, ast.Div)), None)
+            if floats is None or not any(call_name(node) == "tolist" for value in made for node in walk(value)):
+                continue
+            return Finding(
+                "split-sizes-of-floats", f"`{ast.unparse(call)[:60]}` ({frame.location}) is given "
+                f"`{ast.unparse(sizes)}` as split sizes, the .tolist() of a float tensor (`{ast.unparse(floats)[:40]}`"
+                f", line {floats.lineno}): its items are Python floats, and {call_name(call)} takes ints",
+                _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "make the counts integers before .tolist(): torch.bincount(owner, minlength=world) instead of "
+                "histc, or `.long()` on the counts before exchanging them")
+    return None
+
+
+def _job_statements(ctx: Context, tb) -> list[tuple[SourceFile, ast.stmt]]:
+    """The job's own lines the traceback went through, innermost first, with their files."""
+    found = []
+    for frame in reversed([frame for frame in tb.frames if not LIBRARY_FILE.search(frame.file)]):
+        source = source_named(parsed_files(ctx), frame.file)
+        statement = source.statement_at(frame.line) if source else None
+        if statement is not None:
+            found.append((source, statement))
+    return found
+
+
+def _zero_at_this_world_size(ctx: Context, tb) -> Finding | None:
+    """A division by zero whose divisor, worked out from the job's own arithmetic, is 0 at this run's world size
+    (`num_actors - 1` with num_actors = world - 1, at a world of 2): the formula holds only for more ranks."""
+    world = ctx.evidence.expected_world_size
+    if tb.short_type != "ZeroDivisionError" or not world or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    scope = source.function_of(statement)
+    for division in (node for node in walk(statement) if isinstance(node, ast.BinOp)
+                     and isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod))):
+        if value_at_world(source, division.right, scope, world, path[1:]) != 0 \
+                or not value_at_world(source, division.right, scope, world + 2, path[1:]):
+            continue  # not 0 here, or 0 at any world size (nothing to do with the number of ranks)
+        return Finding(
+            "zero-at-this-world-size", f"`{ast.unparse(division.right)}` ({source.name}:{statement.lineno}) comes to "
+            f"0 at this run's world size of {world}: the job works it out from the number of ranks (through "
+            f"{', '.join(sorted(names_in(division.right)))[:60]}), and the formula holds only for more of them",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            f"make the formula hold for every world size the job may run at: handle the smallest case on its own "
+            f"(one actor, one worker, one shard) or guard the divisor (max({ast.unparse(division.right)}, 1)); or "
+            "run with more ranks")
+    return None
+
+
+SIZES = re.compile(r"[(\[](\d+(?:, ?\d+)+)[)\]]")
+
+
+def _passed_from_callers(path: list[tuple[SourceFile, ast.stmt]], expression: ast.AST) -> list[tuple]:
+    """`expression` at the innermost line of `path`, then, while it is a parameter of its function, what each caller
+    on the traceback passed for it: (file, scope, expression) from the innermost out."""
+    found, level = [], 0
+    while level < len(path):
+        source, statement = path[level]
+        scope = source.function_of(statement)
+        found.append((source, scope, expression))
+        names = [arg.arg for arg in scope.args.args] if isinstance(scope, ast.FunctionDef) else []
+        if not (isinstance(expression, ast.Name) and expression.id in names) or level + 1 >= len(path):
+            break
+        caller_source, caller = path[level + 1]
+        method = names[0] == "self"
+        calls = [node for node in walk(caller) if isinstance(node, ast.Call)]
+        call = next((node for node in calls if call_name(node) == scope.name), None) or next(
+            (node for node in calls if method and len(node.args) == len(names) - 1), None)  # `net(x, state)`: forward
+        position = names.index(expression.id) - (1 if method else 0)
+        expression = argument(call, position, expression.id) if call is not None and position >= 0 else None
+        if expression is None:
+            break
+        level += 1
+    return found
+
+
+def _joined_along_the_wrong_dim(ctx: Context, tb) -> Finding | None:
+    """A size refused as (1, 16, 32) where (2, 8, 32) came: the ranks' parts joined along one dimension where the
+    batch runs along another (LSTM states are (layers, batch, hidden): torch.cat of the gathered states along dim 0
+    stacks layers). Told where the refused value is a torch.cat of gathered parts along the dimension that grew."""
+    world = ctx.evidence.expected_world_size
+    sizes = [tuple(int(part) for part in found.split(",")) for found in SIZES.findall(tb.message)]
+    if not world or len(sizes) < 2 or len(sizes[0]) != len(sizes[1]) or not (path := _job_statements(ctx, tb)):
+        return None
+    expected, got = sizes[0], sizes[1]
+    grew = [axis for axis in range(len(got)) if got[axis] == expected[axis] * world]
+    shrank = [axis for axis in range(len(got)) if got[axis] * world == expected[axis]]
+    if len(grew) != 1 or len(shrank) != 1:
+        return None
+    source, statement = path[0]
+    calls = [node for node in walk(statement) if isinstance(node, ast.Call) and len(node.args) > 1]
+    given = [arg for call in calls for arg in (call.args[1:] if "hidden" in tb.message else call.args)]
+    for expression in given:
+        for at_source, scope, passed in _passed_from_callers(path, expression):
+            gathering = {node.name for node in at_source.walk() if isinstance(node, ast.FunctionDef) and any(
+                call_name(part) in GATHERS or call_name(part) == "gather" for part in walk(node))}
+            for join in (node for made in made_of(at_source, passed, scope) for node in walk(made)
+                         if isinstance(node, ast.Call) and call_name(node) in ("cat", "concat", "concatenate")
+                         and node.args):
+                dim = argument(join, 1, "dim")
+                parts = made_of(at_source, join.args[0], scope)
+                if (dim.value if isinstance(dim, ast.Constant) else 0 if dim is None else None) != grew[0] or not any(
+                        call_name(node) in gathering | set(GATHERS) | {"gather"} for made in parts
+                        for node in walk(made)):
+                    continue
+                return Finding(
+                    "joined-along-the-wrong-dim", f"`{ast.unparse(join)[:50]}` ({at_source.name}:{join.lineno}) "
+                    f"joins the ranks' gathered parts along dim {grew[0]}, and the batch of what it makes runs along "
+                    f"dim {shrank[0]}: {list(got)} came where {list(expected)} was expected ({world} ranks' parts "
+                    "stacked where they should sit side by side)", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                    f"join along the batch's dimension: torch.cat({ast.unparse(join.args[0])}, dim={shrank[0]}) (an "
+                    "LSTM's or GRU's states are (layers, batch, hidden): their batch is dim 1)")
+    return None
+
+
+def _group_ranks_repeated(ctx: Context, tb) -> Finding | None:
+    """new_group refused a ranks list with repeats: the list was built with one entry per item a rank owns (stores,
+    shards, experts), so a rank that owns several appears several times."""
+    if "duplicate entries" not in tb.message or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    call = next((node for node in walk(statement) if call_name(node) in ("new_group", "new_subgroups_by_enumeration",
+                                                                         "DeviceMesh")), None)
+    ranks = argument(call, 0, "ranks") if call is not None else None
+    if ranks is None:
+        return None
+    made = made_of(source, ranks, source.function_of(statement))
+    built = next((node for value in made for node in walk(value) if isinstance(node, (ast.ListComp, ast.GeneratorExp))),
+                 None)
+    listed = f"`{ast.unparse(built)[:60]}` (line {built.lineno})" if built is not None else f"`{ast.unparse(ranks)}`"
+    return Finding(
+        "group-ranks-repeated", f"{frame.location} gives {call_name(call)} the ranks {listed}, one entry per item "
+        f"each rank owns, so a rank that owns several is listed several times ({_said(tb.message, 80)})",
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "list each rank once: sorted(set(...)) of the owners, and create every group in the same order on every "
+        "rank")
+
+
+def _bucketized_to_the_rank_before(ctx: Context, tb) -> Finding | None:
+    """An index out of range on a rank where the job routes ids to their owner with torch.bucketize over the shards'
+    start rows and the default right=False: an id equal to a boundary (the first row of a shard) goes to the bucket
+    below, so the rank before it looks up a row one past its own shard."""
+    if not OUT_OF_RANGE.search(tb.message) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        for routed in calls_named(source, {"bucketize", "searchsorted"}):
+            right = argument(routed, 3 if call_name(routed) == "searchsorted" else 2, "right")
+            side = next((item.value for item in routed.keywords if item.arg == "side"), None)
+            if len(routed.args) < 2 or right is not None and not (isinstance(right, ast.Constant) and not right.value) \
+                    or isinstance(side, ast.Constant) and side.value == "right":
+                continue
+            bounds = ast.unparse(routed.args[0 if call_name(routed) == "searchsorted" else 1])
+            if not re.search(r"start|bound|offset|split|edge", bounds, re.IGNORECASE):
+                continue
+            return Finding(
+                "bucketized-to-the-rank-before", f"`{ast.unparse(routed)[:50]}` ({source.name}:{routed.lineno}) routes "
+                f"each id to the shard below the first boundary it does not pass, and with right=False (the default) "
+                f"an id equal to a boundary (the first row of a shard) goes to the shard before it: that rank looks "
+                f"the id up at its own length, one past its rows ({_said(tb.message, 60)})", _crash_evidence(tb),
+                tb.node, _rank_of(ctx, tb),
+                f"route with right=True ({ast.unparse(routed)[:-1][:60]}, right=True)), so that a shard's first "
+                "row belongs to it; or compute the owner by division (ids // rows_per_rank) where shards are even")
+    return None
+
+
+NEGATIVE_REFUSED = re.compile(r"non-negative|index -\d+ is out of bounds|negative (?:index|dimension|value)")
+
+
+def _owner_product_wrapped(ctx: Context, tb) -> Finding | None:
+    """A negative number refused (bincount's "non-negative", a negative index) where the job maps K-bit keys to
+    ranks as `(keys * world) >> K`: in int64 the product passes 2**63 once world * 2**K does, and wraps negative."""
+    world = ctx.evidence.expected_world_size
+    if not NEGATIVE_REFUSED.search(tb.message) or not world:
+        return None
+    for source in parsed_files(ctx):
+        for shift in (node for node in source.walk() if isinstance(node, ast.BinOp) and isinstance(node.op, ast.RShift)
+                      and isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Mult)):
+            bits = value_at_world(source, shift.right, source.function_of(shift), world)
+            sides = (shift.left.left, shift.left.right)
+            if bits is None or not any(identifier(side) in WORLD_NAMES or reads_world_size(side) for side in sides) \
+                    or world * 2 ** bits < 2 ** 63:
+                continue
+            return Finding(
+                "owner-product-wrapped", f"`{ast.unparse(shift)[:50]}` ({source.name}:{shift.lineno}) multiplies "
+                f"{int(bits)}-bit keys by the world size before shifting: at a world of {world} the product passes "
+                f"2**63 for the larger keys and int64 wraps it negative, so some owners come out below 0 "
+                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"divide instead of multiplying: keys // ((1 << {int(bits)}) // world) (clamped to world - 1), or "
+                "keys % world; check that every owner is in [0, world) before using it")
+    return None
+
+
 REACHING_FAILED = re.compile(r"refused|unreachable|timed? ?out|could not (?:fetch|connect|reach)|not reachable|"
                              r"Connection|gave up|after \d+ (?:attempts|tries|retries)", re.IGNORECASE)
 
@@ -1941,14 +2150,20 @@ def _assigned_from(source: SourceFile, names: set[str], call: str) -> dict[str, 
     (`start = rank * per_rank`, `self.wk = column_shard(w, rank, world)`): name -> (the assignment, its line)."""
     found = {}
     for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
-        if not any(isinstance(node, ast.Name) and node.id in names or call_name(node) == call
-                   for node in walk(assign.value)):
-            continue
         for target in assign.targets:
-            for node in walk(target):
-                name = identifier(node)
-                if name and name not in names and name not in RANK_NAMES and name != "self":
-                    found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno))
+            # `rank, world = dist.get_rank(), dist.get_world_size()`: each name from its own value
+            pairs = zip(target.elts, assign.value.elts) if isinstance(target, ast.Tuple) and isinstance(
+                assign.value, ast.Tuple) and len(target.elts) == len(assign.value.elts) else [(target, assign.value)]
+            for part, value in pairs:
+                chosen = {id(node) for choice in walk(value) if isinstance(choice, ast.IfExp)
+                          for node in walk(choice.test)}  # `parts = [...] if rank == 0 else None` picks by the rank
+                if not any((isinstance(node, ast.Name) and node.id in names or call_name(node) == call)
+                           and id(node) not in chosen for node in walk(value)):
+                    continue
+                for node in walk(part):
+                    name = identifier(node)
+                    if name and name not in names and name not in RANK_NAMES and name != "self":
+                        found.setdefault(name, (ast.unparse(assign)[:60], assign.lineno))
     return found
 
 
@@ -3668,6 +3883,10 @@ def _read_only(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
             "nodes cannot change your project")
 
 
+OBJECT_COLLECTIVES = {"broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
+                      "send_object_list", "recv_object_list"}
+
+
 def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
     if match["attribute"]:
         return (f"an object sent between ranks names {match['attribute']!r}, which the receiving process does not "
@@ -3675,6 +3894,17 @@ def _not_picklable(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, s
                 "the script on one node)",
                 "define every class and function you send through *_object collectives at the top level of a module "
                 "that every rank imports, and give every node the same code")
+    sending = next(((tb, frame.function) for tb in ctx.tracebacks if tb.line is line for frame in tb.frames
+                    if frame.in_torch and frame.function in OBJECT_COLLECTIVES), None)
+    if sending is not None and (match["scripted"] or match["parametrized"]):
+        user = sending[0].user_frame()
+        kind = "a TorchScript module (torch.jit.script or trace)" if match["scripted"] else \
+            "a module with a parametrization (weight_norm, spectral_norm, parametrize)"
+        return (f"{sending[1]}{' at ' + user.location if user else ''} pickles the object it sends, and it was given "
+                f"{kind}, which torch refuses to pickle",
+                "send the module's state_dict() and build the module on every rank from code (load_state_dict)"
+                + (", or torch.jit.save it into an io.BytesIO, send those bytes and torch.jit.load them on each rank"
+                   if match["scripted"] else ", or remove the parametrization before sending"))
     saving = next((tb for tb in ctx.tracebacks if tb.line is line
                    and any(frame.file.endswith("/torch/serialization.py") and frame.function in ("save", "_save")
                            for frame in tb.frames)), None)
@@ -3933,6 +4163,21 @@ def _backend_missing(match: re.Match, line: LogLine, ctx: Context) -> tuple[str,
 
 
 def _alltoall_splits(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str]:
+    for source in parsed_files(ctx):
+        for call in calls_named(source, {"all_to_all_single"}):
+            output, given = argument(call, 0, "output"), argument(call, 1, "input")
+            if output is None or given is None or argument(call, 2, "output_split_sizes") is None:
+                continue
+            like = next((made for made in made_of(source, output, source.function_of(call)) if isinstance(made, ast.Call)
+                         and call_name(made) in ("empty_like", "zeros_like", "ones_like", "clone") and (
+                             root_name(made.args[0] if made.args else made.func) == root_name(given))), None)
+            if like is not None:
+                return (f"`{ast.unparse(call)[:70]}` ({source.name}:{call.lineno}) receives into "
+                        f"`{ast.unparse(output)}`, made the size of what this rank sends (`{ast.unparse(like)}`, line "
+                        f"{like.lineno}), while output_split_sizes says how much it receives: where the ranks send "
+                        "each other different amounts the two differ",
+                        f"size the receiving tensor from the counts received: torch.empty(int(sum(output_split_sizes)), "
+                        f"*{root_name(given)}.shape[1:], dtype={root_name(given)}.dtype)")
     return ("all_to_all's split sizes disagree between the ranks: what one rank sends to another is not what that "
             "rank expects from it", "compute the splits consistently: exchange the counts first (all_to_all_single "
             "of a tensor of counts) and use the counts received as output_split_sizes; every rank's "
@@ -4608,7 +4853,9 @@ PATTERNS = [
         r"|Failed to find C compiler|Ninja is required to load C\+\+ extensions|InvalidCxxCompiler"), _no_compiler),
     PatternRule("read-only-filesystem", re.compile(r"Read-only file system"), _read_only),
     PatternRule("object-not-picklable", re.compile(
-        r"Can't pickle|cannot pickle|Can't get attribute '(?P<attribute>[^']+)' on <module"), _not_picklable),
+        r"Can't pickle|cannot pickle|Can't get attribute '(?P<attribute>[^']+)' on <module|Tried to serialize object "
+        r"(?P<scripted>[\w.]+) which does not have a __getstate__|Serialization of (?P<parametrized>parametrized) "
+        r"modules is only supported through state_dict"), _not_picklable),
     PatternRule("device-mismatch", re.compile(
         r"No backend type associated with device type|Tensors must be CUDA and dense|Expected all tensors to be on "
         r"the same device|Tensor list must be nonempty and all tensors on the same device"), _device_mismatch),
@@ -4692,5 +4939,7 @@ EXCEPTION_MECHANISMS = (
     _divided_by_no_gpus, _builtin_replaced_narrower, _share_over_a_global_total,
     _slice_to_minus_zero, _rate_over_a_share, _module_name_rebound,
     _split_size_is_the_world, _optimizer_state_not_made, _decided_on_the_root_from_its_own,
-    _padded_from_the_front_of_an_order,
+    _padded_from_the_front_of_an_order, _split_sizes_of_floats,
+    _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
+    _bucketized_to_the_rank_before, _owner_product_wrapped,
 )

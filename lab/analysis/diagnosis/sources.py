@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -67,14 +68,15 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence),
                 _link_target_relative(ctx, files, evidence), _share_rounded_up(ctx, files, evidence),
                 _read_before_flushed(ctx, files, evidence), _loop_over_endless_stream(ctx, files, evidence),
-                _global_count_skips_own_indices(files, evidence), _rate_scaled_by_world(ctx, files, evidence))
+                _global_count_skips_own_indices(files, evidence), _rate_scaled_by_world(ctx, files, evidence),
+                _variance_by_cancellation(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
               _optimizer_before_change(files, evidence), _zero_grad_once(files, evidence),
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
               _sampler_seed_per_rank(files, evidence), _gathered_without_gradient(files, evidence),
-              _variance_by_cancellation(ctx, files, evidence), _weights_in_low_precision(ctx, files, evidence),
+              _weights_in_low_precision(ctx, files, evidence),
               _scheduler_per_micro_batch(ctx, files, evidence), _unfrozen_after_ddp(files, evidence)
               ) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
@@ -461,6 +463,65 @@ def conditions_above(source: SourceFile, node: ast.AST) -> list[ast.AST]:
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):
             tests.append(node.test)
     return tests
+
+
+NUMBER_CALLS = {"int": int, "float": float, "round": round, "abs": abs, "max": max, "min": min, "floor": math.floor,
+                "ceil": math.ceil, "sqrt": math.sqrt, "log2": math.log2}
+ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+              ast.Pow: lambda a, b: a ** b}
+
+
+def value_at_world(source: SourceFile, expression: ast.AST, scope: ast.AST, world: int,
+                   callers: list[tuple[SourceFile, ast.stmt]] = (), depth: int = 0) -> float | None:
+    """What a number in the job comes to at this run's world size, where it is made of constants, the world size
+    and arithmetic (through assignments, module constants and, for a parameter, the call the traceback went
+    through); None where anything else goes into it."""
+    if depth > 8:
+        return None
+
+    def value(node, at_scope=scope, calls=callers):
+        return value_at_world(source, node, at_scope, world, calls, depth + 1)
+    if isinstance(expression, ast.Constant) and isinstance(expression.value, (int, float)) \
+            and not isinstance(expression.value, bool):
+        return expression.value
+    if reads_world_size(expression) or isinstance(expression, ast.Name) and expression.id in WORLD_NAMES:
+        return world
+    if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.USub):
+        inner = value(expression.operand)
+        return -inner if inner is not None else None
+    if isinstance(expression, ast.BinOp) and type(expression.op) in ARITHMETIC:
+        left, right = value(expression.left), value(expression.right)
+        if left is None or right is None:
+            return None
+        try:
+            return ARITHMETIC[type(expression.op)](left, right)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return None
+    if isinstance(expression, ast.Call) and call_name(expression) in NUMBER_CALLS and expression.args:
+        given = [value(arg) for arg in expression.args]
+        try:
+            return None if None in given else NUMBER_CALLS[call_name(expression)](*given)
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if not isinstance(expression, ast.Name):
+        return None
+    made = source.assignments_to(expression.id, scope, before=getattr(expression, "lineno", None))
+    if made and isinstance(made[-1].targets[0], ast.Name):
+        return value(made[-1].value)
+    if isinstance(scope, ast.FunctionDef) and expression.id in (names := [arg.arg for arg in scope.args.args]):
+        if not callers:
+            return None
+        caller_source, statement = callers[0]
+        call = next((node for node in walk(statement) if isinstance(node, ast.Call)
+                     and call_name(node) == scope.name), None)
+        given = argument(call, names.index(expression.id), expression.id) if call is not None else None
+        return value_at_world(caller_source, given, caller_source.function_of(statement), world, callers[1:],
+                              depth + 1) if given is not None else None
+    constant = source.assignments_to(expression.id, source.tree)
+    top = [assign for assign in constant if source.function_of(assign) is source.tree]
+    return value(top[-1].value, source.tree, ()) if len(top) == 1 and isinstance(top[0].targets[0], ast.Name) \
+        else None
 
 
 def argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
@@ -1750,8 +1811,16 @@ def _variance_by_cancellation(ctx: Context, files: list[SourceFile], evidence: s
                 continue
             inside = node.func.value if isinstance(node.func, ast.Attribute) and not node.args else (
                 node.args[0] if node.args else None)
-            difference = next((part for part in walk(inside) if isinstance(part, ast.BinOp)
-                               and isinstance(part.op, ast.Sub) and _a_square(part.right)), None) if inside else None
+            if inside is None:
+                continue
+            # the variance as written in the sqrt, or where what the sqrt takes was assigned (`var = sq / n - m * m`,
+            # `self.var = ...` in another method)
+            attributes = {part.attr for part in walk(inside) if self_attribute(part)}
+            written = [*made_of(source, inside, source.function_of(node)), *(
+                assign.value for assign in source.walk() if isinstance(assign, ast.Assign) and any(
+                    self_attribute(target) and target.attr in attributes for target in assign.targets))]
+            difference = next((part for made in written for part in walk(made) if isinstance(part, ast.BinOp)
+                               and isinstance(part.op, ast.Sub) and _a_square(part.right)), None)
             if difference is None:
                 continue
             return Finding(
