@@ -35,6 +35,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["sort it by length", "enforce_sorted=False"]),
     ("fortysecond_learnable_frontend_train", "changed-in-place-for-backward",
      ["the all_reduce at learnable_frontend_train.py:31", "the output of Sqrt"], ["give the all_reduce a copy"]),
+    ("fortysecond_robust_fedavg_trimmed", "empty-at-this-world-size",
+     ["`ordered[k:n - k]` (robust_fedavg_trimmed.py:41, in trimmed_mean()) is empty at this run's world size of 2",
+      "its bounds come to 1 and 1 there"], ["k = min(k, (n - 1) // 2)"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -52,6 +55,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
     ("fortysecond_conformer_ctc_train", "op=dist.ReduceOp.MAX", "op=dist.ReduceOp.SUM", "sized-by-own-longest"),
     ("fortysecond_packed_lstm_ctc_train", "mine += order[: per_rank - len(mine)]",
      "mine += order[len(order) - (per_rank - len(mine)):]", "padded-from-the-front-of-an-order"),
+    ("fortysecond_robust_fedavg_trimmed", "k = max(1, int(math.floor(ratio * n)))",
+     "k = min(int(math.floor(ratio * n)), (n - 1) // 2)", "empty-at-this-world-size"),
 ]
 
 

@@ -1417,6 +1417,49 @@ def _owner_product_wrapped(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _enclosing_statement(source: SourceFile, node: ast.AST) -> ast.stmt | None:
+    while node is not None and not isinstance(node, ast.stmt):
+        node = source.parent(node)
+    return node
+
+
+def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
+    """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
+    this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
+    only for more ranks."""
+    world = ctx.evidence.expected_world_size
+    if not world or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    scope = source.function_of(statement)
+    own = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    checked = [statement, *conditions_above(source, statement)]  # a raise: what its `if` tested
+    for call in (node for part in checked for made in made_of(source, part, scope) for node in walk(made)
+                 if isinstance(node, ast.Call) and call_name(node) in own and own[call_name(node)] is not scope):
+        function, at = own[call_name(call)], _enclosing_statement(source, call)
+        for cut in (node for node in walk(function) if isinstance(node, ast.Subscript)
+                    and isinstance(node.slice, ast.Slice) and node.slice.upper is not None and node.slice.step is None):
+            lower = value_at_world(source, cut.slice.lower, function, world, [(source, at)]) \
+                if cut.slice.lower is not None else 0
+            upper = value_at_world(source, cut.slice.upper, function, world, [(source, at)])
+            if lower is None or upper is None or lower < upper or upper < 0:
+                continue
+            more = [value_at_world(source, bound, function, world + 2, [(source, at)]) if bound is not None else 0
+                    for bound in (cut.slice.lower, cut.slice.upper)]
+            if None in more or more[0] >= more[1]:
+                continue  # empty at any world size: nothing to do with the number of ranks
+            return Finding(
+                "empty-at-this-world-size", f"`{ast.unparse(cut)[:40]}` ({source.name}:{cut.lineno}, in "
+                f"{function.name}()) is empty at this run's world size of {world}: its bounds come to "
+                f"{lower:g} and {upper:g} there (the job works them out from the number of ranks' parts), so what is "
+                f"made of it (a mean of nothing is nan) fails {tb.user_frame().location}", _crash_evidence(tb),
+                tb.node, _rank_of(ctx, tb),
+                "make the formula hold for the smallest worlds the job may run at: bound what is cut off so that "
+                "something is left (e.g. k = min(k, (n - 1) // 2)), fall back to another rule (a plain mean, the "
+                "median) below the size it needs, or run with more ranks")
+    return None
+
+
 REACHING_FAILED = re.compile(r"refused|unreachable|timed? ?out|could not (?:fetch|connect|reach)|not reachable|"
                              r"Connection|gave up|after \d+ (?:attempts|tries|retries)", re.IGNORECASE)
 
@@ -4941,5 +4984,5 @@ EXCEPTION_MECHANISMS = (
     _split_size_is_the_world, _optimizer_state_not_made, _decided_on_the_root_from_its_own,
     _padded_from_the_front_of_an_order, _split_sizes_of_floats,
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
-    _bucketized_to_the_rank_before, _owner_product_wrapped,
+    _bucketized_to_the_rank_before, _owner_product_wrapped, _empty_at_this_world_size,
 )

@@ -473,15 +473,50 @@ ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
 
 
 def value_at_world(source: SourceFile, expression: ast.AST, scope: ast.AST, world: int,
-                   callers: list[tuple[SourceFile, ast.stmt]] = (), depth: int = 0) -> float | None:
-    """What a number in the job comes to at this run's world size, where it is made of constants, the world size
-    and arithmetic (through assignments, module constants and, for a parameter, the call the traceback went
-    through); None where anything else goes into it."""
-    if depth > 8:
+                   callers: list[tuple[SourceFile, ast.stmt]] = (), depth: int = 0, count: bool = False
+                   ) -> float | None:
+    """What a number in the job comes to at this run's world size, where it is made of constants, the world size,
+    arithmetic and the lengths of lists made from them (through assignments, module constants and, for a
+    parameter, the call the caller made); None where anything else goes into it. With `count`, how many items
+    `expression` holds (`[t for _ in range(world)]`, torch.stack of it) rather than its value."""
+    if depth > 16 or expression is None:
         return None
 
-    def value(node, at_scope=scope, calls=callers):
-        return value_at_world(source, node, at_scope, world, calls, depth + 1)
+    def value(node, at_scope=scope, calls=callers, items=False):
+        return value_at_world(source, node, at_scope, world, calls, depth + 1, items)
+    if isinstance(expression, ast.Name) and not (count is False and expression.id in WORLD_NAMES):
+        made = source.assignments_to(expression.id, scope, before=getattr(expression, "lineno", None))
+        if made and isinstance(made[-1].targets[0], ast.Name):
+            return value(made[-1].value, items=count)
+        if isinstance(scope, ast.FunctionDef) and expression.id in (names := [arg.arg for arg in scope.args.args]):
+            if not callers:
+                return None
+            caller_source, statement = callers[0]
+            call = next((node for node in walk(statement) if isinstance(node, ast.Call)
+                         and call_name(node) == scope.name), None)
+            given = argument(call, names.index(expression.id), expression.id) if call is not None else None
+            return value_at_world(caller_source, given, caller_source.function_of(statement), world, callers[1:],
+                                  depth + 1, count)
+        top = [assign for assign in source.assignments_to(expression.id, source.tree)
+               if source.function_of(assign) is source.tree]
+        return value(top[-1].value, source.tree, (), count) if len(top) == 1 and isinstance(
+            top[0].targets[0], ast.Name) else None
+    if count:
+        if isinstance(expression, (ast.List, ast.Tuple)) and not any(isinstance(item, ast.Starred)
+                                                                      for item in expression.elts):
+            return len(expression.elts)
+        if isinstance(expression, ast.ListComp) and len(expression.generators) == 1 \
+                and not expression.generators[0].ifs:
+            looped = expression.generators[0].iter
+            if isinstance(looped, ast.Call) and call_name(looped) == "range" and len(looped.args) == 1:
+                return value(looped.args[0])
+            return value(looped, items=True)
+        if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Mult):
+            listed, times = value(expression.left, items=True), value(expression.right)
+            return listed * times if listed is not None and times is not None else None
+        if isinstance(expression, ast.Call) and call_name(expression) in SAME_LENGTH and expression.args:
+            return value(expression.args[0], items=True)
+        return None
     if isinstance(expression, ast.Constant) and isinstance(expression.value, (int, float)) \
             and not isinstance(expression.value, bool):
         return expression.value
@@ -498,30 +533,26 @@ def value_at_world(source: SourceFile, expression: ast.AST, scope: ast.AST, worl
             return ARITHMETIC[type(expression.op)](left, right)
         except (ZeroDivisionError, OverflowError, ValueError):
             return None
+    # a length: len(x), x.shape[0], x.size(0)
+    if isinstance(expression, ast.Call) and call_name(expression) == "len" and len(expression.args) == 1:
+        return value(expression.args[0], items=True)
+    if isinstance(expression, ast.Subscript) and isinstance(expression.value, ast.Attribute) \
+            and expression.value.attr == "shape" and isinstance(expression.slice, ast.Constant) \
+            and expression.slice.value == 0:
+        return value(expression.value.value, items=True)
+    if isinstance(expression, ast.Call) and call_name(expression) == "size" and isinstance(expression.func, ast.Attribute) \
+            and len(expression.args) == 1 and isinstance(expression.args[0], ast.Constant) and expression.args[0].value == 0:
+        return value(expression.func.value, items=True)
     if isinstance(expression, ast.Call) and call_name(expression) in NUMBER_CALLS and expression.args:
         given = [value(arg) for arg in expression.args]
         try:
             return None if None in given else NUMBER_CALLS[call_name(expression)](*given)
         except (TypeError, ValueError, OverflowError):
             return None
-    if not isinstance(expression, ast.Name):
-        return None
-    made = source.assignments_to(expression.id, scope, before=getattr(expression, "lineno", None))
-    if made and isinstance(made[-1].targets[0], ast.Name):
-        return value(made[-1].value)
-    if isinstance(scope, ast.FunctionDef) and expression.id in (names := [arg.arg for arg in scope.args.args]):
-        if not callers:
-            return None
-        caller_source, statement = callers[0]
-        call = next((node for node in walk(statement) if isinstance(node, ast.Call)
-                     and call_name(node) == scope.name), None)
-        given = argument(call, names.index(expression.id), expression.id) if call is not None else None
-        return value_at_world(caller_source, given, caller_source.function_of(statement), world, callers[1:],
-                              depth + 1) if given is not None else None
-    constant = source.assignments_to(expression.id, source.tree)
-    top = [assign for assign in constant if source.function_of(assign) is source.tree]
-    return value(top[-1].value, source.tree, ()) if len(top) == 1 and isinstance(top[0].targets[0], ast.Name) \
-        else None
+    return None
+
+
+SAME_LENGTH = {"stack", "tensor", "as_tensor", "list", "tuple", "sorted", "array", "asarray", "vstack"}
 
 
 def argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
