@@ -21,8 +21,8 @@ from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, 
                                             SPLITS, WORLD_NAMES, SourceFile, argument, assignments, call_name,
                                             called_on, caller_place, calls_named, checkpoint_call, conditions_above,
                                             derived, holds, identifier, made_of, names_in, origin_of, parsed_files,
-                                            reads_world_size, root_name, rounded_up, self_attribute, source_named,
-                                            value_at_world, walk)
+                                            passed_by_caller, reads_world_size, root_name, rounded_up, self_attribute,
+                                            source_named, value_at_world, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -1280,25 +1280,15 @@ SIZES = re.compile(r"[(\[](\d+(?:, ?\d+)+)[)\]]")
 def _passed_from_callers(path: list[tuple[SourceFile, ast.stmt]], expression: ast.AST) -> list[tuple]:
     """`expression` at the innermost line of `path`, then, while it is a parameter of its function, what each caller
     on the traceback passed for it: (file, scope, expression) from the innermost out."""
-    found, level = [], 0
-    while level < len(path):
-        source, statement = path[level]
-        scope = source.function_of(statement)
+    source, statement = path[0]
+    found, scope, callers = [], source.function_of(statement), path[1:]
+    while True:
         found.append((source, scope, expression))
-        names = [arg.arg for arg in scope.args.args] if isinstance(scope, ast.FunctionDef) else []
-        if not (isinstance(expression, ast.Name) and expression.id in names) or level + 1 >= len(path):
-            break
-        caller_source, caller = path[level + 1]
-        method = names[0] == "self"
-        calls = [node for node in walk(caller) if isinstance(node, ast.Call)]
-        call = next((node for node in calls if call_name(node) == scope.name), None) or next(
-            (node for node in calls if method and len(node.args) == len(names) - 1), None)  # `net(x, state)`: forward
-        position = names.index(expression.id) - (1 if method else 0)
-        expression = argument(call, position, expression.id) if call is not None and position >= 0 else None
-        if expression is None:
-            break
-        level += 1
-    return found
+        passed = passed_by_caller(scope, expression.id, callers) if isinstance(scope, ast.FunctionDef) \
+            and isinstance(expression, ast.Name) else None
+        if passed is None:
+            return found
+        source, expression, scope, callers = passed
 
 
 def _joined_along_the_wrong_dim(ctx: Context, tb) -> Finding | None:

@@ -488,15 +488,9 @@ def value_at_world(source: SourceFile, expression: ast.AST, scope: ast.AST, worl
         made = source.assignments_to(expression.id, scope, before=getattr(expression, "lineno", None))
         if made and isinstance(made[-1].targets[0], ast.Name):
             return value(made[-1].value, items=count)
-        if isinstance(scope, ast.FunctionDef) and expression.id in (names := [arg.arg for arg in scope.args.args]):
-            if not callers:
-                return None
-            caller_source, statement = callers[0]
-            call = next((node for node in walk(statement) if isinstance(node, ast.Call)
-                         and call_name(node) == scope.name), None)
-            given = argument(call, names.index(expression.id), expression.id) if call is not None else None
-            return value_at_world(caller_source, given, caller_source.function_of(statement), world, callers[1:],
-                                  depth + 1, count)
+        if isinstance(scope, ast.FunctionDef) and expression.id in {arg.arg for arg in scope.args.args}:
+            passed = passed_by_caller(scope, expression.id, callers)
+            return value_at_world(*passed[:3], world, passed[3], depth + 1, count) if passed else None
         top = [assign for assign in source.assignments_to(expression.id, source.tree)
                if source.function_of(assign) is source.tree]
         return value(top[-1].value, source.tree, (), count) if len(top) == 1 and isinstance(
@@ -550,6 +544,23 @@ def value_at_world(source: SourceFile, expression: ast.AST, scope: ast.AST, worl
         except (TypeError, ValueError, OverflowError):
             return None
     return None
+
+
+def passed_by_caller(scope: ast.FunctionDef, name: str, callers: list[tuple[SourceFile, ast.stmt]]):
+    """What the innermost caller passed for parameter `name` of `scope`: (its file, the expression, its scope, the
+    callers above it), or None. A method's call is found by its name, or (`net(x, state)` for forward) by its
+    number of arguments."""
+    names = [arg.arg for arg in scope.args.args]
+    if name not in names or not callers:
+        return None
+    caller_source, statement = callers[0]
+    method = names[0] == "self"
+    calls = [node for node in walk(statement) if isinstance(node, ast.Call)]
+    call = next((node for node in calls if call_name(node) == scope.name), None) or next(
+        (node for node in calls if method and len(node.args) == len(names) - 1), None)
+    position = names.index(name) - (1 if method else 0)
+    given = argument(call, position, name) if call is not None and position >= 0 else None
+    return (caller_source, given, caller_source.function_of(statement), callers[1:]) if given is not None else None
 
 
 SAME_LENGTH = {"stack", "tensor", "as_tensor", "list", "tuple", "sorted", "array", "asarray", "vstack"}
