@@ -1309,16 +1309,12 @@ def _joined_along_the_wrong_dim(ctx: Context, tb) -> Finding | None:
     given = [arg for call in calls for arg in (call.args[1:] if "hidden" in tb.message else call.args)]
     for expression in given:
         for at_source, scope, passed in _passed_from_callers(path, expression):
-            gathering = {node.name for node in at_source.walk() if isinstance(node, ast.FunctionDef) and any(
-                call_name(part) in GATHERS or call_name(part) == "gather" for part in walk(node))}
             for join in (node for made in made_of(at_source, passed, scope) for node in walk(made)
                          if isinstance(node, ast.Call) and call_name(node) in ("cat", "concat", "concatenate")
                          and node.args):
                 dim = argument(join, 1, "dim")
-                parts = made_of(at_source, join.args[0], scope)
-                if (dim.value if isinstance(dim, ast.Constant) else 0 if dim is None else None) != grew[0] or not any(
-                        call_name(node) in gathering | set(GATHERS) | {"gather"} for made in parts
-                        for node in walk(made)):
+                if (dim.value if isinstance(dim, ast.Constant) else 0 if dim is None else None) != grew[0] or \
+                        not _made_by_a_gather(at_source, join.args[0], scope):
                     continue
                 return Finding(
                     "joined-along-the-wrong-dim", f"`{ast.unparse(join)[:50]}` ({at_source.name}:{join.lineno}) "
@@ -1407,12 +1403,6 @@ def _owner_product_wrapped(ctx: Context, tb) -> Finding | None:
     return None
 
 
-def _enclosing_statement(source: SourceFile, node: ast.AST) -> ast.stmt | None:
-    while node is not None and not isinstance(node, ast.stmt):
-        node = source.parent(node)
-    return node
-
-
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -1426,7 +1416,7 @@ def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     checked = [statement, *conditions_above(source, statement)]  # a raise: what its `if` tested
     for call in (node for part in checked for made in made_of(source, part, scope) for node in walk(made)
                  if isinstance(node, ast.Call) and call_name(node) in own and own[call_name(node)] is not scope):
-        function, at = own[call_name(call)], _enclosing_statement(source, call)
+        function, at = own[call_name(call)], source.statement_of(call)
         for cut in (node for node in walk(function) if isinstance(node, ast.Subscript)
                     and isinstance(node.slice, ast.Slice) and node.slice.upper is not None and node.slice.step is None):
             lower = value_at_world(source, cut.slice.lower, function, world, [(source, at)]) \
@@ -1448,6 +1438,177 @@ def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
                 "something is left (e.g. k = min(k, (n - 1) // 2)), fall back to another rule (a plain mean, the "
                 "median) below the size it needs, or run with more ranks")
     return None
+
+
+GLOO_SIZE_REFUSED = re.compile(r"ProcessGroupGloo::(?P<op>\w+): invalid tensor size at index \d+ \(expected "
+                               r"\((?P<expected>[\d, ]*)\), got \((?P<got>[\d, ]*)\)\)")
+
+
+def _gloo_size_refused(ctx: Context, tb) -> Finding | None:
+    """gloo's own check of a collective's sizes: an all_gather_into_tensor output made in the stacked layout
+    (world, *shape) that gloo splits along dim 0 into pieces of the input's shape; a scatter list of uneven blocks
+    (tensor_split of a length the world size does not divide) against one receive size."""
+    if (refused := GLOO_SIZE_REFUSED.search(tb.message)) is None or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    expected = [int(part) for part in refused["expected"].replace(" ", "").split(",") if part]
+    got = [int(part) for part in refused["got"].replace(" ", "").split(",") if part]
+    if refused["op"] == "allgather" and got[1:] == expected and got:
+        return Finding(
+            "gathered-into-a-stacked-output", f"all_gather_into_tensor at {frame.location} was given an output in the "
+            "stacked layout (a leading dim of the ranks), and gloo cuts its output along dim 0 into pieces of the "
+            f"input's shape: it expected ({', '.join(map(str, expected))}) and found ({', '.join(map(str, got))})",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "make the output in the concatenated layout, torch.empty((world * n, *rest)), and view it as (world, n, "
+            "*rest) afterwards; or all_gather into a list of tensors and torch.stack them")
+    if refused["op"] == "scatter":
+        scope = source.function_of(statement)
+        listed = next((argument(call, 1, "scatter_list") for call in walk(statement) if call_name(call) == "scatter"),
+                      None)
+        split = next((node for made in (made_of(source, listed, scope) if listed is not None else [])
+                      for node in walk(made) if call_name(node) in ("tensor_split", "array_split", "chunk", "split")),
+                     None)
+        if split is not None:
+            return Finding(
+                "scattered-uneven-blocks", f"`{ast.unparse(split)[:50]}` (line {split.lineno}) cuts the data into "
+                f"blocks of different sizes (a length the world size does not divide), and scatter at "
+                f"{frame.location} needs every block the size each rank receives ({', '.join(map(str, expected))}, "
+                f"got {', '.join(map(str, got))})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "pad every block to ceil(n / world) (a sentinel such as -1, dropped after receipt) and receive that "
+                "size; or broadcast the whole list (or its seed) and let each rank take its own slice; or use "
+                "scatter_object_list, which takes uneven lists")
+    return None
+
+
+def _gathered_tensors_compared(ctx: Context, tb) -> Finding | None:
+    """Python's max()/min()/sorted() over a list of gathered tensors: they compare whole tensors with `>`, and the
+    truth of a tensor of several values is refused. With one rank the list has one item and nothing is compared."""
+    if "Boolean value of Tensor with more than one value is ambiguous" not in tb.message \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    compared = next((call for call in walk(statement) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                     and call.func.id in ("max", "min", "sorted") and call.args
+                     and _made_by_a_gather(source, call.args[0], scope)), None)
+    if compared is None:
+        return None
+    return Finding(
+        "gathered-tensors-compared", f"`{ast.unparse(compared)[:40]}` ({frame.location}) compares the ranks' gathered "
+        f"tensors with Python's {compared.func.id}(): each comparison of two tensors of several values gives a tensor, "
+        "whose truth is refused; with one rank there is nothing to compare, so it only fails across ranks",
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        f"reduce with tensor operations: torch.stack({ast.unparse(compared.args[0])}).max(dim=0) (values and the "
+        "rank of each), or pick by a number (key=lambda t: t.sum().item()); or all_reduce with ReduceOp.MAX")
+
+
+def _nothing_in_the_buffer(ctx: Context, tb) -> Finding | None:
+    """torch.frombuffer of an empty buffer: a rank whose share gave nothing to send (no duplicate found, no record)
+    makes an empty payload, which frombuffer refuses."""
+    if "buffer length (0)" not in tb.message or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    made = next((call for call in walk(statement) if call_name(call) == "frombuffer"), None)
+    if made is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "nothing-in-the-buffer", f"`{ast.unparse(made)[:50]}` ({frame.location}) was given an empty buffer on "
+        f"{_who_raised(ctx, tb, rank)}, whose share had nothing to send, and torch.frombuffer refuses a buffer of "
+        "length 0", _crash_evidence(tb), tb.node, rank,
+        "make the empty case a tensor of its own: torch.empty(0, dtype=torch.uint8) when the payload is empty (or "
+        "torch.tensor(list(payload), dtype=torch.uint8)), and let that rank still take part in the collectives with "
+        "a length of 0")
+
+
+P2P_CALLS = {"send", "recv", "isend", "irecv", "P2POp"}
+
+
+def _tag_past_an_int(ctx: Context, tb) -> Finding | None:
+    """A point-to-point call refused its arguments' types where the tag is packed with a shift of 24 bits or more
+    (`(src << 30) | ...`): past 2**31 a tag no longer fits the C int the binding takes, so only higher ranks fail."""
+    if tb.short_type != "TypeError" or "incompatible function arguments" not in tb.message \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    own = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    for call in (node for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) in P2P_CALLS):
+        tag = next((item.value for item in call.keywords if item.arg == "tag"), None)
+        if tag is None:
+            continue
+        packed = [*walk(tag), *(node for called in walk(tag) if call_name(called) in own
+                                for node in walk(own[call_name(called)]))]
+        shift = next((node for node in packed if isinstance(node, ast.BinOp) and isinstance(node.op, ast.LShift)
+                      and isinstance(node.right, ast.Constant) and isinstance(node.right.value, int)
+                      and node.right.value >= 24), None)
+        if shift is None:
+            continue
+        return Finding(
+            "tag-past-an-int", f"the tag of {call_name(call)} at {frame.location} is packed with "
+            f"`{ast.unparse(shift)}` (line {shift.lineno}): once what is shifted is large enough (a rank of 2 or more "
+            f"shifted by {shift.right.value}) the tag passes 2**31 and no longer fits the C int that torch's "
+            f"point-to-point calls take, so only the higher ranks' calls are refused", _crash_evidence(tb), tb.node,
+            _rank_of(ctx, tb),
+            "keep tags below 2**31: leave the rank out of the tag (the peer already tells the pair apart) or pack "
+            "fewer bits (tag = step * 2 + kind)")
+    return None
+
+
+EXCHANGES = {"all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce", "gather", "scatter",
+             "all_to_all_single"}
+
+
+def _fixed_slot_too_small(ctx: Context, tb) -> Finding | None:
+    """The job's own check that a rank's payload fits a slot of a fixed size, in a function that exchanges the slots
+    (a buffer of world * max_size bytes, all_reduced or gathered): a payload that grows with the rank's data outgrew
+    the constant."""
+    if (failed := _failing_statement(ctx, tb)) is None or not isinstance(failed[2], ast.Raise):
+        return None
+    frame, source, statement = failed
+    function = source.function_of(statement)
+    if not isinstance(function, ast.FunctionDef) or not any(
+            call_name(node) in EXCHANGES | set(GATHERS) for node in walk(function)):
+        return None
+    defaults = dict(zip([arg.arg for arg in function.args.args][-len(function.args.defaults):] if
+                        function.args.defaults else [], function.args.defaults))
+    for test in conditions_above(source, statement):
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
+            continue
+        limit = test.comparators[0]
+        fixed = defaults.get(identifier(limit)) if isinstance(limit, ast.Name) else None
+        if not (isinstance(fixed, ast.Constant) and isinstance(fixed.value, int)) or not any(
+                call_name(node) == "len" for made in made_of(
+                source, test.left, function) for node in walk(made)):
+            continue
+        return Finding(
+            "fixed-slot-too-small", f"{function.name}() ({source.name}:{function.lineno}) gives every rank a slot of a "
+            f"fixed {identifier(limit)} = {fixed.value} for what it exchanges, and this rank's payload is larger "
+            f"({_said(tb.message, 70)}): the payload grows with the rank's data, the slot does not",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "size the exchange from the data: all_gather the payloads' lengths first and pad to the largest, or use "
+            "dist.all_gather_object; or send the values as a tensor (all_gather of int64 keys padded to the largest "
+            "count)")
+    return None
+
+
+def _lock_held_by_a_node_mate(ctx: Context, tb) -> Finding | None:
+    """A non-blocking file lock refused (BlockingIOError at flock/lockf) in a job with several ranks on a node: the
+    lock file is one per node's disk, and the first rank of the node holds it, as if the job had one process per
+    machine."""
+    if tb.short_type != "BlockingIOError" or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    locking = next((call for call in walk(statement) if call_name(call) in ("flock", "lockf")), None)
+    if locking is None:
+        return None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "lock-held-by-a-node-mate", f"`{ast.unparse(locking)[:50]}` ({frame.location}) asks for a lock without "
+        "waiting, and another rank of the same node already holds it: the lock file is one per node's disk, so with "
+        f"several ranks on a node the second one is refused ({_said(tb.message, 50)})",
+        _crash_evidence(tb), tb.node, rank,
+        "give each rank a lock (or a cache file) of its own, named by its global rank; or take the lock blocking, "
+        "only around each write (LOCK_EX without LOCK_NB, released right after); or let local rank 0 alone own it")
 
 
 REACHING_FAILED = re.compile(r"refused|unreachable|timed? ?out|could not (?:fetch|connect|reach)|not reachable|"
@@ -1769,6 +1930,15 @@ def _gathered_lists(source: SourceFile) -> dict[str, ast.AST]:
     """The lists a gather fills (all_gather_object's, all_gather's output list) -> the value each rank gave."""
     return {filled: call.args[GATHERS[call_name(call)]] for call in calls_named(source, set(GATHERS))
             if len(call.args) > GATHERS[call_name(call)] and (filled := identifier(call.args[0]))}
+
+
+def _made_by_a_gather(source: SourceFile, expression: ast.AST, scope: ast.AST) -> bool:
+    """`expression` is a list a gather filled: named by one, or returned by one of the job's functions that gathers."""
+    gathering = {node.name for node in source.walk() if isinstance(node, ast.FunctionDef) and any(
+        call_name(part) in GATHERS or call_name(part) == "gather" for part in walk(node))}
+    return identifier(expression) in _gathered_lists(source) or any(
+        call_name(node) in gathering | set(GATHERS) | {"gather"} for made in made_of(source, expression, scope)
+        for node in walk(made))
 
 
 def _joined_list(statement: ast.AST, names: tuple[str, ...]) -> tuple[ast.Call, ast.AST] | None:
@@ -4975,4 +5145,6 @@ EXCEPTION_MECHANISMS = (
     _padded_from_the_front_of_an_order, _split_sizes_of_floats,
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
     _bucketized_to_the_rank_before, _owner_product_wrapped, _empty_at_this_world_size,
+    _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
+    _fixed_slot_too_small, _lock_held_by_a_node_mate,
 )

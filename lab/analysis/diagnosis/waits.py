@@ -21,7 +21,7 @@ from lab.analysis.calls import POINT_TO_POINT, ROOTED, DistCall, StoreOp
 from lab.analysis.diagnosis.context import SYMPTOM, Context, echoes_a_peer, node_of_rank
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import exit_text, last_own_line
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, assignments, call_name,
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, SourceFile, assignments, call_name,
                                             endless_stream, holds, parsed_files, source_named, walk)
 from lab.analysis.stacks import Frame, ProcessStack
 
@@ -282,9 +282,15 @@ def _unmatched(ctx: Context, activity: Activity, peer: int, activities: dict[int
     fix = ("make each send and its receive agree: the receiver names the sender (src) and the sender the receiver "
            "(dst), with the same tag and group, in the same order on both sides")
     if peer not in world:
+        sentinel = peer < 0 and _no_neighbour_sentinel(ctx)
         return Finding("p2p-mismatch", f"rank {rank} waits to {verb} rank {peer}, which does not exist (the world has "
-                                       f"ranks 0..{len(world) - 1})", str(activity), activity.node, rank,
-                       "compute the peer from the world size (e.g. (rank + 1) % world_size), and within a subgroup "
+                                       f"ranks 0..{len(world) - 1})" + (
+                           f": the job marks a missing neighbour with {peer} (`{sentinel}`), as MPI's PROC_NULL does, "
+                           "but torch.distributed has no null peer and waits for that rank" if sentinel else ""),
+                       str(activity), activity.node, rank,
+                       "skip the send and the receive where the neighbour is the sentinel (post p2p only to real "
+                       "ranks: if left >= 0, if right < world_size), keeping the boundary's own values" if sentinel
+                       else "compute the peer from the world size (e.g. (rank + 1) % world_size), and within a subgroup "
                        "pass the group's own ranks (group_src/group_dst) or global ranks consistently")
     other = activities.get(peer)
     if other is None:
@@ -1070,6 +1076,28 @@ def _others_waiting(ctx: Context, rank: int) -> str:
     return ""
 
 
+def _counts_one_node(files: list[SourceFile]) -> bool:
+    """The job reads a count of one node's processes (LOCAL_WORLD_SIZE, LOCAL_RANK, nproc_per_node) or a world size
+    of its own: a ring computed modulo it can wrap onto the rank itself."""
+    local = {"LOCAL_WORLD_SIZE", "LOCAL_RANK", "nproc_per_node", "local_world_size", "local_rank"}
+    return any(source.names & local or any(isinstance(node, ast.Constant) and node.value in local
+                                           for node in source.walk()) for source in files)
+
+
+def _no_neighbour_sentinel(ctx: Context) -> str | None:
+    """Where the job marks a missing neighbour with -1 (`PROC_NULL = -1`, `rank - 1 if rank > 0 else -1`)."""
+    for source in parsed_files(ctx):
+        for node in source.walk():
+            minus_one = [part for part in (getattr(node, "value", None), getattr(node, "body", None),
+                                           getattr(node, "orelse", None)) if isinstance(part, ast.UnaryOp)
+                         and isinstance(part.op, ast.USub) and isinstance(part.operand, ast.Constant)
+                         and part.operand.value == 1]
+            if minus_one and (isinstance(node, ast.IfExp) or isinstance(node, ast.Assign) and any(
+                    isinstance(target, ast.Name) and target.id.isupper() for target in node.targets)):
+                return ast.unparse(node)[:50]
+    return None
+
+
 def self_peer_findings(ctx: Context) -> list[Finding]:
     """A point-to-point call whose peer is the caller itself: gloo has no pair with its own rank, so it fails or waits
     for ever, whatever the other ranks do."""
@@ -1079,11 +1107,21 @@ def self_peer_findings(ctx: Context) -> list[Finding]:
         for call in (*trace.calls.failed, *trace.calls.pending, *trace.calls.posted):
             if call.op in POINT_TO_POINT and call.peer == trace.rank:
                 world = trace.world_size or ctx.evidence.expected_world_size
+                said = f"rank {trace.rank}: {call}" + (f" raised {call.error[:200]}" if call.error else "")
+                files = parsed_files(ctx)
+                if files and not _counts_one_node(files):  # a neighbour that is itself: a grid dimension of one rank
+                    return [Finding(
+                        "p2p-mismatch", f"rank {trace.rank}'s {call.op} at {call.caller} names rank {trace.rank}, "
+                        "itself, as its peer: torch.distributed has no send or receive to oneself (gloo has no pair "
+                        "with its own rank), where a neighbour comes out as the rank itself (a periodic direction "
+                        f"with one rank across it, a ring of one) at this world size of {world}", said, trace.node,
+                        trace.rank, "where the neighbour is the rank itself, do the exchange locally (copy the "
+                        "boundary across: u[:, 0] = u[:, -2]; u[:, -1] = u[:, 1]) instead of posting a send and a "
+                        "receive; or lay the ranks out so that no direction has a single rank")]
                 return [Finding(
                     "p2p-mismatch", f"rank {trace.rank}'s {call.op} at {call.caller} names rank {trace.rank}, itself, "
                     f"as its peer: a ring or pair computed modulo another count than the world size ({world})",
-                    f"rank {trace.rank}: {call}" + (f" raised {call.error[:200]}" if call.error else ""),
-                    trace.node, trace.rank,
+                    said, trace.node, trace.rank,
                     "compute peers from the global rank and the world size: dst = (rank + 1) % dist.get_world_size(), "
                     "src = (rank - 1) % dist.get_world_size(); LOCAL_WORLD_SIZE and the processes per node count one "
                     "node only")]
