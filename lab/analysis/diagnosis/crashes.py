@@ -11,7 +11,7 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-from lab.analysis.calls import DistCall, arguments_that_differ
+from lab.analysis.calls import POINT_TO_POINT, DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import endpoint_host, is_loopback, job_own_port
 from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, job_lines, near,
                                              quote, quoted_source, report_root_rank)
@@ -968,11 +968,7 @@ def _rate_over_a_share(ctx: Context, tb) -> Finding | None:
     if tb.short_type not in ("ValueError", "AssertionError") or not VALUE_OUT_OF_RANGE.search(tb.message) \
             or not ctx.multi_node:
         return None
-    for frame in reversed([frame for frame in tb.frames if not LIBRARY_FILE.search(frame.file)]):
-        source = source_named(parsed_files(ctx), frame.file)
-        statement = source.statement_at(frame.line) if source else None
-        if statement is None:
-            continue
+    for source, statement in _job_statements(ctx, tb):
         scope, ranks = source.function_of(statement), source.ranks
         for name in sorted(names_in(statement)):
             for assign in source.assignments_to(name, scope, before=statement.lineno):
@@ -1208,14 +1204,18 @@ def _sized_by_own_longest(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _arguments_refused(tb) -> bool:
+    """pybind's refusal of a torch.distributed call's argument types (a float where an int goes, an int past 32 bits)."""
+    return tb.short_type == "TypeError" and "incompatible function arguments" in tb.message
+
+
 FLOAT_MAKERS = {"histc", "histogram", "float", "mean", "double", "half", "linspace", "rand", "randn", "true_divide"}
 
 
 def _split_sizes_of_floats(ctx: Context, tb) -> Finding | None:
     """A collective refused its arguments' types (pybind's "incompatible function arguments") where the split sizes
     it was given are a float tensor's .tolist() (torch.histc counts in float32; a division): split sizes are ints."""
-    if tb.short_type != "TypeError" or "incompatible function arguments" not in tb.message \
-            or (failed := _failing_statement(ctx, tb)) is None:
+    if not _arguments_refused(tb) or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
     scope = source.function_of(statement)
@@ -1521,14 +1521,13 @@ def _nothing_in_the_buffer(ctx: Context, tb) -> Finding | None:
         "a length of 0")
 
 
-P2P_CALLS = {"send", "recv", "isend", "irecv", "P2POp"}
+P2P_CALLS = {*POINT_TO_POINT, "P2POp"}
 
 
 def _tag_past_an_int(ctx: Context, tb) -> Finding | None:
     """A point-to-point call refused its arguments' types where the tag is packed with a shift of 24 bits or more
     (`(src << 30) | ...`): past 2**31 a tag no longer fits the C int the binding takes, so only higher ranks fail."""
-    if tb.short_type != "TypeError" or "incompatible function arguments" not in tb.message \
-            or (failed := _failing_statement(ctx, tb)) is None:
+    if not _arguments_refused(tb) or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
     own = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
