@@ -28,6 +28,10 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyfourth_latency_benchmark", "gathered-tensors-compared",
      ["`max(per_rank)` (latency_benchmark.py:57) compares the ranks' gathered tensors"],
      ["torch.stack(per_rank).max(dim=0)"]),
+    ("fortyfourth_md_slab_decomposition", "owner-index-reaches-world",
+     ["`(pos[:, 0] / (BOX / world)).long()` (md_slab_decomposition.py:20)", "comes out as 2, a rank that does not "
+      "exist", "`torch.linspace(0, BOX, side)` (md_slab_decomposition.py:62) includes its endpoint"],
+     ["`.clamp_(max=world - 1)`"]),
     ("fortyfourth_validation_metrics", "collective-given-a-number",
      ["a collective was given a Python number"], ["put the value in a tensor"]),
     ("fortyfourth_eval_gather_logits", "gathered-into-a-stacked-output",
@@ -45,6 +49,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "return step * 2 + kind", "tag-past-an-int"),
     ("fortyfourth_latency_benchmark", "slowest = max(per_rank)", "slowest = max(medians)",
      "gathered-tensors-compared"),
+    ("fortyfourth_md_slab_decomposition", "return (pos[:, 0] / (BOX / world)).long()",
+     "return (pos[:, 0] / (BOX / world)).long().clamp(max=world - 1)", "owner-index-reaches-world"),
     ("fortyfourth_sharded_test_scoring", "blocks = list(torch.tensor_split(ids, world))", "blocks = list(padded)",
      "scattered-uneven-blocks"),
 ]

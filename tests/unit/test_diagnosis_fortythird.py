@@ -35,6 +35,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["send the module's state_dict()"]),
     ("fortythird_reconcile_regional_forecasts", "group-ranks-repeated",
      ["gives new_group the ranks `(owner[s] for s in stores)` (line 50)"], ["sorted(set(...))"]),
+    ("fortythird_impala_multigame", "index-from-other-ranks",
+     ["`act[..., None]` (impala_multigame.py:97) holds values the other ranks sent (through `parts`)",
+      "3, is past the 3 this rank's own tensor holds"], ["size what the received values index for every rank's range"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -49,6 +52,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "owner-product-wrapped"),
     ("fortythird_rowwise_embedding_trainer", "torch.bucketize(ids, self.boundaries)",
      "torch.bucketize(ids, self.boundaries, right=True)", "bucketized-to-the-rank-before"),
+    ("fortythird_impala_multigame", "dist.gather(traj, parts, dst=0)", "parts = [traj for _ in range(world)]",
+     "index-from-other-ranks"),
 ]
 
 

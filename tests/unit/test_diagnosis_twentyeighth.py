@@ -15,11 +15,16 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyeighth_actor_weight_sync", "shape-mismatch",
      ["the ranks walk the model's tensors in two different lists", "(actor_weight_sync.py:40, parameters and buffers)",
       "(actor_weight_sync.py:46, parameters only)"], ["send and receive the same list in the same order"]),
+    ("twentyeighth_prioritized_replay_learner", "global-index-on-shard",
+     ["`idx` (prioritized_replay_learner.py:76) is a position over every rank's parts joined",
+      "used on this rank's own part of size 512"], ["owner = index // part_size, local = index % part_size"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
     ("twentyeighth_ppo_reward_normalizer", "dist.all_reduce(stats)", "dist.all_reduce(stats); dist.all_reduce(n)",
      "sum-over-local-count"),  # the count reduced too
+    ("twentyeighth_prioritized_replay_learner", "idx = torch.multinomial(probs, batch_size, replacement=True, generator=g)",
+     "idx = torch.arange(batch_size)", "global-index-on-shard"),
 ]
 
 

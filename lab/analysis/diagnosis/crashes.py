@@ -1403,6 +1403,48 @@ def _owner_product_wrapped(ctx: Context, tb) -> Finding | None:
     return None
 
 
+SHORT_COUNT = re.compile(r"(\d+)\s*(?:!=|<|vs\.?|instead of|but expected|expected)\s*(\d+)")
+INDEX_PAST = re.compile(r"index (\d+) is out of (?:bounds|range)")
+FLOOR_CASTS = {"long", "int", "floor", "to", "trunc", "floor_divide"}
+
+
+def _owner_index_reaches_world(ctx: Context, tb) -> Finding | None:
+    """A count that came out short, or an index equal to the world size, where the job gives each item its rank by
+    dividing a coordinate by (extent / world) and rounding down, with no clamp: an item exactly at the upper edge (a
+    linspace's endpoint, a value not wrapped) gets rank `world`, which no rank is, so nobody keeps it."""
+    world = ctx.evidence.expected_world_size
+    short = any(int(a) < int(b) for a, b in SHORT_COUNT.findall(tb.message))
+    past = any(int(index) == world for index in INDEX_PAST.findall(tb.message))
+    if not world or world < 2 or not (short or past):
+        return None
+    for source in parsed_files(ctx):
+        if calls_named(source, {"clamp", "clamp_", "clip", "clip_", "minimum"}) or any(
+                isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and identifier(node.left) in WORLD_NAMES
+                for node in source.walk()):
+            continue  # the job keeps its owners in range somewhere
+        for cast in (node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) in FLOOR_CASTS
+                     or isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)):
+            divided = [node for node in walk(cast) if isinstance(node, ast.BinOp)
+                       and isinstance(node.op, (ast.Div, ast.FloorDiv))]
+            if not divided or not any(identifier(node) in WORLD_NAMES or reads_world_size(node) for node in walk(cast)):
+                continue
+            if not any(isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops)
+                       and any(identifier(side) in RANK_NAMES for side in (node.left, *node.comparators))
+                       for node in source.walk()):
+                continue  # not an ownership test against the rank
+            edge = next((node for node in calls_named(source, {"linspace"})), None)
+            endpoint = (f"; `{ast.unparse(edge)[:50]}` ({source.name}:{edge.lineno}) includes its endpoint"
+                        if edge is not None else "")
+            return Finding(
+                "owner-index-reaches-world", f"`{ast.unparse(cast)[:60]}` ({source.name}:{cast.lineno}) gives each "
+                f"item its rank by dividing a coordinate by (extent / world) and rounding down: an item exactly at the "
+                f"upper edge comes out as {world}, a rank that does not exist, so no rank keeps it{endpoint} "
+                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "keep every owner in [0, world): clamp it (`.clamp_(max=world - 1)`, min(owner, world - 1)) and keep "
+                "coordinates inside [0, extent) (torch.remainder, a grid built without its endpoint)")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -1938,6 +1980,53 @@ def _made_by_a_gather(source: SourceFile, expression: ast.AST, scope: ast.AST) -
     return identifier(expression) in _gathered_lists(source) or any(
         call_name(node) in gathering | set(GATHERS) | {"gather"} for made in made_of(source, expression, scope)
         for node in walk(made))
+
+
+INDEX_PAST_SIZE = re.compile(r"index (-?\d+) is out of bounds for (?:dimension|axis) \d+ with size (\d+)")
+POSITION_CALLS = {"multinomial", "argmax", "argmin", "topk", "nonzero", "argsort", "searchsorted", "argwhere", "where",
+                  "randperm", "choice"}
+LOOKUPS = {"gather": 1, "index_select": 2, "take_along_dim": 1, "take": 1, "embedding": 0}  # the index's argument
+
+
+def _index_from_other_ranks(ctx: Context, tb) -> Finding | None:
+    """An index past a size on the rank that received the others' results: the indices come from what the other
+    ranks made (a gather's list) and the tensor they index from what this rank built for itself, so values another
+    rank can produce (a larger range of its own) do not fit here."""
+    past = INDEX_PAST_SIZE.search(tb.message)
+    if not past or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    received = set(_gathered_lists(source)) | {
+        identifier(call.args[1]) for call in calls_named(source, {"gather", "recv", "irecv", "broadcast"})
+        if called_on(call) in ("dist", "torch.distributed") and len(call.args) > 1} - {None}
+    indices = [node.slice for node in walk(statement) if isinstance(node, ast.Subscript)] + [
+        index for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) in LOOKUPS
+        and (index := argument(node, LOOKUPS[call_name(node)], "index")) is not None]
+    for index in indices:
+        made = made_of(source, index, scope)
+        sent = next((name for part in made for name in names_in(part) if name in received), None)
+        if sent is None:
+            continue
+        drawn = next((node for part in made for node in walk(part) if call_name(node) in POSITION_CALLS), None)
+        if drawn is not None:  # a position in the ranks' parts joined, not a value a rank made
+            return Finding(
+                "global-index-on-shard", f"`{ast.unparse(index)[:40]}` ({source.name}:{statement.lineno}) is a "
+                f"position over every rank's parts joined (`{ast.unparse(drawn)[:50]}` over what came through "
+                f"`{sent}`), used on this rank's own part of size {past.group(2)}: positions past it belong to other "
+                f"ranks ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "map each position to its owner and its place there (owner = index // part_size, local = index % "
+                "part_size) and fetch the items from their owners (all_to_all), or draw the positions from this "
+                "rank's own part only")
+        return Finding(
+            "index-from-other-ranks", f"`{ast.unparse(index)[:40]}` ({source.name}:{statement.lineno}) holds values "
+            f"the other ranks sent (through `{sent}`), and one of them, {past.group(1)}, is past the {past.group(2)} "
+            f"this rank's own tensor holds: the ranks produce values from a larger range than the one this rank "
+            f"sized for ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "size what the received values index for every rank's range, not this rank's own (the largest over the "
+            "ranks: a shared constant, or all_reduce with MAX of each rank's count before building it), or map each "
+            "rank's values into the shared range before sending them")
+    return None
 
 
 def _joined_list(statement: ast.AST, names: tuple[str, ...]) -> tuple[ast.Call, ast.AST] | None:
@@ -5143,7 +5232,8 @@ EXCEPTION_MECHANISMS = (
     _split_size_is_the_world, _optimizer_state_not_made, _decided_on_the_root_from_its_own,
     _padded_from_the_front_of_an_order, _split_sizes_of_floats,
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
-    _bucketized_to_the_rank_before, _owner_product_wrapped, _empty_at_this_world_size,
+    _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world,
+    _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
-    _fixed_slot_too_small, _lock_held_by_a_node_mate,
+    _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
 )
