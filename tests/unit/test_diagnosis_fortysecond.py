@@ -38,6 +38,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortysecond_robust_fedavg_trimmed", "empty-at-this-world-size",
      ["`ordered[k:n - k]` (robust_fedavg_trimmed.py:41, in trimmed_mean()) is empty at this run's world size of 2",
       "its bounds come to 1 and 1 there"], ["k = min(k, (n - 1) // 2)"]),
+    ("fortysecond_secure_agg_fedavg", "pairs-of-an-absent-rank",
+     ["`masked` (secure_agg_fedavg.py:78) gets a term per peer that the peer cancels with the opposite sign",
+      "only under `if available(r, rank):`"], ["add pair terms only between ranks that take part"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -57,6 +60,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "mine += order[len(order) - (per_rank - len(mine)):]", "padded-from-the-front-of-an-order"),
     ("fortysecond_robust_fedavg_trimmed", "k = max(1, int(math.floor(ratio * n)))",
      "k = min(int(math.floor(ratio * n)), (n - 1) // 2)", "empty-at-this-world-size"),
+    ("fortysecond_secure_agg_fedavg", "masked = (masked + m) % MOD if rank < j else (masked - m) % MOD",
+     "masked = (masked + m) % MOD", "pairs-of-an-absent-rank"),
 ]
 
 

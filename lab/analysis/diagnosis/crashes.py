@@ -1445,6 +1445,43 @@ def _owner_index_reaches_world(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _pairs_of_an_absent_rank(ctx: Context, tb) -> Finding | None:
+    """The job's own check of an all_reduce's result, where each rank adds a term per peer that the peer cancels with
+    the opposite sign (secure aggregation's pairwise masks: + where rank < peer, - where not), and adds them under a
+    condition of its own (the client is available this round): a rank that skips leaves its partners' terms uncancelled
+    in the sum."""
+    if not ctx.multi_node or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    scope = source.function_of(statement)
+    for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args and identifier(call.args[0])
+                    and source.function_of(call) is scope):
+        name = identifier(reduced.args[0])
+        for assign in source.assignments_to(name, scope, before=reduced.lineno):
+            loop = source.loop_of(assign)
+            if not isinstance(loop, ast.For):
+                continue
+            peers = {identifier(part) for part in walk(loop.target) if isinstance(part, ast.Name)}
+            signed = any(isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare)
+                         and {identifier(node.test.left), *map(identifier, node.test.comparators)} & RANK_NAMES
+                         and {identifier(node.test.left), *map(identifier, node.test.comparators)} & peers
+                         for node in walk(assign.value))
+            owned = next((test for test in conditions_above(source, loop) if any(
+                identifier(node) in RANK_NAMES for node in walk(test))), None)
+            if not signed or owned is None:
+                continue
+            return Finding(
+                "pairs-of-an-absent-rank", f"`{name}` ({source.name}:{assign.lineno}) gets a term per peer that the "
+                f"peer cancels with the opposite sign, and each rank adds its terms only under `if "
+                f"{ast.unparse(owned)[:50]}:`: where a rank skips, the terms its partners added against it stay in "
+                f"the all_reduce's sum (line {reduced.lineno}), and the result fails the job's check "
+                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "agree who takes part before pairing (all_gather every rank's flag first) and add pair terms only "
+                "between ranks that take part, or have the ranks that take part remove the terms they share with the "
+                "absent ones before the result is decoded")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -5232,7 +5269,7 @@ EXCEPTION_MECHANISMS = (
     _split_size_is_the_world, _optimizer_state_not_made, _decided_on_the_root_from_its_own,
     _padded_from_the_front_of_an_order, _split_sizes_of_floats,
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
-    _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world,
+    _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world, _pairs_of_an_absent_rank,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
