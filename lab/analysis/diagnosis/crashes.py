@@ -18,7 +18,7 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT,
-                                            SPLITS, WORLD_NAMES, SourceFile, argument, assignments, call_name,
+                                            SPLITS, TWO_SIZES, WORLD_NAMES, SourceFile, argument, assignments, call_name,
                                             called_on, caller_place, calls_named, checkpoint_call, conditions_above,
                                             derived, holds, identifier, made_of, names_in, origin_of, parsed_files,
                                             passed_by_caller, reads_world_size, root_name, rounded_up, self_attribute,
@@ -1482,6 +1482,118 @@ def _pairs_of_an_absent_rank(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _share_at_this_world_size(ctx: Context, tb) -> Finding | None:
+    """A shape refused where the job divides a whole by the world size (`GLOBAL_BATCH // world`): worked out at this
+    run's world size, the shares joined fall short of the whole (the remainder is on no rank), or a share is not a
+    multiple of the group the job cuts it into (`n // 2` pairs, a reshape into groups of 4), as it is on one rank."""
+    world = ctx.evidence.expected_world_size
+    view, differ = VIEW_REFUSED.search(tb.message), TWO_SIZES.search(tb.message)
+    if not world or world < 2 or not (view or differ) or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    dims = [int(dim) for dim in view["dims"].split(", ")] if view else []
+    known = math.prod(dim for dim in dims if dim != -1)
+    size = int(view["size"]) if view else 0
+    worlds = _world_names(source)
+    halved = [node for made in made_of(source, statement, source.function_of(statement)) for node in walk(made)
+              if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)
+              and isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) and node.right.value > 1]
+    for division in (node for node in source.walk() if _divides_by(node, worlds)):
+        scope = source.function_of(division)
+        share, whole = value_at_world(source, division, scope, world), value_at_world(source, division.left, scope, 1)
+        if not share or not whole or share != int(share) or whole != int(whole):
+            continue
+        share, whole = int(share), int(whole)
+        said = f"`{ast.unparse(division)}` ({source.name}:{division.lineno})"
+        if view and -1 not in dims and whole % world and known * share * world == size * whole:
+            return Finding(
+                "shares-short-of-the-whole", f"{said} gives each of the {world} ranks {share}, so the shares joined "
+                f"hold {share * world}, not the {whole} that `{ast.unparse(statement)[:50]}` ({source.name}:"
+                f"{statement.lineno}) expects: the remainder of the division is on no rank "
+                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"give the first {whole} % world ranks one more (n // world + (rank < n % world)), or make "
+                f"ceil({whole} / world) on every rank and trim the joined result to {whole}; or size what follows "
+                "from what was gathered, not from the whole")
+        cut = f"`{ast.unparse(statement)[:50]}`, {source.name}:{statement.lineno}"
+        groups = [(dim, cut) for dim in dims if dim > 1 and size % share == 0 and size % known] if view else \
+            [(node.right.value, f"`{ast.unparse(node)}`, {source.name}:{node.lineno}") for node in halved
+             if {share, share // node.right.value * node.right.value} == {int(differ['a']), int(differ['b'])}
+             and value_at_world(source, node.left, source.function_of(node), world) in (None, share)]
+        group, cut = next(((k, where) for k, where in groups if share % k and whole % k == 0), (None, None))
+        if group is None:
+            continue
+        bigger = -(-whole // (group * world)) * group * world
+        return Finding(
+            "share-not-a-multiple", f"{said} is {share} at this world size of {world}, and the job cuts it into "
+            f"groups of {group} ({cut}): {share} is not "
+            f"a multiple of {group}, as {whole} is on one rank ({_said(tb.message, 60)})", _crash_evidence(tb),
+            tb.node, _rank_of(ctx, tb),
+            f"keep each rank's share a multiple of {group}: make the whole a multiple of {group} x the world size "
+            f"({bigger} here), or let the grouping follow the share (a group that divides it, math.gcd({group}, "
+            f"share); or make ceil(share / {group}) groups and trim to the share), and check it at start")
+    return None
+
+
+NUMBER_HAS_NO = re.compile(r"'(?:int|float)' object has no attribute '(\w+)'")
+
+
+def _sum_of_nothing(ctx: Context, tb) -> Finding | None:
+    """A tensor method called on a plain 0 where the value is Python's sum() of a list the job fills item by item,
+    skipping some: on a rank whose share gave no item the list is empty, sum([]) is the int 0, and the rank fails
+    (or skips backward) where the others go on into the collectives."""
+    said = NUMBER_HAS_NO.search(tb.message)
+    if not said or not (path := _job_statements(ctx, tb)) or not ctx.multi_node:
+        return None
+    source, statement = path[0]
+    scope = source.function_of(statement)
+    for used in (node for node in walk(statement) if isinstance(node, ast.Attribute) and node.attr == said[1]):
+        summed = next((node for made in made_of(source, used.value, scope) for node in walk(made)
+                       if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sum"
+                       and len(node.args) == 1 and not node.keywords and identifier(node.args[0])), None)
+        if summed is None:
+            continue
+        listed = identifier(summed.args[0])
+        where = source.function_of(summed)
+        started = any(isinstance(assign.value, ast.List) and not assign.value.elts
+                      for assign in source.assignments_to(listed, where))
+        if not started:
+            continue
+        return Finding(
+            "sum-of-nothing", f"`{ast.unparse(summed)}` ({source.name}:{summed.lineno}) is the int 0 where "
+            f"`{listed}` is empty: the job appends to it item by item and skips some, and on this rank's share none "
+            f"was kept, so `.{said[1]}` met a number, not a tensor; the other ranks went on into the collectives "
+            f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            f"start the sum from a tensor that stays in the graph (sum({listed}, outputs.sum() * 0), torch.stack"
+            f"({listed}).sum() guarded by a zero of the outputs) so that every rank has a loss and runs backward, "
+            "and give the skipped items their own term (a background-only loss) rather than dropping them")
+    return None
+
+
+ZERO_DIM_JOINED = re.compile(r"zero-dimensional tensor \(at position (\d+)\) cannot be concatenated")
+
+
+def _squeezed_to_a_scalar(ctx: Context, tb) -> Finding | None:
+    """torch.cat refused a 0-d part, where the job squeezes its per-rank results with no dimension named: a rank whose
+    share held one item loses the item dimension with the others of size 1, and its part is a scalar."""
+    position = ZERO_DIM_JOINED.search(tb.message)
+    if not position or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        squeezed = next((call for call in calls_named(source, {"squeeze"}) if not call.keywords and (
+            not call.args if isinstance(call.func, ast.Attribute) and called_on(call) != "torch" else len(call.args) == 1
+        )), None)
+        if squeezed is None:
+            continue
+        return Finding(
+            "squeezed-to-a-scalar", f"the part at position {position[1]} is 0-d: `{ast.unparse(squeezed)[:50]}` "
+            f"({source.name}:{squeezed.lineno}) drops every dimension of size 1, and where a rank's share held one "
+            f"item its item dimension goes too, so its part is a scalar ({_said(tb.message, 60)})",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "squeeze only the dimension you mean (.squeeze(-1)), or .reshape(-1) / torch.atleast_1d the result "
+            "before it is gathered and joined")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -2025,26 +2137,50 @@ POSITION_CALLS = {"multinomial", "argmax", "argmin", "topk", "nonzero", "argsort
 LOOKUPS = {"gather": 1, "index_select": 2, "take_along_dim": 1, "take": 1, "embedding": 0}  # the index's argument
 
 
+def _made_through_loops(source: SourceFile, expression: ast.AST, scope: ast.AST) -> list[ast.AST]:
+    """made_of, also through the loops that bind its names (`for p in preds`, a comprehension's `for part in
+    gathered`): what a loop variable is made of is the iterable it walks."""
+    made, seen = made_of(source, expression, scope), set()
+    for _ in range(3):
+        names = {node.id for part in made for node in walk(part) if isinstance(node, ast.Name)} - seen
+        seen |= names
+        loops = [node for node in walk(scope) if isinstance(node, (ast.For, ast.comprehension))
+                 and {part.id for part in walk(node.target) if isinstance(part, ast.Name)} & names]
+        made += [found for loop in loops for found in made_of(source, loop.iter, scope)]
+    return made
+
+
 def _index_from_other_ranks(ctx: Context, tb) -> Finding | None:
-    """An index past a size on the rank that received the others' results: the indices come from what the other
-    ranks made (a gather's list) and the tensor they index from what this rank built for itself, so values another
-    rank can produce (a larger range of its own) do not fit here."""
+    """An index past a size, or a key not found, on the rank that received the others' results: the indices or keys
+    come from what the other ranks made (a gather's list), and what they look up from what this rank built for itself
+    (a tensor sized for its own range, a table of its own share), so what another rank produced is not there."""
     past = INDEX_PAST_SIZE.search(tb.message)
-    if not past or (failed := _failing_statement(ctx, tb)) is None:
+    key = tb.short_type == "KeyError"
+    if not (past or key) or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
     scope = source.function_of(statement)
     received = set(_gathered_lists(source)) | {
         identifier(call.args[1]) for call in calls_named(source, {"gather", "recv", "irecv", "broadcast"})
         if called_on(call) in ("dist", "torch.distributed") and len(call.args) > 1} - {None}
-    indices = [node.slice for node in walk(statement) if isinstance(node, ast.Subscript)] + [
-        index for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) in LOOKUPS
-        and (index := argument(node, LOOKUPS[call_name(node)], "index")) is not None]
-    for index in indices:
-        made = made_of(source, index, scope)
+    lookups = [(node.value, node.slice) for node in walk(statement) if isinstance(node, ast.Subscript)] + [
+        (node, index) for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) in LOOKUPS
+        and not key and (index := argument(node, LOOKUPS[call_name(node)], "index")) is not None]
+    for table, index in lookups:
+        made = _made_through_loops(source, index, scope)
         sent = next((name for part in made for name in names_in(part) if name in received), None)
-        if sent is None:
+        if sent is None or key and any(name in received for part in _made_through_loops(source, table, scope)
+                                        for name in names_in(part)):
             continue
+        if key:
+            return Finding(
+                "key-from-other-ranks", f"`{ast.unparse(index)[:40]}` ({source.name}:{statement.lineno}) is a key "
+                f"from what the other ranks sent (through `{sent}`), looked up in `{ast.unparse(table)[:30]}`, which "
+                f"this rank filled from its own share: the keys of items another rank held are not in it "
+                f"({tb.short_type}: {_said(tb.message, 40)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"send what the keys look up along with them (gather `{ast.unparse(table)[:30]}`'s entries too and "
+                "merge them before the lookup, or load the whole table on the rank that merges), or have each rank "
+                "do its own lookups and send the results")
         drawn = next((node for part in made for node in walk(part) if call_name(node) in POSITION_CALLS), None)
         if drawn is not None:  # a position in the ranks' parts joined, not a value a rank made
             return Finding(
@@ -5270,6 +5406,7 @@ EXCEPTION_MECHANISMS = (
     _padded_from_the_front_of_an_order, _split_sizes_of_floats,
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
     _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world, _pairs_of_an_absent_rank,
+    _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,

@@ -1131,18 +1131,18 @@ def _link_target_relative(ctx: Context, files: list[SourceFile], evidence: str) 
     return None
 
 
-SIZES_DIFFER = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)")
+TWO_SIZES = re.compile(r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\)")
 
 
 def _last_batch_into_pipeline(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
     """A pipeline stage (torch.distributed.pipelining) fed a smaller last batch: the stages size what they send and
     receive from the first batch's micro-batches, so the last step's smaller micro-batches meet buffers of the first
     size."""
-    tb = next((tb for tb in ctx.tracebacks if SIZES_DIFFER.search(tb.message)
+    tb = next((tb for tb in ctx.tracebacks if TWO_SIZES.search(tb.message)
                and any("/distributed/pipelining/" in frame.file for frame in tb.frames)), None)
     if tb is None:
         return None
-    sizes = SIZES_DIFFER.search(tb.message)
+    sizes = TWO_SIZES.search(tb.message)
     for source in files:
         loader = next((call for call in calls_named(source, {"DataLoader"}) if not any(
             keyword.arg == "drop_last" and ast.unparse(keyword.value) == "True" for keyword in call.keywords)), None)
