@@ -19,6 +19,12 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyfifth_detection_map_eval", "key-from-other-ranks",
      ["`p['image_id']` (detection_map_eval.py:61) is a key from what the other ranks sent (through `gathered`)",
       "looked up in `self.gts`"], ["gather `self.gts`'s entries too"]),
+    ("fortyfifth_ensemble_soft_label_export", "distributions-summed",
+     ["`probs` is a distribution on each rank", "summed over the ranks by all_reduce (ensemble_soft_label_export.py:38)"],
+     ["divide `probs` by dist.get_world_size() after the SUM"]),
+    ("fortyfifth_distill_student_global_batch", "whole-beside-a-part",
+     ["`torch.cat(parts, dim=0)` (distill_student_global_batch.py:51) joins every rank's gathered part into 32 rows",
+      "this rank's own 16"], ["whole[rank * n:(rank + 1) * n]"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -33,4 +39,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "return torch.cat(preds).squeeze(-1), torch.cat(targets).squeeze(-1)", "squeezed-to-a-scalar"),
     ("fortyfifth_detection_map_eval", "dist.all_gather_object(gathered, self.predictions)",
      "gathered = [self.predictions] * world", "key-from-other-ranks"),
+    ("fortyfifth_ensemble_soft_label_export", "dist.all_reduce(probs, op=dist.ReduceOp.SUM)",
+     "dist.all_reduce(probs, op=dist.ReduceOp.SUM); probs /= dist.get_world_size()", "distributions-summed"),
+    ("fortyfifth_distill_student_global_batch", "t_all = torch.cat(parts, dim=0)", "t_all = t_logits",
+     "whole-beside-a-part"),
 ]

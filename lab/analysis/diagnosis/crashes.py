@@ -1594,6 +1594,68 @@ def _squeezed_to_a_scalar(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _whole_beside_a_part(ctx: Context, tb) -> Finding | None:
+    """Two sizes that differ by the world size (32 against 16 at a world of 2), where the job joins every rank's
+    gathered part into one tensor: the whole of the ranks' rows met this rank's own part in one operation."""
+    world = ctx.evidence.expected_world_size
+    sizes = TWO_SIZES.search(tb.message)
+    if not sizes or not world or world < 2 or not ctx.multi_node:
+        return None
+    big, small = sorted((int(sizes["a"]), int(sizes["b"])), reverse=True)
+    if big != small * world:
+        return None
+    for source in parsed_files(ctx):
+        lists = _gathered_lists(source)
+        joined = next((call for call in calls_named(source, {"cat", "concat", "concatenate", "vstack"})
+                       if call.args and identifier(call.args[0]) in lists), None)
+        if joined is None:
+            continue
+        return Finding(
+            "whole-beside-a-part", f"`{ast.unparse(joined)[:50]}` ({source.name}:{joined.lineno}) joins every rank's "
+            f"gathered part into {big} rows, and the job then meets it with this rank's own {small} "
+            f"({_said(tb.message, 70)}): the ranks' whole is used beside a single rank's part",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "where it meets this rank's values, take this rank's slice of the whole (whole[rank * n:(rank + 1) * n]) "
+            "and keep the whole for global statistics only (a mean, a normaliser); or gather the other side too, "
+            "with an autograd-aware gather (torch.distributed.nn.functional.all_gather) where gradients must flow")
+    return None
+
+
+PROBABILITIES_REFUSED = re.compile(r"(?:do not|don't|must|should) sum to 1|probabilit\w* (?:are not|must be|do not)|"
+                                   r"invalid multinomial distribution|not a valid probability|sum of probabilities")
+NORMALISED = {"softmax", "sigmoid", "normalize", "dirichlet"}
+
+
+def _distributions_summed(ctx: Context, tb) -> Finding | None:
+    """A distribution refused (its probabilities do not sum to 1) where the job sums every rank's distribution with
+    all_reduce and never divides by the number of ranks: each row sums to the world size."""
+    if not PROBABILITIES_REFUSED.search(tb.message) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args
+                        and identifier(call.args[0])):
+            op = argument(reduced, 1, "op")
+            if op is not None and not ast.unparse(op).endswith("SUM"):
+                continue
+            name, scope = identifier(reduced.args[0]), source.function_of(reduced)
+            made = next((node for value in made_of(source, reduced.args[0], scope) for node in walk(value)
+                         if call_name(node) in NORMALISED), None)
+            divided = any(isinstance(node, ast.AugAssign) and identifier(node.target) == name
+                          and isinstance(node.op, ast.Div) or isinstance(node, ast.BinOp)
+                          and isinstance(node.op, ast.Div) and identifier(node.left) == name
+                          for node in walk(scope) if getattr(node, "lineno", 0) >= reduced.lineno)
+            if made is None or divided:
+                continue
+            return Finding(
+                "distributions-summed", f"`{name}` is a distribution on each rank (`{ast.unparse(made)[:40]}`, "
+                f"{source.name}:{made.lineno}), summed over the ranks by all_reduce ({source.name}:{reduced.lineno}) "
+                f"and never divided by their number: each row sums to the world size, not 1 "
+                f"({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"average it: divide `{name}` by dist.get_world_size() after the SUM (ReduceOp.AVG does it on NCCL; "
+                "gloo has no AVG), or renormalise each row before it is used as a distribution")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -5406,7 +5468,8 @@ EXCEPTION_MECHANISMS = (
     _padded_from_the_front_of_an_order, _split_sizes_of_floats,
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
     _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world, _pairs_of_an_absent_rank,
-    _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar,
+    _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar, _whole_beside_a_part,
+    _distributions_summed,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
