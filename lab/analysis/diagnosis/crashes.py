@@ -20,7 +20,7 @@ from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT,
                                             SPLITS, TWO_SIZES, WORLD_NAMES, SourceFile, argument, assignments, call_name,
                                             called_on, caller_place, calls_named, checkpoint_call, conditions_above,
-                                            derived, holds, identifier, made_of, names_in, origin_of, parsed_files,
+                                            derived, env_read, holds, identifier, made_of, names_in, origin_of, parsed_files,
                                             passed_by_caller, reads_world_size, root_name, rounded_up, self_attribute,
                                             source_named, value_at_world, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
@@ -597,6 +597,9 @@ def _view_splits_by_world(ctx: Context, tb, frame, statement: ast.AST, worlds: s
 EMPTY_OR_ZERO = re.compile(r"non-empty|\bempty\b|\bzero\b|=0\b|got 0\b|positive integer|must be positive", re.I)
 
 
+THREAD_VARIABLES = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"}
+
+
 def _empty_share(ctx: Context, tb) -> Finding | None:
     """An error about something empty or zero at a line whose value is a rank's share of a split by the world size
     (`names[rank::world]`, `total // (world * accum)`): at this world size the share came out empty or 0."""
@@ -614,6 +617,17 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
     if split is None:
         return None
     rank = _rank_of(ctx, tb)
+    scope = source.function_of(statement)
+    threads = next((variable for node in walk(statement) for made in made_of(source, node, scope)
+                    for part in walk(made) if (variable := env_read(part)) in THREAD_VARIABLES), None)
+    if threads is not None:  # the launcher's per-process thread count, divided once more by the processes
+        return Finding(
+            "threads-divided-again", f"`{split[0]}` (line {split[1]}) divides {threads} by the node's processes, but "
+            f"torchrun already sets {threads} per process (1 where it starts several on a node), so the share comes "
+            f"out 0, which `{ast.unparse(statement)[:50]}` ({frame.location}) refuses ({_said(tb.message, 60)})",
+            _crash_evidence(tb), tb.node, rank,
+            f"use {threads} as it is (it is already each process's share), or divide the node's cores instead "
+            "(len(os.sched_getaffinity(0)) // LOCAL_WORLD_SIZE) and keep at least 1: max(1, ...)")
     return Finding(
         "empty-share-of-the-world", f"rank {rank if rank is not None else '?'} got an empty or zero share: "
         f"`{split[0]}` (line {split[1]}) splits by the world size, and with {ctx.evidence.expected_world_size} ranks "
@@ -1653,6 +1667,70 @@ def _distributions_summed(ctx: Context, tb) -> Finding | None:
                 f"({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"average it: divide `{name}` by dist.get_world_size() after the SUM (ReduceOp.AVG does it on NCCL; "
                 "gloo has no AVG), or renormalise each row before it is used as a distribution")
+    return None
+
+
+TOO_FEW_POINTS = re.compile(r"at least (?:one|two|\d+) data points?|requires at least (?:one|two|\d+)|"
+                            r"need at least (?:two|\d+) (?:values|points|samples)")
+
+
+def _statistic_of_a_small_share(ctx: Context, tb) -> Finding | None:
+    """A statistic that needs several values (quantiles, a variance) refused on a rank's share, in a job that splits
+    its data over the ranks and gathers the per-rank statistics afterwards: more ranks leave each too few values."""
+    if not TOO_FEW_POINTS.search(tb.message) or not ctx.multi_node or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    gathers = calls_named(source, set(GATHERS) | {"gather", "all_gather_into_tensor"})
+    worlds = _world_names(source)
+    split = next((node for node in source.walk() if isinstance(node, ast.Subscript) and any(
+        _divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or _strided_by_world(part, worlds)
+        or identifier(part) in RANK_NAMES for part in walk(node.slice))), None)
+    if not gathers or split is None:
+        return None
+    return Finding(
+        "statistic-of-a-small-share", f"`{ast.unparse(statement)[:60]}` ({source.name}:{statement.lineno}) needs "
+        f"several values, and this rank's share has too few: the job splits its data over the ranks "
+        f"(`{ast.unparse(split)[:40]}`, line {split.lineno}) and takes the statistic on each share before it gathers "
+        f"(line {gathers[0].lineno}), so the more ranks, the fewer values each has ({_said(tb.message, 50)})",
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "gather the raw values from every rank first and compute the statistic once over all of them; or guard the "
+        "per-rank statistic for shares too small (report the single value, or skip it)")
+
+
+SIZES_DISAGREE = re.compile(r"must match|size mismatch|shape mismatch|does not match|doesn't match|"
+                            r"not broadcastable|could not broadcast|Expected .* size|out of (?:range|bounds)")
+
+
+def _columns_sharded_differently(ctx: Context, tb) -> Finding | None:
+    """Sizes that do not agree, in a job that takes its rank's share of parallel columns two ways in one function:
+    some strided (`ids[rank::world]`), some in blocks (`np.array_split(lengths, world)[rank]`). On one rank both are
+    the whole; on more, the i-th item of one column is no longer the i-th of the other."""
+    if not SIZES_DISAGREE.search(tb.message) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        worlds, ranks = _world_names(source), _ranks_as_read(source)
+        for function in (node for node in source.walk() if isinstance(node, (ast.FunctionDef, ast.Module))):
+            strided, blocks = [], []
+            for assign in (node for node in function.body if isinstance(node, ast.Assign)):
+                value = assign.value
+                if isinstance(value, ast.Subscript) and _strided_by_world(value.slice, worlds):
+                    strided.append(assign)
+                elif isinstance(value, ast.Subscript) and any(identifier(part) in ranks for part in walk(value.slice)) \
+                        and (isinstance(value.value, ast.Call) and call_name(value.value) in SPLITS | {"array_split"}
+                             or isinstance(value.slice, ast.Slice) and value.slice.lower is not None
+                             and any(identifier(part) in ranks for part in walk(value.slice.lower))):
+                    blocks.append(assign)
+            if not strided or not blocks:
+                continue
+            one, other = strided[0], blocks[0]
+            return Finding(
+                "columns-sharded-differently", f"`{ast.unparse(one)[:50]}` ({source.name}:{one.lineno}) deals items "
+                f"to the ranks strided, and `{ast.unparse(other)[:60]}` (line {other.lineno}) in blocks: on more than "
+                f"one rank the i-th item of one is no longer the i-th of the other, and their sizes stop agreeing "
+                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "shard every column with the same index set (one `idx = range(rank, n, world)` applied to each, or "
+                "shard whole records rather than columns), or recompute what a column derives from the shard's own "
+                "items (len(tokens) for the lengths)")
     return None
 
 
@@ -5469,7 +5547,7 @@ EXCEPTION_MECHANISMS = (
     _zero_at_this_world_size, _joined_along_the_wrong_dim, _group_ranks_repeated,
     _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world, _pairs_of_an_absent_rank,
     _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar, _whole_beside_a_part,
-    _distributions_summed,
+    _distributions_summed, _statistic_of_a_small_share, _columns_sharded_differently,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,

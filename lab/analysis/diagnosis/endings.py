@@ -41,6 +41,8 @@ def peer_lost_findings(ctx: Context) -> list[Finding]:
     for tb in ctx.tracebacks:
         if re.search(r"Connection closed by peer|Connection reset by peer|Broken pipe", tb.message):
             gone = _ended_first(ctx, tb)
+            if gone is None and ctx.evidence.timed_out:
+                return []  # the lab's stop of a hung run closed the connection: the hang is the finding
             seen = what_the_ranks_did(ctx)
             return [Finding("peer-lost", "a rank lost its connection to a peer in the middle of a collective"
                             + (f": {gone} first" if gone else ""),

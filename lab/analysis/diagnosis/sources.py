@@ -64,6 +64,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _exit_status_returned(ctx, files, evidence), _iterable_not_split(files, evidence),
                 _none_off_one_rank(ctx, files, evidence), _option_left_a_string(ctx, files, evidence),
                 _bool_option(files, evidence), _store_of_one_process(ctx, files, evidence),
+                _bool_summed_as_count(ctx, files, evidence),
                 _loaded_into_empty(ctx, files, evidence), _buffer_reused_before_sent(files, evidence),
                 _child_signal_ignored(ctx, files, evidence), _last_batch_into_pipeline(ctx, files, evidence),
                 _link_target_relative(ctx, files, evidence), _share_rounded_up(ctx, files, evidence),
@@ -148,6 +149,51 @@ def _scaled_up(source: SourceFile, rate: ast.AST) -> list[ast.AST] | None:
     if sign(rate) <= 0:
         return None
     return sorted(chain, key=lambda node: -node.lineno) or [rate]
+
+
+def _bool_summed_as_count(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A bool tensor summed with all_reduce and compared with the world size: a SUM of bools stays a bool (a logical
+    or), so it reads 1 however many ranks said yes, and the count never reaches the world (a loop that waits for
+    every rank to be done runs on)."""
+    for source in files:
+        for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args and identifier(call.args[0])):
+            op = argument(reduced, 1, "op")
+            if op is not None and not ast.unparse(op).endswith("SUM"):
+                continue
+            name, scope = identifier(reduced.args[0]), source.function_of(reduced)
+            made = source.assignments_to(name, scope, before=reduced.lineno)
+            value = made[-1].value if made else None
+            if not _bool_tensor(value):
+                continue
+            compared = next((node for node in walk(scope) if isinstance(node, ast.Compare)
+                             and node.lineno > reduced.lineno and name in names_in(node)
+                             and any(identifier(part) in WORLD_NAMES or reads_world_size(part) for part in walk(node))),
+                            None)
+            if compared is None:
+                continue
+            return Finding(
+                "bool-summed-as-count", f"`{name}` ({source.name}:{made[-1].lineno}) is a bool tensor, summed over the "
+                f"ranks by all_reduce (line {reduced.lineno}) and compared with the world size (`"
+                f"{ast.unparse(compared)[:50]}`, line {compared.lineno}): a SUM of bools stays a bool (a logical or), "
+                "so it is 1 however many ranks said yes and never equals a world of 2 or more", evidence, None, None,
+                f"count in an integer tensor (torch.tensor(int(...)) or dtype=torch.int64) before the SUM, or keep "
+                "the bool and ask what you mean: ReduceOp.MIN for 'every rank', MAX for 'any rank'")
+    return None
+
+
+def _bool_tensor(value: ast.AST | None) -> bool:
+    """`torch.tensor(not pending)`, `torch.tensor(x > 0)`, `torch.tensor(flag, dtype=torch.bool)`, `t.bool()`."""
+    if not isinstance(value, ast.Call):
+        return False
+    if call_name(value) == "bool" and isinstance(value.func, ast.Attribute):
+        return True
+    dtype = argument(value, 99, "dtype")
+    if dtype is not None:
+        return ast.unparse(dtype).endswith("bool")
+    given = value.args[0] if call_name(value) in ("tensor", "as_tensor") and value.args else None
+    return isinstance(given, (ast.Compare, ast.BoolOp)) or isinstance(given, ast.UnaryOp) and isinstance(
+        given.op, ast.Not) or isinstance(given, ast.Constant) and isinstance(given.value, bool) or isinstance(
+        given, ast.Call) and call_name(given) == "bool"
 
 
 def _store_of_one_process(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:

@@ -1,0 +1,28 @@
+"""The forty-sixth held-out batch's mended misses (bench/diagnosis/FORTYSIXTH_BATCH.md): each scored run's own
+record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("fortysixth_stream_generate_server", "bool-summed-as-count",
+     ["`drained` (stream_generate_server.py:72) is a bool tensor", "`int(drained.item()) == world`, line 75"],
+     ["count in an integer tensor", "ReduceOp.MIN for 'every rank'"]),
+    ("fortysixth_rerank_candidates", "columns-sharded-differently",
+     ["`my_ids = m['ids'][rank::world]` (rerank_candidates.py:57) deals items to the ranks strided",
+      "(line 59) in blocks"], ["shard every column with the same index set"]),
+    ("fortysixth_latency_benchmark", "statistic-of-a-small-share",
+     ["(latency_benchmark.py:40) needs several values", "`reqs[rank * per:(rank + 1) * per]`, line 60"],
+     ["gather the raw values from every rank first"]),
+    ("fortysixth_embed_corpus", "threads-divided-again",
+     ["`threads = node_threads // local_world` (line 30) divides OMP_NUM_THREADS by the node's processes"],
+     ["use OMP_NUM_THREADS as it is", "max(1, ...)"]),
+]
+
+NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
+    ("fortysixth_stream_generate_server", "drained = torch.tensor(not pending)",
+     "drained = torch.tensor(int(not pending))", "bool-summed-as-count"),
+    ("fortysixth_rerank_candidates", "my_lengths = np.array_split(np.asarray(m[\"lengths\"]), world)[rank]",
+     "my_lengths = np.asarray(m[\"lengths\"])[rank::world]", "columns-sharded-differently"),
+    ("fortysixth_latency_benchmark", "dist.all_gather_object(table, summary)", "table = [summary] * world",
+     "statistic-of-a-small-share"),
+    ("fortysixth_embed_corpus", "node_threads = int(os.environ.get(\"OMP_NUM_THREADS\", os.cpu_count() or 1))",
+     "node_threads = os.cpu_count() or 1", "threads-divided-again"),
+]
