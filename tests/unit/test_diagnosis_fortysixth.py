@@ -14,6 +14,15 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortysixth_embed_corpus", "threads-divided-again",
      ["`threads = node_threads // local_world` (line 30) divides OMP_NUM_THREADS by the node's processes"],
      ["use OMP_NUM_THREADS as it is", "max(1, ...)"]),
+    ("fortysixth_retrieval_eval", "joined-into-the-features",
+     ["`torch.stack(parts, dim=1).flatten(1)` (retrieval_eval.py:34) joins the ranks' gathered parts along a "
+      "dimension other than the samples'", "a width of 96 met 48"], ["torch.cat(parts, dim=0)"]),
+    ("fortysixth_contrastive_pretrain", "labels-offset-past-the-logits",
+     ["the logits hold every rank's gathered rows, and `rank * batch_size` (line 58)"],
+     ["labels = torch.arange(B) + rank * B"]),
+    ("fortysixth_caption_decoder_train", "grad-mode-left-off",
+     ["`torch.set_grad_enabled(False)` (caption_decoder_train.py:43)", "returns at line 45 without turning it back on"],
+     ["`with torch.no_grad():`"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -25,4 +34,10 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "statistic-of-a-small-share"),
     ("fortysixth_embed_corpus", "node_threads = int(os.environ.get(\"OMP_NUM_THREADS\", os.cpu_count() or 1))",
      "node_threads = os.cpu_count() or 1", "threads-divided-again"),
+    ("fortysixth_retrieval_eval", "return torch.stack(parts, dim=1).flatten(1)", "return torch.cat(parts, dim=0)",
+     "joined-into-the-features"),
+    ("fortysixth_contrastive_pretrain", "labels = torch.arange(img.shape[0]) + rank * batch_size",
+     "labels = torch.arange(img.shape[0])", "labels-offset-past-the-logits"),
+    ("fortysixth_caption_decoder_train", "        return torch.cat([_greedy(model, c) for c in img.split(max_batch)])",
+     "        img = img[:max_batch]", "grad-mode-left-off"),
 ]

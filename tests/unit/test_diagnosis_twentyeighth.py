@@ -18,6 +18,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("twentyeighth_prioritized_replay_learner", "global-index-on-shard",
      ["`idx` (prioritized_replay_learner.py:76) is a position over every rank's parts joined",
       "used on this rank's own part of size 512"], ["owner = index // part_size, local = index % part_size"]),
+    ("twentyeighth_clip_pretrain_local_loss", "labels-offset-past-the-logits",
+     ["the logits are this rank's own, and `n * rank` (line 38)"],
+     ["do not offset the labels by the rank where the logits are the rank's own"]),
 ]
 
 NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is not what happened, the cause it must not be
@@ -25,6 +28,8 @@ NOT_TOLD = [  # sample, its source changed (from, to) so that the mechanism is n
      "sum-over-local-count"),  # the count reduced too
     ("twentyeighth_prioritized_replay_learner", "idx = torch.multinomial(probs, batch_size, replacement=True, generator=g)",
      "idx = torch.arange(batch_size)", "global-index-on-shard"),
+    ("twentyeighth_clip_pretrain_local_loss", "labels = torch.arange(n) + n * rank", "labels = torch.arange(n)",
+     "labels-offset-past-the-logits"),
 ]
 
 

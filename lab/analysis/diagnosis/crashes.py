@@ -1734,6 +1734,76 @@ def _columns_sharded_differently(ctx: Context, tb) -> Finding | None:
     return None
 
 
+TARGET_PAST = re.compile(r"Target (-?\d+) is out of bounds")
+MATMUL_REFUSED = re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+
+
+def _labels_offset_past_the_logits(ctx: Context, tb) -> Finding | None:
+    """A class target out of bounds on a rank above 0, where the job offsets its labels by `rank * size`: against
+    logits of every rank's gathered rows the size must be the rows each rank adds (its own batch), and against its
+    own logits there is no offset at all."""
+    past = TARGET_PAST.search(tb.message)
+    rank = _rank_of(ctx, tb)
+    if not past or not rank or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    ranks = _ranks_as_read(source)
+    for call in (node for node in walk(statement) if call_name(node) in ("cross_entropy", "nll_loss") and
+                 len(node.args) > 1):
+        offset = next((node for made in made_of(source, call.args[1], scope) for node in walk(made)
+                       if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)
+                       and {identifier(node.left), identifier(node.right)} & ranks), None)
+        if offset is None:
+            continue
+        size = offset.right if identifier(offset.left) in ranks else offset.left
+        if _made_by_a_gather(source, call.args[0], scope):
+            told = (f"the logits hold every rank's gathered rows, and `{ast.unparse(offset)}` (line {offset.lineno}) "
+                    f"offsets rank {rank}'s labels by `{ast.unparse(size)}`, which is not the number of rows each rank "
+                    f"adds: its first label, {past[1]}, is past them",
+                    f"offset by the rows this rank gave the gather: labels = torch.arange(B) + rank * B with B = the "
+                    "local batch's size (x.shape[0]), equal on every rank (drop_last=True)")
+        else:
+            told = (f"the logits are this rank's own, and `{ast.unparse(offset)}` (line {offset.lineno}) offsets its "
+                    f"labels as if they indexed every rank's rows: rank {rank}'s first label, {past[1]}, is past them",
+                    "do not offset the labels by the rank where the logits are the rank's own (torch.arange(B)); "
+                    "offset only against logits over every rank's gathered rows")
+        return Finding("labels-offset-past-the-logits", f"{told[0]} ({_said(tb.message, 40)})", _crash_evidence(tb),
+                       tb.node, rank, told[1])
+    return None
+
+
+def _joined_into_the_features(ctx: Context, tb) -> Finding | None:
+    """A matrix product refused where one side's width is the world size times the other's, and the job joins the
+    ranks' gathered parts along a dimension other than the samples' (torch.stack(parts, dim=1).flatten(1),
+    torch.cat(parts, dim=1)): the ranks' rows became wider rows."""
+    world = ctx.evidence.expected_world_size
+    shapes = MATMUL_REFUSED.search(tb.message)
+    if not shapes or not world or world < 2:
+        return None
+    inner, outer = int(shapes[2]), int(shapes[3])
+    if max(inner, outer) != min(inner, outer) * world:
+        return None
+    for source in parsed_files(ctx):
+        lists = _gathered_lists(source) | {identifier(call.args[0]): call for call in calls_named(source, {"all_gather"})
+                                           if call.args and identifier(call.args[0])}
+        for join in calls_named(source, {"stack", "cat", "concat", "hstack"}):
+            dim = argument(join, 1, "dim")
+            if not join.args or identifier(join.args[0]) not in lists or call_name(join) != "hstack" and not (
+                    isinstance(dim, ast.Constant) and dim.value not in (0, None)):
+                continue
+            shown = source.parent(join) if isinstance(source.parent(join), ast.Attribute) else join
+            shown = source.parent(shown) if isinstance(source.parent(shown), ast.Call) else shown
+            return Finding(
+                "joined-into-the-features", f"`{ast.unparse(shown)[:50]}` ({source.name}:{join.lineno}) joins the "
+                f"ranks' gathered parts along a dimension other than the samples', so each row became {world} rows "
+                f"side by side: a width of {max(inner, outer)} met {min(inner, outer)} ({_said(tb.message, 60)})",
+                _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"join along the samples: torch.cat({identifier(join.args[0])}, dim=0) (or torch.stack(..., 0)"
+                ".flatten(0, 1)), keeping each row's width")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -1975,6 +2045,38 @@ def _failed_before_joining(ctx: Context, tb) -> Finding | None:
 # Collectives that write into an output buffer of their own: what comes out has no autograd history.
 INTO_A_NEW_BUFFER = ("all_to_all_single", "all_to_all", "all_gather", "all_gather_into_tensor", "reduce_scatter",
                      "reduce_scatter_tensor", "gather", "recv", "irecv")
+
+
+NO_GRAPH = re.compile(r"does not require grad and does not have a grad_fn")
+
+
+def _grad_mode_left_off(ctx: Context, tb) -> Finding | None:
+    """A loss with no graph, in a job that turns autograd off with a bare torch.set_grad_enabled(False) and returns
+    from that function on a path that does not turn it back on: every later step of the process runs without it."""
+    if not NO_GRAPH.search(tb.message):
+        return None
+    for source in parsed_files(ctx):
+        for off in calls_named(source, {"set_grad_enabled"}):
+            if not (off.args and isinstance(off.args[0], ast.Constant) and off.args[0].value is False) or not \
+                    isinstance(source.parent(off), ast.Expr):
+                continue  # a `with` scopes it
+            function = source.function_of(off)
+            restores = sorted(call.lineno for call in calls_named(source, {"set_grad_enabled"})
+                              if call is not off and source.function_of(call) is function)
+            leaving = next((node for node in walk(function) if isinstance(node, ast.Return) and node.lineno > off.lineno
+                            and not any(off.lineno < line < node.lineno for line in restores)), None)
+            if leaving is None and restores:
+                continue
+            where = f"returns at line {leaving.lineno} without turning it back on" if leaving is not None else \
+                "never turns it back on"
+            name = getattr(function, "name", "the script")
+            return Finding(
+                "grad-mode-left-off", f"`{ast.unparse(off)}` ({source.name}:{off.lineno}) turns autograd off for the "
+                f"whole process, and {name}() {where}: every later step of that rank runs without a graph, so its "
+                f"loss has none ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "scope it instead of switching it: `with torch.no_grad():` around the sampling (or @torch.no_grad() "
+                "on the helper), or restore it on every path (try/finally: torch.set_grad_enabled(prev))")
+    return None
 
 
 def _no_history_through_a_collective(ctx: Context, tb) -> Finding | None:
@@ -2264,11 +2366,14 @@ def _gathered_lists(source: SourceFile) -> dict[str, ast.AST]:
 
 def _made_by_a_gather(source: SourceFile, expression: ast.AST, scope: ast.AST) -> bool:
     """`expression` is a list a gather filled: named by one, or returned by one of the job's functions that gathers."""
-    gathering = {node.name for node in source.walk() if isinstance(node, ast.FunctionDef) and any(
+    gathering = {node.name for node in source.walk() if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and any(
         call_name(part) in GATHERS or call_name(part) == "gather" for part in walk(node))}
+
+    def gathers(node: ast.AST) -> bool:  # a gathering function, or an autograd Function's apply that gathers
+        return call_name(node) in gathering | set(GATHERS) | {"gather"} or call_name(node) == "apply" and isinstance(
+            node.func, ast.Attribute) and identifier(node.func.value) in gathering
     return identifier(expression) in _gathered_lists(source) or any(
-        call_name(node) in gathering | set(GATHERS) | {"gather"} for made in made_of(source, expression, scope)
-        for node in walk(made))
+        gathers(node) for made in made_of(source, expression, scope) for node in walk(made))
 
 
 INDEX_PAST_SIZE = re.compile(r"index (-?\d+) is out of bounds for (?:dimension|axis) \d+ with size (\d+)")
@@ -5532,7 +5637,7 @@ EXCEPTION_MECHANISMS = (
     _empty_share, _per_host_settings, _integer_sum_wrapped, _partial_recv, _lazy_sized_on_some_ranks,
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
-    _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
+    _grad_mode_left_off, _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
@@ -5548,6 +5653,7 @@ EXCEPTION_MECHANISMS = (
     _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world, _pairs_of_an_absent_rank,
     _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar, _whole_beside_a_part,
     _distributions_summed, _statistic_of_a_small_share, _columns_sharded_differently,
+    _labels_offset_past_the_logits, _joined_into_the_features,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
