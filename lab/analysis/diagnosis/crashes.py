@@ -1804,6 +1804,64 @@ def _joined_into_the_features(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _padding_index_of_the_whole(ctx: Context, tb) -> Finding | None:
+    """nn.Embedding refusing its padding_idx where the table is this rank's rows of a vocabulary split over the ranks:
+    the padding id counts in the whole vocabulary, and lies outside every shard (or in one)."""
+    if "Padding_idx must be within" not in tb.message or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    per_rank = _world_names(source) | _ranks_as_read(source) | set(_assigned_from(source, RANK_NAMES, "get_rank"))
+    for table in (node for node in walk(statement) if call_name(node) == "Embedding" and node.args):
+        rows = made_of(source, table.args[0], scope)
+        if not any(identifier(node) in per_rank or reads_world_size(node) for made in rows for node in walk(made)):
+            continue
+        padding = argument(table, 2, "padding_idx")
+        return Finding(
+            "padding-index-of-the-whole", f"`{ast.unparse(table)[:60]}` ({frame.location}) is this rank's rows of a "
+            f"vocabulary split over the ranks, and its padding index `{ast.unparse(padding) if padding else '?'}` "
+            f"counts in the whole vocabulary: it lies outside this shard ({_said(tb.message, 50)})",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "translate it to the shard: padding_idx = pad_id - start on the rank whose [start, end) holds it, None "
+            "on the others (or drop padding_idx and zero the pad row on its owner)")
+    return None
+
+
+BOUNDARY_CALLS = {"nonzero", "where", "argwhere", "diff", "searchsorted"}
+
+
+def _stream_cut_mid_record(ctx: Context, tb) -> Finding | None:
+    """split sizes that do not add up on a rank whose tokens are a slice of a packed stream cut at a fixed offset,
+    the sizes found from the record starts inside it: a slice that starts inside a record leaves its head in no
+    size."""
+    if not SPLIT_SIZES_REFUSED.search(tb.message) or not ctx.multi_node or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    scope = source.function_of(statement)
+    for split in (node for node in walk(statement) if call_name(node) == "split" and len(node.args) > 1):
+        sizes = made_of(source, split.args[1], scope)
+        found = next((node for made in sizes for node in walk(made) if call_name(node) in BOUNDARY_CALLS), None)
+        if found is None:
+            continue
+        for at_source, at_scope, passed in _passed_from_callers(path, split.args[0]):
+            ranks = _ranks_as_read(at_source)
+            cut = next((node for made in made_of(at_source, passed, at_scope) for node in walk(made)
+                        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)
+                        and node.slice.lower is not None and any(identifier(part) in ranks
+                                                                 for part in walk(node.slice.lower))), None)
+            if cut is None:
+                continue
+            return Finding(
+                "split-mid-record", f"`{ast.unparse(split.args[0])}` is this rank's slice of a stream cut at a fixed "
+                f"offset (`{ast.unparse(cut)[:40]}`, {at_source.name}:{cut.lineno}), and the sizes come from the "
+                f"record starts found inside it (`{ast.unparse(found)[:40]}`, line {found.lineno}): where the slice "
+                f"starts inside a record, its head is in no size ({_said(tb.message, 50)})", _crash_evidence(tb),
+                tb.node, _rank_of(ctx, tb),
+                "cut the stream at record boundaries (move each rank's start and end to the next record start, or "
+                "deal whole records), or count the leading part as a record of its own (position 0 as a boundary)")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -4059,6 +4117,30 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
                    rank, fix)
 
 
+def _sharded_weight_outside_forward(ctx: Context) -> tuple[str, str] | None:
+    """A sharded submodule's weight read directly (`self.lm_head.weight`) in a method other than forward: fully_shard
+    all-gathers a unit's parameters only around that unit's own forward, so there the weight is still the rank's
+    shard, a DTensor."""
+    for tb in (tb for tb in ctx.tracebacks if "mixed torch.Tensor and DTensor" in tb.message):
+        if (failed := _failing_statement(ctx, tb)) is None or failed[0].function == "forward":
+            continue
+        frame, source, statement = failed
+        units = {identifier(call.args[0]) for call in calls_named(source, {"fully_shard"}) if call.args}
+        read = next((node for node in walk(statement) if isinstance(node, ast.Attribute) and node.attr in
+                     ("weight", "bias") and identifier(node.value) in units
+                     and isinstance(node.value, ast.Attribute) and identifier(node.value.value) == "self"), None)
+        if read is None:
+            continue
+        unit = identifier(read.value)
+        return (f"`{ast.unparse(read)}` is read in {frame.function}() ({frame.location}), outside {unit}'s forward: "
+                f"fully_shard made {unit} a unit of its own and gathers its parameters only around its forward, so "
+                "here the weight is still this rank's shard (a DTensor) and meets a plain tensor",
+                f"go through the unit's forward (call self.{unit}(h) per chunk), or register the method so FSDP "
+                f"gathers around it too: torch.distributed.fsdp.register_fsdp_forward_method(model, "
+                f"'{frame.function}'); or do not make {unit} a unit of its own")
+    return None
+
+
 def _module_added_after_sharding(ctx: Context) -> tuple[str, str] | None:
     """A module put on the model (`model.head = nn.Linear(...)`) after fully_shard sharded it, directly or in a
     function of the job's that the same function called before: its parameters stay plain tensors."""
@@ -5509,7 +5591,8 @@ PATTERNS = [
                     "function runs, or use torch.no_grad(), which makes ordinary tensors), or .clone() it outside "
                     "inference mode before changing it")),
     PatternRule("plain-tensor-into-dtensor", re.compile(r"got mixed torch\.Tensor and DTensor"),
-                lambda match, line, ctx: _module_added_after_sharding(ctx) or _root_not_sharded(ctx) or _norm_of_mixed(
+                lambda match, line, ctx: _sharded_weight_outside_forward(ctx) or _module_added_after_sharding(ctx)
+                or _root_not_sharded(ctx) or _norm_of_mixed(
                     line) or (
                     ("a full (unsharded) state dict was loaded with load_state_dict into a model whose parameters are "
                      "DTensors, sharded by fully_shard (FSDP2) or tensor parallelism: copying a plain tensor into a "
@@ -5653,7 +5736,7 @@ EXCEPTION_MECHANISMS = (
     _bucketized_to_the_rank_before, _owner_product_wrapped, _owner_index_reaches_world, _pairs_of_an_absent_rank,
     _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar, _whole_beside_a_part,
     _distributions_summed, _statistic_of_a_small_share, _columns_sharded_differently,
-    _labels_offset_past_the_logits, _joined_into_the_features,
+    _labels_offset_past_the_logits, _joined_into_the_features, _padding_index_of_the_whole, _stream_cut_mid_record,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
