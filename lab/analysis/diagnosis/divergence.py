@@ -772,8 +772,9 @@ def collective_findings(ctx: Context) -> list[Finding]:
 
 OUT_OF_STEP_FIX = ("make every rank run the same collectives in the same order: a loop whose length differs per rank "
                    "(micro-batches or batches counted from each rank's own data: shard with DistributedSampler, or "
-                   "agree on the count first with all_reduce(MIN)), or a collective inside `if rank == ...`, puts one "
-                   "rank's call against another's")
+                   "agree on the count first with all_reduce(MIN); items of a list that must all count: one call for "
+                   "the whole list, torch.cat of it gathered once, or MAX with padding), or a collective inside "
+                   "`if rank == ...`, puts one rank's call against another's")
 
 
 def out_of_step_findings(ctx: Context) -> list[Finding]:
