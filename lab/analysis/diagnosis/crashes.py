@@ -1862,6 +1862,188 @@ def _stream_cut_mid_record(ctx: Context, tb) -> Finding | None:
     return None
 
 
+REDUCTIONS = {"sum", "mean", "prod", "amax", "amin", "max", "min", "norm", "all", "any", "item"}
+
+
+def _gathered_vector_read_as_a_number(ctx: Context, tb) -> Finding | None:
+    """float()/int()/.item() refused a tensor of several elements where the value is the ranks' gathered parts joined:
+    one number per rank, which only is a single number on one rank."""
+    if "only one element tensors can be converted" not in tb.message or not (path := _job_statements(ctx, tb)):
+        return None
+    source, statement = path[0]
+    scope = source.function_of(statement)
+    for read in (node for node in walk(statement) if isinstance(node, ast.Call) and (
+            call_name(node) in ("float", "int", "bool") and node.args or call_name(node) == "item")):
+        value = read.args[0] if read.args else read.func.value
+        if not _made_by_a_gather(source, value, scope) or any(
+                call_name(node) in REDUCTIONS and any(call_name(part) in JOINS | {"stack"} for part in walk(node))
+                for made in made_of(source, value, scope) for node in walk(made)):
+            continue  # the joined parts reduced to one number on the way
+        return Finding(
+            "gathered-vector-read-as-a-number", f"`{ast.unparse(value)[:30]}` ({source.name}:{statement.lineno}) holds "
+            f"one value per rank, gathered and joined, and `{ast.unparse(read)[:30]}` reads it as one number: that "
+            f"holds only on one rank ({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            f"reduce it first ({ast.unparse(value)[:30]}.sum(), or all_reduce with SUM instead of all_gather), then "
+            "read the single number")
+    return None
+
+
+def _entry_made_by_its_owner_only(ctx: Context, tb) -> Finding | None:
+    """A KeyError on a dict whose entries the job sets only under a condition on the rank (the owner of a task, a
+    shard) and never sends to the others: each rank holds only its own entries."""
+    if tb.short_type != "KeyError" or not ctx.multi_node or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    ranks = _ranks_as_read(source)
+    for looked in (node for node in walk(statement) if isinstance(node, ast.Subscript) and identifier(node.value)):
+        table = identifier(looked.value)
+        filled = [node for node in source.walk() if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Subscript) and identifier(target.value) == table for target in node.targets)]
+        owned = [(assign, test) for assign in filled for test in conditions_above(source, assign)[:3]
+                 if any(identifier(part) in ranks for part in walk(test))]
+        if not filled or len(owned) != len(filled):
+            continue
+        shared = calls_named(source, {"broadcast_object_list", "all_gather_object", "broadcast", "scatter_object_list"})
+        if any(table in names_in(call) for call in shared):
+            continue
+        assign, test = owned[0]
+        return Finding(
+            "entry-made-by-its-owner-only", f"`{table}`'s entries are set only where `{ast.unparse(test)[:50]}` holds "
+            f"({source.name}:{assign.lineno}), on the rank that owns each, and never sent to the others: rank "
+            f"{_rank_of(ctx, tb)} looked up an entry another rank made ({tb.short_type}: {_said(tb.message, 30)})",
+            _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            "share each entry once its owner makes it (broadcast_object_list([entry], src=owner), or all_gather_object "
+            "of every rank's new entries), or have every rank make every entry; or look up only the entries this "
+            "rank holds")
+    return None
+
+
+SENTINELS = {"MAX": ("inf", "float('inf')"), "MIN": ("-inf", "float('-inf')")}
+
+
+def _sentinel_wins_the_merge(ctx: Context, tb) -> Finding | None:
+    """A tensor started at +inf (meaning 'not yet seen') merged over the ranks with MAX, or at -inf with MIN: where
+    another rank has not seen an entry its sentinel wins over the value this rank measured, and inf/nan follow."""
+    if not re.search(r"\b(?:nan|inf|invalid|non-?finite|probability)", tb.message, re.IGNORECASE) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args):
+            op = argument(reduced, 1, "op")
+            kind = next((name for name in SENTINELS if op is not None and ast.unparse(op).endswith(name)), None)
+            if kind is None:
+                continue
+            target = ast.unparse(reduced.args[0])
+            started = next((node for node in source.walk() if isinstance(node, ast.Assign)
+                            and any(ast.unparse(t) == target for t in node.targets)
+                            and _infinite(node.value, kind == "MIN")), None)
+            if started is None:
+                continue
+            sign = "-inf" if kind == "MIN" else "+inf"
+            return Finding(
+                "sentinel-wins-the-merge", f"`{target}` starts at {sign} for entries not yet seen ({source.name}:"
+                f"{started.lineno}) and is merged over the ranks with {kind} (line {reduced.lineno}): where another "
+                f"rank has not seen an entry, its {sign} wins over the value this rank measured, and the infinities "
+                f"reach the arithmetic ({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"start unseen entries at the value that loses the {kind} ({'+inf' if kind == 'MIN' else '-inf'}, or "
+                "a mask of the entries seen: all_reduce values*mask and mask with SUM and divide), and give entries "
+                "nobody saw a finite default before they are used")
+    return None
+
+
+def _infinite(value: ast.AST, negative: bool) -> bool:
+    """`float('inf')`, `math.inf`, `torch.full(..., float('inf'))` (with the sign asked for) somewhere in `value`."""
+    text = ast.unparse(value)
+    found = re.search(r"float\(['\"](-?)inf['\"]\)|(-?)\s*(?:math|torch|np|numpy)\.inf\b", text)
+    return bool(found) and bool((found.group(1) or found.group(2) or "").strip()) == negative
+
+
+SIZE_CHECKED = re.compile(r"\bbytes\b|\bbudget\b|\b[KMG]i?B\b|too (?:large|big)|file size", re.IGNORECASE)
+
+
+def _saved_view_of_the_whole(ctx: Context, tb) -> Finding | None:
+    """The job's own size check failing after torch.save of a rank's slice of a tensor (`table[start:end]`): a slice
+    is a view, and torch.save writes the storage it views, the whole tensor, into every rank's file."""
+    if not SIZE_CHECKED.search(tb.message) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        for save in (call for call in calls_named(source, {"save"}) if call.args and called_on(call) == "torch"):
+            scope = source.function_of(save)
+            sliced = next((node for made in made_of(source, save.args[0], scope) for node in walk(made)
+                           if isinstance(node, ast.Subscript) and (isinstance(node.slice, ast.Slice) or isinstance(
+                               node.slice, ast.Tuple) and any(isinstance(part, ast.Slice) for part in node.slice.elts))
+                           and not isinstance(source.parent(node), ast.Attribute)), None)
+            if sliced is None or calls_named(source, {"clone", "contiguous", "copy"}) and any(
+                    call_name(node) in ("clone", "contiguous", "copy") for made in made_of(source, save.args[0], scope)
+                    for node in walk(made)):
+                continue
+            return Finding(
+                "saved-view-of-the-whole", f"`{ast.unparse(sliced)[:40]}` ({source.name}:{sliced.lineno}) is a view "
+                f"of the whole tensor, and torch.save ({source.name}:{save.lineno}) writes the storage a view shares: "
+                f"each rank's file holds the whole tensor, not its slice ({_said(tb.message, 60)})",
+                _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"save a copy that owns only its rows: {ast.unparse(sliced)[:40]}.clone() (or build only this "
+                "rank's part)")
+    return None
+
+
+def _node_budget_over_the_world(ctx: Context, tb) -> Finding | None:
+    """A DataLoader refused at a worker count the job makes by dividing a per-node budget by the whole world size:
+    at this world size it is 0 (the budget is per node; the node's processes are LOCAL_WORLD_SIZE)."""
+    world = ctx.evidence.expected_world_size
+    if not world or not re.search(r"num_workers|prefetch_factor|persistent_workers", tb.message) \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    for loader in (node for node in walk(statement) if call_name(node) == "DataLoader"):
+        workers = argument(loader, 99, "num_workers")
+        division = next((node for made in made_of(source, workers, scope) for node in walk(made)
+                         if _divides_by(node, _world_names(source)) or isinstance(node, ast.BinOp) and isinstance(
+                             node.op, ast.FloorDiv) and any(reads_world_size(part) for part in walk(node.right))),
+                        None) if workers else None
+        if division is None or value_at_world(source, division, scope, world) != 0 or any(
+                env_read(part) == "LOCAL_WORLD_SIZE" or "local" in (identifier(part) or "").lower()
+                for part in walk(division.right)):
+            continue  # divided by the node's own processes: not this mistake
+        return Finding(
+            "node-budget-over-the-world", f"`{ast.unparse(division)[:60]}` ({source.name}:{division.lineno}) divides a "
+            f"node's worker budget by the whole job's world size: at {world} ranks it is 0 workers, which the "
+            f"DataLoader's other options refuse ({_said(tb.message, 50)})", _crash_evidence(tb), tb.node,
+            _rank_of(ctx, tb),
+            "divide a per-node budget by the processes of the node (LOCAL_WORLD_SIZE), keep at least one "
+            "(max(1, ...)), and pass prefetch_factor only when num_workers > 0")
+    return None
+
+
+RAN_OUT = re.compile(r"ran out|run out|exhausted|StopIteration|no more (?:batches|items|data)", re.IGNORECASE)
+
+
+def _length_of_the_whole(ctx: Context, tb) -> Finding | None:
+    """The job ran out of batches, and its own sampler yields this rank's share (`batches[self.rank::self.world]`)
+    while its __len__ counts every rank's: a loop sized by len() asks for world times what comes."""
+    if not (RAN_OUT.search(tb.message) or tb.short_type == "StopIteration") or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        worlds = _world_names(source) | {"world", "world_size", "num_replicas"}
+        for cls in (node for node in source.walk() if isinstance(node, ast.ClassDef)):
+            methods = {item.name: item for item in cls.body if isinstance(item, ast.FunctionDef)}
+            if "__iter__" not in methods or "__len__" not in methods:
+                continue
+            shared = any(_strided_by_world(node, worlds) for node in walk(methods["__iter__"]))
+            counted = any(identifier(node) in worlds for node in walk(methods["__len__"]))
+            if not shared or counted:
+                continue
+            length = methods["__len__"]
+            return Finding(
+                "length-of-the-whole", f"{cls.name}.__iter__ yields this rank's share (every world-th item), but "
+                f"{cls.name}.__len__ ({source.name}:{length.lineno}) counts every rank's: a loop sized by len() asks "
+                f"for {ctx.evidence.expected_world_size} times what comes ({_said(tb.message, 50)})",
+                _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"make {cls.name}.__len__ count this rank's share, as __iter__ yields it (len(items[self.rank::"
+                "self.world])), or drive the loop by iterating rather than by range(len(...))")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -5737,6 +5919,8 @@ EXCEPTION_MECHANISMS = (
     _share_at_this_world_size, _sum_of_nothing, _squeezed_to_a_scalar, _whole_beside_a_part,
     _distributions_summed, _statistic_of_a_small_share, _columns_sharded_differently,
     _labels_offset_past_the_logits, _joined_into_the_features, _padding_index_of_the_whole, _stream_cut_mid_record,
+    _gathered_vector_read_as_a_number, _entry_made_by_its_owner_only, _sentinel_wins_the_merge,
+    _saved_view_of_the_whole, _node_budget_over_the_world, _length_of_the_whole,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,

@@ -1377,6 +1377,16 @@ def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> F
         made = next((node for node in calls if call_name(node) == "DistributedSampler"), None)
         unused = (f"a DistributedSampler is made at line {made.lineno} but never given to it (no sampler=), so "
                   if made else "it has no sampler and nothing splits the data by rank, so ")
+        streams = [node.name for node in source.walk() if isinstance(node, ast.ClassDef)
+                   and any(ast.unparse(base).endswith("IterableDataset") for base in node.bases)]
+        if streams:  # no sampler applies to an IterableDataset: its __iter__ must split by rank itself
+            return Finding(
+                "data-not-sharded", f"{streams[0]}, an IterableDataset, splits its stream by DataLoader worker at most "
+                f"and never by rank, so every rank reads the whole stream (the check saw {world} times what one pass "
+                "gives)", evidence, None, None,
+                f"split by rank and worker in {streams[0]}.__iter__: items[(rank * num_workers + worker_id)::(world "
+                "* num_workers)] (torch.utils.data.get_worker_info() for the worker); a sampler cannot shard an "
+                "IterableDataset")
         return Finding(
             "data-not-sharded", f"the DataLoader at {source.name}:{unsharded[0].lineno}: {unused}every rank goes "
             f"through the whole dataset (the check saw {world} times what one pass gives)", evidence, None, None,
