@@ -25,6 +25,12 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyseventh_export_embedding_shards", "saved-view-of-the-whole",
      ["`table[start:end]` (export_embedding_shards.py:54) is a view of the whole tensor"],
      ["table[start:end].clone()"]),
+    ("fortyseventh_tp_export_param_audit", "replicated-counted-per-rank",
+     ["each rank counts the parameters it holds and the counts are summed over the ranks (tp_export_param_audit.py:55)"],
+     ["a replicated one on one rank only"]),
+    ("fortyseventh_release_recommender_export", "renormalized-by-forward",
+     ["`nn.Embedding(items, dim, max_norm=1.0)` (release_recommender_export.py:18) has max_norm"],
+     ["instead of max_norm"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -40,6 +46,10 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "node-budget-over-the-world"),
     ("fortyseventh_export_embedding_shards", "shard = table[start:end]", "shard = table[start:end].clone()",
      "saved-view-of-the-whole"),
+    ("fortyseventh_tp_export_param_audit", "local = sum(p.numel() for p in model.parameters())", "local = 0",
+     "replicated-counted-per-rank"),
+    ("fortyseventh_release_recommender_export", "nn.Embedding(items, dim, max_norm=1.0)", "nn.Embedding(items, dim)",
+     "renormalized-by-forward"),
 ]
 
 

@@ -2044,6 +2044,58 @@ def _length_of_the_whole(ctx: Context, tb) -> Finding | None:
     return None
 
 
+def _replicated_counted_per_rank(ctx: Context, tb) -> Finding | None:
+    """The job's own count check coming out over the expected total, where each rank counts the parameters it holds
+    (`sum(p.numel() for p in model.parameters())`) and the counts are summed over the ranks: parameters every rank
+    holds whole (norms, biases that are not split) are counted once per rank."""
+    over = [(int(a), int(b)) for a, b in SHORT_COUNT.findall(tb.message)] + [
+        (int(a), int(b)) for a, b in re.findall(r"(\d+)\D{1,60}?(?:but|expected|describes|config)\D{1,40}?(\d+)",
+                                                tb.message)]
+    if not any(a > b for a, b in over) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        for reduced in (call for call in calls_named(source, {"all_reduce", "reduce"}) if call.args):
+            scope = source.function_of(reduced)
+            counted = next((node for made in made_of(source, reduced.args[0], scope) for node in walk(made)
+                            if call_name(node) == "numel" and any(call_name(part) in ("parameters", "named_parameters",
+                                                                                        "state_dict", "values")
+                                                                    for part in walk(made))), None)
+            if counted is None:
+                continue
+            return Finding(
+                "replicated-counted-per-rank", f"each rank counts the parameters it holds and the counts are summed "
+                f"over the ranks ({source.name}:{reduced.lineno}): parameters every rank holds whole (norms, biases "
+                f"that are not split) are counted once per rank, so the total comes out over the model's "
+                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "count a sharded parameter on every rank and a replicated one on one rank only (or divide its count "
+                "by the world size) before the sum; or compare per-rank counts with what each rank's shard should "
+                "hold")
+    return None
+
+
+def _renormalized_by_forward(ctx: Context, tb) -> Finding | None:
+    """Replicas that the job's own check finds different after a forward on each rank's own data, where an
+    nn.Embedding has max_norm: every lookup renormalizes the rows it touches in place, and ranks touch different
+    rows."""
+    if not re.search(r"disagree|differ|mismatch|not (?:the )?same|diverg", tb.message, re.IGNORECASE) \
+            or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        table = next((call for call in calls_named(source, {"Embedding", "EmbeddingBag", "embedding"})
+                      if argument(call, 99, "max_norm") is not None), None)
+        if table is None:
+            continue
+        return Finding(
+            "renormalized-by-forward", f"`{ast.unparse(table)[:50]}` ({source.name}:{table.lineno}) has max_norm: "
+            f"every forward renormalizes, in place, the rows it looks up, and each rank looks up its own data's rows, "
+            f"so the replicas' weights drift apart ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node,
+            _rank_of(ctx, tb),
+            "keep the weights out of reach of the forward: take the state and its checksums before it (or run it on "
+            "a deepcopy), or clamp the looked-up vectors yourself (F.normalize / torch.renorm on the output) instead "
+            "of max_norm")
+    return None
+
+
 def _empty_at_this_world_size(ctx: Context, tb) -> Finding | None:
     """A value the job's own check refused (nan, an empty result) that comes from a slice whose bounds, worked out at
     this run's world size, leave nothing (`ordered[k:n - k]` with k = max(1, ...) and n = 2 parts): the formula holds
@@ -5920,7 +5972,8 @@ EXCEPTION_MECHANISMS = (
     _distributions_summed, _statistic_of_a_small_share, _columns_sharded_differently,
     _labels_offset_past_the_logits, _joined_into_the_features, _padding_index_of_the_whole, _stream_cut_mid_record,
     _gathered_vector_read_as_a_number, _entry_made_by_its_owner_only, _sentinel_wins_the_merge,
-    _saved_view_of_the_whole, _node_budget_over_the_world, _length_of_the_whole,
+    _saved_view_of_the_whole, _node_budget_over_the_world, _length_of_the_whole, _replicated_counted_per_rank,
+    _renormalized_by_forward,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
