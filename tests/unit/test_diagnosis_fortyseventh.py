@@ -31,6 +31,12 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fortyseventh_release_recommender_export", "renormalized-by-forward",
      ["`nn.Embedding(items, dim, max_norm=1.0)` (release_recommender_export.py:18) has max_norm"],
      ["instead of max_norm"]),
+    ("fortyseventh_train_keyword_spotter", "batches-across-a-strided-shard",
+     ["`range(rank, len(store), world)` (train_keyword_spotter.py:55) gives each rank every world-th item"],
+     ["deal whole batches to the ranks"]),
+    ("fortyseventh_consolidate_pruned_checkpoint", "assembled-by-a-sum",
+     ["`full` is assembled by writing each rank's part into zeros (consolidate_pruned_checkpoint.py:53)"],
+     ["assemble by copying: all_gather"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -50,6 +56,11 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "replicated-counted-per-rank"),
     ("fortyseventh_release_recommender_export", "nn.Embedding(items, dim, max_norm=1.0)", "nn.Embedding(items, dim)",
      "renormalized-by-forward"),
+    ("fortyseventh_train_keyword_spotter", "loader = DataLoader(shard, batch_size=BATCH, shuffle=False, drop_last=True)",
+     "loader = DataLoader(shard, batch_size=BATCH, shuffle=False, drop_last=True, collate_fn=pad_batch)",
+     "batches-across-a-strided-shard"),
+    ("fortyseventh_consolidate_pruned_checkpoint", "full = torch.zeros_like(flat)", "full = flat.clone()",
+     "assembled-by-a-sum"),
 ]
 
 

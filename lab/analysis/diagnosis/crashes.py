@@ -2819,6 +2819,63 @@ def _ragged_parts_stacked(ctx: Context, tb) -> Finding | None:
         "before stacking (gather the lengths first)")
 
 
+def _batches_across_a_strided_shard(ctx: Context, tb) -> Finding | None:
+    """The DataLoader's default collate refused items of different sizes, where the job gives each rank every
+    world-th item (`range(rank, n, world)`) and no collate_fn: the data's items of one size sit together (bucketed,
+    sorted by length), and a strided shard changes which items share a batch."""
+    if not RAGGED_STACK.search(tb.message) or not ctx.multi_node or not any(
+            "collate" in frame.file or "collate" in frame.function for frame in tb.frames):
+        return None
+    for source in parsed_files(ctx):
+        worlds = _world_names(source)
+        strided = next((node for node in source.walk() if _strided_by_world(node, worlds) or isinstance(node, ast.Call)
+                        and call_name(node) == "range" and len(node.args) == 3
+                        and identifier(node.args[0]) in _ranks_as_read(source) and holds(node.args[2], worlds, set(), ())),
+                       None)
+        loaders = calls_named(source, {"DataLoader"})
+        if strided is None or not loaders or any(argument(loader, 99, "collate_fn") is not None for loader in loaders):
+            continue
+        return Finding(
+            "batches-across-a-strided-shard", f"the DataLoader stacks items of different sizes into one batch: "
+            f"`{ast.unparse(strided)[:40]}` ({source.name}:{strided.lineno}) gives each rank every world-th item, so "
+            f"the items that shared a batch on one process (stored side by side, one size together) are dealt to "
+            f"different ranks and a rank's batch spans sizes ({_said(tb.message, 60)})", _crash_evidence(tb),
+            tb.node, _rank_of(ctx, tb),
+            "form the batches first and deal whole batches to the ranks (a batch sampler yielding batches[rank::"
+            "world]), or pad and mask in a collate_fn so items of any size can share a batch")
+    return None
+
+
+def _assembled_by_a_sum(ctx: Context, tb) -> Finding | None:
+    """Checksums (bytes, hashes) that do not match after the job assembles the ranks' parts by writing each into a
+    zero buffer and summing the buffers with all_reduce: a sum is no copy. -0.0 + 0.0 is +0.0 (pruned or negative
+    zeros), and floating sums can round, so the bytes differ though the values look equal."""
+    if not re.search(r"checksum|hash|digest|sha\d*|bytes", tb.message, re.IGNORECASE) or not re.search(
+            r"match|differ|disagree|mismatch|corrupt", tb.message, re.IGNORECASE) or not ctx.multi_node:
+        return None
+    for source in parsed_files(ctx):
+        for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args and identifier(call.args[0])):
+            op = argument(reduced, 1, "op")
+            name, scope = identifier(reduced.args[0]), source.function_of(reduced)
+            zeroed = any(call_name(node) in ("zeros", "zeros_like", "zero_") for assign in source.assignments_to(
+                name, scope, before=reduced.lineno) for node in walk(assign.value))
+            placed = next((node for node in walk(scope) if isinstance(node, ast.Assign) and node.lineno < reduced.lineno
+                           and any(isinstance(target, ast.Subscript) and identifier(target.value) == name
+                                   for target in node.targets)), None)
+            if not zeroed or placed is None or op is not None and not ast.unparse(op).endswith("SUM"):
+                continue
+            return Finding(
+                "assembled-by-a-sum", f"`{name}` is assembled by writing each rank's part into zeros "
+                f"({source.name}:{placed.lineno}) and summing over the ranks (line {reduced.lineno}): a sum is no "
+                f"copy, -0.0 + 0.0 comes out +0.0 and floating sums can round, so the bytes differ from the owner's "
+                f"though the values look equal ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node,
+                _rank_of(ctx, tb),
+                "assemble by copying: all_gather (or all_gather_into_tensor of equal, padded parts) and join them, so "
+                "each owner's bytes arrive unchanged; or make the values canonical before hashing (x + 0.0 turns -0.0 "
+                "into 0.0)")
+    return None
+
+
 def _part_kind(source: SourceFile, gathered: ast.AST, picked: int | None) -> tuple[str, str] | None:
     """What one rank's part is made of ((kind, its text)): positions into the rank's own data or a sorted list, from
     the gathered value (the picked item of a gathered tuple); None for anything else, which joined may be right."""
@@ -5973,7 +6030,7 @@ EXCEPTION_MECHANISMS = (
     _labels_offset_past_the_logits, _joined_into_the_features, _padding_index_of_the_whole, _stream_cut_mid_record,
     _gathered_vector_read_as_a_number, _entry_made_by_its_owner_only, _sentinel_wins_the_merge,
     _saved_view_of_the_whole, _node_budget_over_the_world, _length_of_the_whole, _replicated_counted_per_rank,
-    _renormalized_by_forward,
+    _renormalized_by_forward, _batches_across_a_strided_shard, _assembled_by_a_sum,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
     _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
