@@ -17,12 +17,12 @@ from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer,
                                              quote, quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
-from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT,
-                                            SPLITS, TWO_SIZES, WORLD_NAMES, SourceFile, argument, assignments, call_name,
+from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT, SPLITS,
+                                            TWO_SIZES, WORLD_NAMES, SourceFile, argument, assignments, call_name,
                                             called_on, caller_place, calls_named, checkpoint_call, conditions_above,
-                                            derived, env_read, holds, identifier, made_of, names_in, origin_of, parsed_files,
-                                            passed_by_caller, reads_world_size, root_name, rounded_up, self_attribute,
-                                            source_named, value_at_world, walk)
+                                            derived, env_read, holds, identifier, made_of, names_in, origin_of,
+                                            parsed_files, passed_by_caller, reads_world_size, reduced_with, root_name,
+                                            rounded_up, self_attribute, source_named, value_at_world, walk)
 from lab.analysis.stacks import FAULTHANDLER_FRAME
 
 START_ERRORS = {"ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError"}
@@ -608,18 +608,15 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
     frame, source, statement = failed
     worlds = _world_names(source)
 
-    def a_share(expression: ast.AST) -> bool:
-        return any(_divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or _strided_by_world(part, worlds)
-                   for part in walk(expression))
-
-    chain = origin_of(source, statement, source.function_of(statement), a_share)
+    chain = origin_of(source, statement, source.function_of(statement), lambda expression: any(
+        _split_by_world(part, worlds) for part in walk(expression)))
     split = next(((text, line) for text, line in reversed(chain) if text), None)
     if split is None:
         return None
     rank = _rank_of(ctx, tb)
     scope = source.function_of(statement)
-    threads = next((variable for node in walk(statement) for made in made_of(source, node, scope)
-                    for part in walk(made) if (variable := env_read(part)) in THREAD_VARIABLES), None)
+    threads = next((variable for made in made_of(source, statement, scope) for part in walk(made)
+                    if (variable := env_read(part)) in THREAD_VARIABLES), None)
     if threads is not None:  # the launcher's per-process thread count, divided once more by the processes
         return Finding(
             "threads-divided-again", f"`{split[0]}` (line {split[1]}) divides {threads} by the node's processes, but "
@@ -1476,10 +1473,9 @@ def _pairs_of_an_absent_rank(ctx: Context, tb) -> Finding | None:
             if not isinstance(loop, ast.For):
                 continue
             peers = {identifier(part) for part in walk(loop.target) if isinstance(part, ast.Name)}
-            signed = any(isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare)
-                         and {identifier(node.test.left), *map(identifier, node.test.comparators)} & RANK_NAMES
-                         and {identifier(node.test.left), *map(identifier, node.test.comparators)} & peers
-                         for node in walk(assign.value))
+            sides = [{identifier(node.test.left), *map(identifier, node.test.comparators)} for node in walk(assign.value)
+                     if isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare)]
+            signed = any(side & RANK_NAMES and side & peers for side in sides)
             owned = next((test for test in conditions_above(source, loop) if any(
                 identifier(node) in RANK_NAMES for node in walk(test))), None)
             if not signed or owned is None:
@@ -1648,8 +1644,7 @@ def _distributions_summed(ctx: Context, tb) -> Finding | None:
     for source in parsed_files(ctx):
         for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args
                         and identifier(call.args[0])):
-            op = argument(reduced, 1, "op")
-            if op is not None and not ast.unparse(op).endswith("SUM"):
+            if not reduced_with(reduced, "SUM"):
                 continue
             name, scope = identifier(reduced.args[0]), source.function_of(reduced)
             made = next((node for value in made_of(source, reduced.args[0], scope) for node in walk(value)
@@ -1683,8 +1678,7 @@ def _statistic_of_a_small_share(ctx: Context, tb) -> Finding | None:
     gathers = calls_named(source, set(GATHERS) | {"gather", "all_gather_into_tensor"})
     worlds = _world_names(source)
     split = next((node for node in source.walk() if isinstance(node, ast.Subscript) and any(
-        _divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or _strided_by_world(part, worlds)
-        or identifier(part) in RANK_NAMES for part in walk(node.slice))), None)
+        _split_by_world(part, worlds) or identifier(part) in RANK_NAMES for part in walk(node.slice))), None)
     if not gathers or split is None:
         return None
     return Finding(
@@ -1895,6 +1889,7 @@ def _entry_made_by_its_owner_only(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     ranks = _ranks_as_read(source)
+    shared = calls_named(source, {"broadcast_object_list", "all_gather_object", "broadcast", "scatter_object_list"})
     for looked in (node for node in walk(statement) if isinstance(node, ast.Subscript) and identifier(node.value)):
         table = identifier(looked.value)
         filled = [node for node in source.walk() if isinstance(node, ast.Assign) and any(
@@ -1903,7 +1898,6 @@ def _entry_made_by_its_owner_only(ctx: Context, tb) -> Finding | None:
                  if any(identifier(part) in ranks for part in walk(test))]
         if not filled or len(owned) != len(filled):
             continue
-        shared = calls_named(source, {"broadcast_object_list", "all_gather_object", "broadcast", "scatter_object_list"})
         if any(table in names_in(call) for call in shared):
             continue
         assign, test = owned[0]
@@ -1928,8 +1922,7 @@ def _sentinel_wins_the_merge(ctx: Context, tb) -> Finding | None:
         return None
     for source in parsed_files(ctx):
         for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args):
-            op = argument(reduced, 1, "op")
-            kind = next((name for name in SENTINELS if op is not None and ast.unparse(op).endswith(name)), None)
+            kind = next((name for name in SENTINELS if reduced_with(reduced, name)), None)
             if kind is None:
                 continue
             target = ast.unparse(reduced.args[0])
@@ -2551,6 +2544,11 @@ def _splits_by_world(node: ast.AST, worlds: set[str], ranks: set[str]) -> bool:
     return False
 
 
+def _split_by_world(part: ast.AST, worlds: set[str]) -> bool:
+    """`part` takes a rank's share: a division by the world size, or every world-th item."""
+    return _divides_by(part, worlds, (ast.FloorDiv, ast.Div)) or _strided_by_world(part, worlds)
+
+
 def _strided_by_world(part: ast.AST, worlds: set[str]) -> bool:
     """`x[rank::world]`'s slice: every world-th item."""
     return isinstance(part, ast.Slice) and part.step is not None and holds(part.step, worlds, set(), ())
@@ -2855,14 +2853,13 @@ def _assembled_by_a_sum(ctx: Context, tb) -> Finding | None:
         return None
     for source in parsed_files(ctx):
         for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args and identifier(call.args[0])):
-            op = argument(reduced, 1, "op")
             name, scope = identifier(reduced.args[0]), source.function_of(reduced)
             zeroed = any(call_name(node) in ("zeros", "zeros_like", "zero_") for assign in source.assignments_to(
                 name, scope, before=reduced.lineno) for node in walk(assign.value))
             placed = next((node for node in walk(scope) if isinstance(node, ast.Assign) and node.lineno < reduced.lineno
                            and any(isinstance(target, ast.Subscript) and identifier(target.value) == name
                                    for target in node.targets)), None)
-            if not zeroed or placed is None or op is not None and not ast.unparse(op).endswith("SUM"):
+            if not zeroed or placed is None or not reduced_with(reduced, "SUM"):
                 continue
             return Finding(
                 "assembled-by-a-sum", f"`{name}` is assembled by writing each rank's part into zeros "

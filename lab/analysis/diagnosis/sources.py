@@ -157,8 +157,7 @@ def _bool_summed_as_count(ctx: Context, files: list[SourceFile], evidence: str) 
     every rank to be done runs on)."""
     for source in files:
         for reduced in (call for call in calls_named(source, {"all_reduce"}) if call.args and identifier(call.args[0])):
-            op = argument(reduced, 1, "op")
-            if op is not None and not ast.unparse(op).endswith("SUM"):
+            if not reduced_with(reduced, "SUM"):
                 continue
             name, scope = identifier(reduced.args[0]), source.function_of(reduced)
             made = source.assignments_to(name, scope, before=reduced.lineno)
@@ -617,6 +616,12 @@ def argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
     if len(call.args) > position:
         return call.args[position]
     return next((item.value for item in call.keywords if item.arg == keyword), None)
+
+
+def reduced_with(call: ast.Call, op: str) -> bool:
+    """An all_reduce asks for the reduction `op` ('SUM', 'MAX'), SUM being what it does when given none."""
+    given = argument(call, 1, "op")
+    return ast.unparse(given).endswith(op) if given is not None else op == "SUM"
 
 
 def calls_named(source: SourceFile, names: set[str]) -> list[ast.Call]:
