@@ -140,6 +140,12 @@ BULK_READ_NAMES = 8  # one line reading more names copies the environment: not a
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|API_?KEY|PRIVATE", re.IGNORECASE)  # kept as a digest
 SOURCES_KEPT = 4  # files
 SOURCE_CHARS = 200_000
+VALUES_KEPT = 16  # the failed check's operands a dump keeps
+VALUE_CHARS = 160
+SAFE_CALLS = frozenset({"len", "int", "float", "abs", "round", "min", "max", "sum", "bool", "numel", "size", "item",
+                        "dim", "keys", "values", "long", "isfinite", "isnan", "isinf", "all", "any", "count", "mean",
+                        "norm", "equal", "allclose", "isclose"})  # calls without side effects that a check's operands are made with
+ITEMS_DESCRIBED = 4  # of a list, tuple or dict operand
 
 
 class _CallLog:
@@ -670,7 +676,9 @@ def _write_dumps(folder: str):
             with open(path + ".tmp", "w") as out:
                 json.dump({**identity, "reason": reason, "time": time.time(), "started": STARTED,
                            "exception": type(failed).__name__ if failed is not None else None,
-                           "error": _error_text(failed) if failed is not None else None, "trace": trace,
+                           "error": _error_text(failed) if failed is not None else None,
+                           **({"failed_check": _checked_or_none(failed)} if failed is not None else {}),
+                           "trace": trace,
                            "calls": CALLS.snapshot(),
                            **({"sources": _user_sources()} if reason in ("exit", "live") else {})}, out)
             os.replace(path + ".tmp", path)
@@ -683,6 +691,12 @@ def _write_dumps(folder: str):
         import traceback
 
         return "".join(traceback.format_exception(type(failed), failed, failed.__traceback__))[-6000:]
+
+    def _checked_or_none(failed: BaseException) -> dict | None:
+        try:
+            return _failed_check(failed)
+        except Exception:  # the hook never adds an error of its own to the job's
+            return None
 
     def watch() -> None:
         answered, written = None, frozenset()
@@ -1069,6 +1083,110 @@ def _record_environment_reads() -> None:
         return value
 
     environ_type.__getitem__ = read
+
+
+def _failed_check(failed: BaseException) -> dict | None:
+    """The values the failing statement of the user's code worked with, read in its frame as the process ended: what
+    a check like `assert total == want` or `if a != b: raise` compared, which its message often does not say. Only
+    names, attributes, constant subscripts and calls without side effects (SAFE_CALLS) are evaluated."""
+    import ast
+    import linecache
+
+    frame, line, step = None, None, failed.__traceback__
+    while step is not None:
+        if _is_user_file(step.tb_frame.f_code.co_filename):
+            frame, line = step.tb_frame, step.tb_lineno
+        step = step.tb_next
+    if frame is None:
+        return None
+    filename = frame.f_code.co_filename
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename, frame.f_globals)) or open(filename).read())
+    except (SyntaxError, ValueError, OSError):
+        return None
+    statement, parents = None, {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno) and not any(
+                isinstance(child, ast.stmt) and child.lineno <= line <= (child.end_lineno or child.lineno)
+                for field in ("body", "orelse", "finalbody", "handlers") for child in getattr(node, field, ()) or ()):
+            statement = node
+    if statement is None:
+        return None
+    checked = statement.test if isinstance(statement, ast.Assert) else statement
+    if isinstance(statement, ast.Raise):  # `if a != b: raise ...`: what the condition compared
+        above = parents.get(statement)
+        checked = above.test if isinstance(above, ast.If) and statement in above.body else statement
+    values, seen = [], set()
+    for node in ast.walk(checked):
+        if len(values) >= VALUES_KEPT or not isinstance(node, ast.expr) or isinstance(node, ast.Constant):
+            continue
+        text = ast.unparse(node)
+        if text in seen or not _safe(node):
+            continue
+        seen.add(text)
+        try:
+            value = eval(compile(ast.Expression(node), filename, "eval"), frame.f_globals, frame.f_locals)
+        except Exception:
+            continue
+        if callable(value) or type(value).__name__ == "module":
+            continue
+        values.append(_brief_value(text, value))
+    return {"where": f"{os.path.basename(filename)}:{line}", "statement": ast.unparse(checked)[:VALUE_CHARS],
+            "values": values}
+
+
+def _safe(node) -> bool:
+    """`node` reads values and calls only what SAFE_CALLS names (nothing that could write, wait or send)."""
+    import ast
+
+    for part in ast.walk(node):
+        if isinstance(part, ast.Call):
+            name = part.func.attr if isinstance(part.func, ast.Attribute) else getattr(part.func, "id", None)
+            if name not in SAFE_CALLS:
+                return False
+        elif isinstance(part, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp,
+                               ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return False
+    return True
+
+
+def _brief_value(text: str, value) -> dict:
+    """One operand: its expression, its type, a number where it is one, and a short description."""
+    return {"expr": text[:VALUE_CHARS], **_described(value, nested=False)}
+
+
+def _described(value, nested: bool) -> dict:
+    """A value's type, and as cheaply as it can be said: a number, a tensor's shape and dtype (its items where there
+    are at most 8), a container's length and first items, a short repr."""
+    brief = {"type": type(value).__name__}
+    shape = getattr(value, "shape", None)
+    if isinstance(value, bool):
+        brief["value"] = str(value)
+    elif isinstance(value, (int, float)):
+        brief["number"], brief["value"] = float(value), repr(value)
+    elif isinstance(value, (str, bytes)):
+        brief["length"], brief["value"] = len(value), repr(value[:VALUE_CHARS])
+    elif shape is not None and hasattr(value, "dtype"):
+        dims = [int(size) for size in shape]
+        count = 1
+        for size in dims:
+            count *= size
+        brief["shape"], brief["dtype"] = dims, str(value.dtype).replace("torch.", "")
+        try:
+            if count == 1:
+                brief["number"] = float(value.reshape(-1)[0])
+            if count <= 8:
+                brief["value"] = repr(value.reshape(-1).tolist())[:VALUE_CHARS]
+        except Exception:
+            pass
+    elif isinstance(value, (list, tuple, dict, set, frozenset)):
+        brief["length"] = len(value)
+        if not nested:
+            items = list(value.items() if isinstance(value, dict) else value)[:ITEMS_DESCRIBED]
+            brief["items"] = [_described(item, nested=True) for item in items]
+    return brief
 
 
 def _user_sources() -> dict[str, str]:

@@ -47,6 +47,34 @@ class Collective:
 
 
 @dataclass(frozen=True)
+class Operand:
+    """One value the failing statement worked with, as the process read it in its frame as it ended."""
+
+    expression: str  # as the user's code writes it: `total`, `len(parts)`, `int(total) != want`
+    type: str
+    number: float | None = None  # where it is one number (an int, a float, a one-item tensor)
+    text: str | None = None  # its repr where short: a bool, a number, a string, a tensor of at most 8 items
+    shape: tuple[int, ...] | None = None  # a tensor's or an array's
+    dtype: str | None = None
+    length: int | None = None  # a container's or a string's
+    items: tuple[Operand, ...] = ()  # a container's first items
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """The user's statement that raised the exception a process ended with (an `assert`, the condition of an `if` that
+    raised, or the statement whose call raised), with the values it worked with (exercises/jobhooks/sitecustomize.py,
+    _failed_check)."""
+
+    where: str  # 'train.py:41'
+    statement: str
+    operands: tuple[Operand, ...]
+
+    def operand(self, expression: str) -> Operand | None:
+        return next((operand for operand in self.operands if operand.expression == expression), None)
+
+
+@dataclass(frozen=True)
 class RankTrace:
     """One process's recorder: who it is and how far it got in the default group's collectives."""
 
@@ -67,6 +95,7 @@ class RankTrace:
     # in a live dump, per other process group (its id): the collective not yet retired there, and how far it got
     groups_waiting: dict[str, Collective] = field(default_factory=dict, compare=False)
     groups_reached: dict[str, int] = field(default_factory=dict, compare=False)
+    failed_check: FailedCheck | None = field(default=None, compare=False)  # exit dumps of a process an exception ended
 
     def entered(self, seq: int) -> Collective | None:
         return next((collective for collective in self.history if collective.seq == seq), None)
@@ -111,7 +140,24 @@ def read_trace(data: dict) -> RankTrace | None:
                      str(data["exception"]) if data.get("exception") else None, tuple(collectives),
                      _float(data.get("started")), calls,
                      {str(path): str(text) for path, text in (data.get("sources") or {}).items()},
-                     str(data["error"]) if data.get("error") else None, groups_waiting, groups_reached)
+                     str(data["error"]) if data.get("error") else None, groups_waiting, groups_reached,
+                     _failed_check(data.get("failed_check")))
+
+
+def _failed_check(data) -> FailedCheck | None:
+    if not isinstance(data, dict) or not isinstance(data.get("values"), list):
+        return None
+    return FailedCheck(str(data.get("where") or "?"), str(data.get("statement") or ""),
+                       tuple(_operand(value) for value in data["values"] if isinstance(value, dict)))
+
+
+def _operand(value: dict) -> Operand:
+    shape = value.get("shape")
+    return Operand(str(value.get("expr") or ""), str(value.get("type") or "?"), _float(value.get("number")),
+                   str(value["value"]) if value.get("value") is not None else None,
+                   tuple(int(size) for size in shape) if isinstance(shape, list) else None,
+                   str(value["dtype"]) if value.get("dtype") else None, _int(value.get("length")),
+                   tuple(_operand(item) for item in value.get("items") or () if isinstance(item, dict)))
 
 
 def load_traces(folder: Path) -> list[RankTrace]:
@@ -139,8 +185,9 @@ def load_traces(folder: Path) -> list[RankTrace]:
         known = next((trace for _, trace in found if trace.rank is not None), state)  # one written before init
         sources = next((trace.sources for _, trace in found if trace.sources), {})
         error = next((trace.error for _, trace in found if trace.error), None)
+        failed_check = next((trace.failed_check for _, trace in found if trace.failed_check), None)
         traces.append(replace(state, history=history, calls=freshest_calls, reached=max([state.reached, *seen]),
-                              sources=sources, error=error,
+                              sources=sources, error=error, failed_check=failed_check,
                               last=state.last or (history[-1] if history else None), rank=known.rank,
                               world_size=known.world_size))
     return sorted(traces, key=lambda trace: (trace.rank is None, trace.rank, trace.node, trace.pid))

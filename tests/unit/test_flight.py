@@ -68,6 +68,41 @@ def test_a_process_ended_by_an_exception_says_so_in_its_last_words(tmp_path):
     traces = load_traces(tmp_path / "flight")
     assert [(trace.rank, trace.exception, trace.ended_without_error) for trace in traces] == [
         (0, None, True), (1, "RuntimeError", False)]
+    # what the condition of the `if` that raised compared, read in the frame as the process ended
+    check = traces[1].failed_check
+    assert (check.where, check.statement) == ("job.py:10", "len(sys.argv) > 5") and traces[0].failed_check is None
+    assert check.operand("len(sys.argv)").number == 6 and check.operand("sys.argv").length == 6
+
+
+CHECKED = """import os, sys, torch, torch.distributed
+def tally(values):
+    open(sys.argv[1], "w").close()  # a call a check makes is not made again by the hook
+    return sum(values)
+parts = [torch.ones(2, 3), torch.zeros(4)]
+total = torch.tensor([6.0])
+assert tally([1]) == 0 or int(total) == len(parts) * 2, "the parts do not add up"
+"""
+
+
+def test_a_failed_assert_keeps_the_values_it_compared_and_makes_no_call_of_the_jobs_own(tmp_path):
+    (tmp_path / "checked.py").write_text(CHECKED)
+    env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
+           "LAB_NODE": "0", "RANK": "0"}
+    marker = tmp_path / "tallied"
+    ended = subprocess.run([sys.executable, str(tmp_path / "checked.py"), str(marker)], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert ended.returncode == 1 and "the parts do not add up" in ended.stderr
+    marker.unlink()  # the job's own call, once
+    [trace] = load_traces(tmp_path / "flight")
+    check = trace.failed_check
+    assert check.where == "checked.py:7" and check.statement.startswith("tally([1]) == 0 or")
+    assert check.operand("int(total)").number == 6 and check.operand("len(parts) * 2").number == 4
+    assert check.operand("int(total) == len(parts) * 2").text == "False"
+    parts = check.operand("parts")
+    assert parts.length == 2 and [(item.shape, item.dtype) for item in parts.items] == [((2, 3), "float32"),
+                                                                                        ((4,), "float32")]
+    assert check.operand("total").number == 6 and check.operand("total").shape == (1,)
+    assert check.operand("tally([1])") is None and not marker.exists()  # its own function is not called again
 
 
 BUSY = """import time

@@ -31,7 +31,7 @@ PRIORITY = [
     "master-port-in-use", "port-in-use", "socket-ifname-missing", "nccl-without-gpu", "duplicate-gpu", "shared-memory-exhausted",
     "rendezvous-path-not-shared", "executable-missing", "socket-path-too-long", "env-set-by-the-job", "env-differs-between-nodes", "env-not-set", "working-directory-changed", "rename-race", "file-differs-between-nodes", "cache-built-on-one-node", "stale-file-on-node", "file-size-limit", "locale-missing", "settings-differ-between-nodes", "file-on-one-node-read",
     "file-on-some-nodes-only", "env-string-compared", "async-result-read-early", "share-ignores-rank", "exit-status-returned",
-    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean",
+    "iterable-not-split-by-worker", "sampler-padding", "modules-in-plain-list", "data-not-sharded", "sum-over-local-count", "made-on-some-ranks", "option-left-a-string", "sum-not-mean", "counted-by-every-rank",
     "sampler-epoch-not-set", "bool-option", "eval-mode-missing", "optimizer-before-model-change", "gradients-not-zeroed",
     "state-dict-not-strict", "counts-in-low-precision", "sampler-seed-per-rank", "variance-by-cancellation", "weights-in-low-precision", "gathered-without-gradient", "read-before-written", "file-removed-by-another-rank", "file-written-by-every-rank", "created-by-every-rank", "service-at-localhost", "length-from-data", "link-target-relative", "share-rounded-up", "read-before-flushed", "loop-over-endless-stream", "shared-memory-of-another-node", "file-missing-everywhere", "another-interpreter", "package-missing-on-nodes", "package-version-differs",
     "import-error", "script-not-found", "bad-arguments", "option-spelled-otherwise",
@@ -597,6 +597,9 @@ CAUSES = {
     "file-on-one-node-read": "The job read a file from one node's own disk that the other nodes did not read (it is "
                              "not there): a config or cache left on that node changes what its ranks do.",
     "file-size-limit": "A write failed on a node whose processes may not write files past a size (ulimit -f).",
+    "counted-by-every-rank": "A check of the job's own compared two numbers exactly world-size times apart (the "
+                             "values as its frame held them when it raised): a value every rank held whole was summed "
+                             "over the ranks, or one rank's share was compared with the whole.",
     "sum-not-mean": "An all_reduce left at SUM where a mean was meant: the check saw world-size times the value.",
     "data-not-sharded": "A DataLoader with no sampler in a job of several ranks: every rank goes through the whole "
                         "dataset.",

@@ -11,6 +11,7 @@ from typing import Callable
 
 from lab import paths
 from lab.analysis.diagnosis.evidence import Evidence, NodeEvidence
+from lab.analysis.flight import FailedCheck
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, LogLine, Traceback
 from lab.model.spec import SHARED_MOUNT
@@ -110,6 +111,18 @@ def raised_by_own_check(ctx: Context, tb: Traceback) -> bool:
         return False
     quoted = quoted_source(ctx, tb, tb.frames[-1])
     return not quoted or quoted.startswith(("raise", "assert")) or " raise " in f" {quoted}"
+
+
+def failed_check_of(ctx: Context, tb: Traceback) -> FailedCheck | None:
+    """What the statement that raised `tb` compared, as its process read it as it ended (None in records made before
+    the hooks kept it, or where the process wrote no dump)."""
+    frame = tb.user_frame()
+    if frame is None:
+        return None
+    where = f"{os.path.basename(frame.file)}:{frame.line}"
+    return next((trace.failed_check for trace in ctx.evidence.traces if trace.failed_check is not None
+                 and trace.failed_check.where == where and (trace.rank == tb.rank or tb.rank is None)
+                 and (trace.node == tb.node or trace.node is None)), None)
 
 
 def env_values(ctx: Context, key: str) -> list[str]:

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 from lab.analysis.calls import POINT_TO_POINT, DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import endpoint_host, is_loopback, job_own_port
-from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, job_lines, near,
-                                             quote, quoted_source, report_root_rank)
+from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, failed_check_of,
+                                             job_lines, near, quote, quoted_source, report_root_rank)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT, SPLITS,
@@ -4689,9 +4689,23 @@ def _what_to_change(ctx: Context, tb, frame) -> str:
         return (f"every rank raised it at the same place{line} ({_said(tb.message, 100)}): no rank is the odd one "
                 "out, so the cause is in what they all run or read (the code that computes what this line checks, "
                 "a file or setting every node has), not in one rank's data or node; fix that, then the other ranks' "
-                "errors go with it")
+                f"errors go with it{_compared(ctx, tb)}")
     return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
+
+
+def _compared(ctx: Context, tb) -> str:
+    """'; rank 0 checked `a == b` with a = 3, b = 4': what the failing statement worked with, where the hooks kept it."""
+    check = failed_check_of(ctx, tb)
+    shown = [f"{operand.expression} = {operand.text if operand.text is not None else _shape_of(operand)}"
+             for operand in (check.operands if check else ()) if operand.type != "bool"][:4]
+    return f"; rank {tb.rank} checked `{check.statement[:80]}` with {', '.join(shown)}"[:400] if shown else ""
+
+
+def _shape_of(operand) -> str:
+    if operand.shape is not None:
+        return f"{operand.dtype or operand.type}[{'x'.join(map(str, operand.shape)) or 'scalar'}]"
+    return f"{operand.type} of {operand.length}" if operand.length is not None else operand.type
 
 
 def _ranks_raising(ctx: Context, tb) -> list[int]:

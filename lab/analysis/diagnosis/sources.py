@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lab.analysis.calls import DistCall
-from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source, raised_by_own_check
+from lab.analysis.diagnosis.context import (Context, echoes_a_peer, failed_check_of, node_of_rank, quoted_source,
+                                            raised_by_own_check)
 from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.flight import FailedCheck
 
 # What these findings may stand in front of: endings that say how a run failed, not why.
 UNEXPLAINED = {"rank-crashed", "rank-exited", "file-missing-everywhere", "nonzero-exit", "timed-out",
@@ -78,8 +80,8 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
               _loaded_not_strict(files, evidence), _counts_in_low_precision(files, evidence),
               _sampler_seed_per_rank(files, evidence), _gathered_without_gradient(files, evidence),
               _weights_in_low_precision(ctx, files, evidence),
-              _scheduler_per_micro_batch(ctx, files, evidence), _unfrozen_after_ddp(files, evidence)
-              ) if not library_raised(ctx) else ()
+              _scheduler_per_micro_batch(ctx, files, evidence), _unfrozen_after_ddp(files, evidence),
+              _off_by_the_world(ctx, files, evidence)) if not library_raised(ctx) else ()
     return [finding for finding in (*crashing, *silent) if finding is not None]
 
 
@@ -1337,9 +1339,19 @@ FLOAT = re.compile(r"(?<![\w./-])\d+(?:\.\d+)?(?![\w/-]|\.\w)")  # a number, not
 
 
 def _check_numbers(ctx: Context) -> list[tuple[object, list[float]]]:
-    """(traceback, the numbers of its message) for each check of the script's own that raised."""
-    return [(tb, [float(found) for found in FLOAT.findall(tb.message)]) for tb in ctx.tracebacks
-            if raised_by_own_check(ctx, tb)]
+    """(traceback, the numbers of its message and those its statement compared) for each check of the script's own
+    that raised: a check whose message says no number still had them in its frame."""
+    return [(tb, [float(found) for found in FLOAT.findall(tb.message)] + compared_numbers(failed_check_of(ctx, tb)))
+            for tb in ctx.tracebacks if raised_by_own_check(ctx, tb)]
+
+
+def compared_numbers(check: FailedCheck | None) -> list[float]:
+    """The numbers a failed check worked with: its operands that are numbers, and the lengths of those that are
+    containers (`len(parts) == world` and `parts` say the same)."""
+    if check is None:
+        return []
+    return [value for operand in check.operands if operand.type != "bool"
+            for value in (operand.number, operand.length) if value is not None]
 
 
 def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
@@ -1361,6 +1373,129 @@ def _sum_not_mean(ctx: Context, files: list[SourceFile], evidence: str) -> Findi
         "SUM by default), and the sum was used as a mean", evidence, tb.node, tb.rank,
         "divide by the world size after the all_reduce (value /= dist.get_world_size()), or reduce with "
         "op=dist.ReduceOp.AVG (gloo and NCCL support it); counts and totals stay SUM")
+
+
+def _off_by_the_world(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A check of the job's own that compared two numbers (as its frame held them) exactly world-size apart: one side
+    counts what every rank holds once per rank, or is one rank's share of what the other counts whole. Which of the
+    two is told from the job's code: a SUM over the ranks made the bigger side, or a split by rank the smaller."""
+    world = ctx.evidence.expected_world_size
+    if world < 2:
+        return None
+    for tb in ctx.tracebacks:
+        check = failed_check_of(ctx, tb) if raised_by_own_check(ctx, tb) else None
+        pair = _world_apart(check, world) if check is not None else None
+        if pair is None:
+            continue
+        (big, big_value), (small, small_value) = pair
+        source = source_named(files, tb.user_frame().file)
+        summed = _summed_over_ranks(source, big) if source is not None else None
+        shared = source is not None and _share_of(source, small)
+        seen = (f"the check `{check.statement[:90]}` ({check.where}) compared `{big}` = {big_value:g} with "
+                f"`{small}` = {small_value:g}: exactly {world} times apart, with {world} ranks")
+        if summed is not None:
+            return Finding(
+                "counted-by-every-rank", f"{seen}. `{big}` is summed over the ranks ({summed}) while every rank "
+                "already counted the same whole (nothing split what each rank counts), so each item is counted "
+                f"{world} times", evidence, tb.node, tb.rank,
+                "sum only each rank's own part: split what is counted by rank before the SUM (a DistributedSampler, "
+                "items[rank::world]), or do not reduce a value every rank already holds whole (or divide the sum by "
+                "the world size)")
+        if shared:
+            return Finding(
+                "counted-by-every-rank", f"{seen}. `{small}` is this rank's share only (the job splits by rank), "
+                f"and it is checked against `{big}`, the whole: each rank holds 1/{world} of it",
+                evidence, tb.node, tb.rank,
+                f"add the ranks' shares before comparing (all_reduce SUM of `{_held_in(small)}`), or compare the share "
+                "with the whole divided by the world size")
+        return Finding(
+            "counted-by-every-rank", f"{seen}: one side counts once per rank what every rank holds (a SUM or "
+            f"gather of a value each rank already had whole), or the other is one rank's share of the whole",
+            evidence, tb.node, tb.rank,
+            f"find which side of `{check.statement[:60]}` the ranks were meant to split: sum each rank's own part "
+            "only (not the whole on every rank), or add the shares up (all_reduce SUM) before comparing them with "
+            "the whole")
+    return None
+
+
+def _held_in(expression: str) -> str:
+    """The variable an operand reads (`processed` of `processed.item()`), or the operand itself."""
+    try:
+        node = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return expression
+    while isinstance(node, ast.Call):  # `processed.item()`, `int(total)`
+        node = node.func.value if isinstance(node.func, ast.Attribute) else node.args[0] if node.args else None
+    return root_name(node) or expression
+
+
+def _world_apart(check: FailedCheck, world: int) -> tuple[tuple[str, float], tuple[str, float]] | None:
+    """((bigger side, its value), (smaller side, its value)) of a comparison in `check` whose two sides' numbers (or
+    lengths) are exactly `world` times apart."""
+    try:
+        tree = ast.parse(check.statement.strip(), mode="eval" if not check.statement.startswith(
+            ("assert", "raise", "return")) else "exec")
+    except SyntaxError:
+        return None
+    for node in walk(tree):
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = (node.left, node.comparators[0])
+        elif isinstance(node, ast.Call) and call_name(node) in ("equal", "allclose", "isclose") and len(node.args) == 2:
+            sides = tuple(node.args)
+        else:
+            continue
+        values = []
+        for side in sides:
+            operand = check.operand(ast.unparse(side))
+            value = operand and (operand.number if operand.number is not None else operand.length)
+            values.append((ast.unparse(side), value))
+        (left, a), (right, b) = values
+        if a and b and a > 0 and b > 0:
+            if a == b * world:
+                return (left, a), (right, b)
+            if b == a * world:
+                return (right, b), (left, a)
+    return None
+
+
+def _summed_over_ranks(source: SourceFile, expression: str) -> str | None:
+    """'all_reduce at line N' where what `expression` names was summed over the ranks: an all_reduce (SUM) of it or of
+    what it is made of, or a sum over the parts an all_gather collected."""
+    names = _names_behind(source, expression)
+    for call in calls_named(source, {"all_reduce", "reduce", "all_gather", "all_gather_object", "all_gather_into_tensor"}):
+        given = call.args[0] if call.args else None
+        if given is None or root_name(given) not in names:
+            continue
+        if call_name(call) in ("all_reduce", "reduce") and reduced_with(call, "SUM"):
+            return f"{call_name(call)} at line {call.lineno}"
+        if call_name(call).startswith("all_gather"):
+            return f"the parts {call_name(call)} collected at line {call.lineno}, added up"
+    return None
+
+
+def _share_of(source: SourceFile, expression: str) -> bool:
+    """What `expression` names is one rank's share: made, a few assignments back, with the rank or split by the world
+    size."""
+    names = _names_behind(source, expression)
+    return any(_mentions(assign.value, source.ranks) or _divides(assign.value, source.worlds)
+               for assign in _assigned(source, names))
+
+
+def _names_behind(source: SourceFile, expression: str, steps: int = 3) -> set[str]:
+    """The names in `expression` and those the values assigned to them are made of, `steps` assignments back."""
+    try:
+        names = {part.id for part in walk(ast.parse(expression, mode="eval").body) if isinstance(part, ast.Name)}
+    except SyntaxError:
+        return set()
+    for _ in range(steps):
+        names |= {part.id for assign in _assigned(source, names) for part in walk(assign.value)
+                  if isinstance(part, ast.Name)}
+    return names
+
+
+def _assigned(source: SourceFile, names: set[str]) -> list[ast.Assign]:
+    return [assign for assign in source.walk() if isinstance(assign, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id in names for target in assign.targets)]
 
 
 def _data_not_sharded(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
