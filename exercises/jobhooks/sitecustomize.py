@@ -37,6 +37,11 @@ ended by SIGTERM or SIGKILL, with no atexit: the snapshot is their last word). E
 - the files the process saved and loaded with torch.save / torch.load (path, size, time, error), the first files its
   code opened for reading (size, time, a digest of small ones), and its resource
   limits (`ulimit -f`, open files): what makes one node's read or write fail;
+- the values the failing statement worked with (`failed_check`, in the dump written at exit by a process an
+  exception ended): the assert's test, or the condition of the `if` that raised, or the statement whose call raised,
+  with each operand read in its frame (numbers, a tensor's shape, dtype and NaN count, a container's length and first
+  items); only names, attributes, subscripts and calls without side effects are evaluated. A check's message often
+  says none of its numbers, and the lab compares them (two sides world-size apart, a share that holds nothing);
 - the text of the user's own files (`sources`: the script and the files its calls came from), in the dumps written
   at exit and when the lab asks: what a traceback or a caller's line does not say (a value compared before it was
   converted, a tensor read before its async collective was waited for) is in the code around it.
@@ -146,6 +151,7 @@ SAFE_CALLS = frozenset({"len", "int", "float", "abs", "round", "min", "max", "su
                         "dim", "keys", "values", "long", "isfinite", "isnan", "isinf", "all", "any", "count", "mean",
                         "norm", "equal", "allclose", "isclose"})  # calls without side effects that a check's operands are made with
 ITEMS_DESCRIBED = 4  # of a list, tuple or dict operand
+COUNTED_ITEMS = 10_000_000  # a float tensor or array this small also gets its count of NaNs
 
 
 class _CallLog:
@@ -1179,6 +1185,8 @@ def _described(value, nested: bool) -> dict:
                 brief["number"] = float(value.reshape(-1)[0])
             if count <= 8:
                 brief["value"] = repr(value.reshape(-1).tolist())[:VALUE_CHARS]
+            if 0 < count <= COUNTED_ITEMS and ("float" in brief["dtype"] or "complex" in brief["dtype"]):
+                brief["nan"] = int((value != value).sum())  # NaN is the one value unequal to itself
         except Exception:
             pass
     elif isinstance(value, (list, tuple, dict, set, frozenset)):

@@ -16,6 +16,7 @@ one it waits in).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -58,6 +59,12 @@ class Operand:
     dtype: str | None = None
     length: int | None = None  # a container's or a string's
     items: tuple[Operand, ...] = ()  # a container's first items
+    nan: int | None = None  # how many of a float tensor's or array's items are NaN
+
+    @property
+    def size(self) -> int | None:
+        """A tensor's or an array's number of items."""
+        return math.prod(self.shape) if self.shape is not None else None
 
 
 @dataclass(frozen=True)
@@ -157,7 +164,8 @@ def _operand(value: dict) -> Operand:
                    str(value["value"]) if value.get("value") is not None else None,
                    tuple(int(size) for size in shape) if isinstance(shape, list) else None,
                    str(value["dtype"]) if value.get("dtype") else None, _int(value.get("length")),
-                   tuple(_operand(item) for item in value.get("items") or () if isinstance(item, dict)))
+                   tuple(_operand(item) for item in value.get("items") or () if isinstance(item, dict)),
+                   _int(value.get("nan")))
 
 
 def load_traces(folder: Path) -> list[RankTrace]:

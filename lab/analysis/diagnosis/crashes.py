@@ -2493,6 +2493,8 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
     world = ctx.evidence.expected_world_size
     if rank is None or rank != world - 1 or world < 2 or (failed := _failing_statement(ctx, tb)) is None:
         return None
+    if set(_ranks_raising(ctx, tb)) - {rank}:
+        return None  # the other ranks, whose parts miss nothing, raised it too
     frame, source, statement = failed
     worlds = _world_names(source)
     shares = {name for name, value in assignments(source) if any(_divides_by(part, worlds)
@@ -2796,25 +2798,31 @@ def _nothing_to_join(ctx: Context, tb) -> Finding | None:
 
 
 RAGGED_STACK = re.compile(r"stack expects each tensor to be equal size")
+RAGGED_TENSOR = re.compile(r"expected sequence of length \d+ at dim \d+ \(got \d+\)")  # torch.tensor of ragged lists
 
 
 def _ragged_parts_stacked(ctx: Context, tb) -> Finding | None:
-    """torch.stack of what every rank gave a gather, where each rank's part holds its own number of items (atoms,
-    detections, tokens): stack needs equal sizes, the parts are to be joined end to end."""
-    if not RAGGED_STACK.search(tb.message) or (failed := _failing_statement(ctx, tb)) is None:
+    """torch.stack (or torch.tensor, for lists) of what every rank gave a gather, where each rank's part holds its own
+    number of items (atoms, detections, tokens, selected rows): both need parts of one size, and the parts are to be
+    joined end to end."""
+    stacked = RAGGED_STACK.search(tb.message)
+    if not (stacked or RAGGED_TENSOR.search(tb.message)) or (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
     lists = _gathered_lists(source)
-    joined = _joined_list(statement, ("stack",))
+    joined = _joined_list(statement, ("stack",) if stacked else ("tensor", "as_tensor"))
     if joined is None or not (names_in(joined[1]) & set(lists)):
         return None
     rank = _rank_of(ctx, tb)
     return Finding(
-        "ragged-parts-stacked", f"rank {rank if rank is not None else '?'} stacked what every rank gave a gather "
+        "ragged-parts-stacked", f"rank {rank if rank is not None else '?'} "
+        f"{'stacked' if stacked else 'made one tensor of'} what every rank gave a gather "
         f"(`{ast.unparse(joined[0])[:60]}`, {frame.location}: {_said(tb.message, 80)}): each rank's part holds "
-        "its own number of items, and torch.stack needs parts of one size", _crash_evidence(tb), tb.node, rank,
-        "join the parts end to end along the item dimension (torch.cat), or pad each to the longest with a mask "
-        "before stacking (gather the lengths first)")
+        f"its own number of items, and {'torch.stack' if stacked else 'a tensor of lists'} needs parts of one size",
+        _crash_evidence(tb), tb.node, rank,
+        "join the parts end to end along the item dimension (torch.cat), or for lists make one list of every "
+        "part's items ([item for part in gathered for item in part]); or pad each to the longest with a mask before "
+        "stacking (gather the lengths first)")
 
 
 def _batches_across_a_strided_shard(ctx: Context, tb) -> Finding | None:

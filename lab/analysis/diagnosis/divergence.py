@@ -4,6 +4,7 @@ rank they claim, when they arrive, how many collectives they run, with what tens
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from lab.analysis.diagnosis.context import (ARGUMENT_ERRORS, JOINED, STORE_WAIT,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
 from lab.analysis.diagnosis.nodes import RENDEZVOUS_CALLS
+from lab.analysis.diagnosis.sources import (call_name, caller_place, kept_by_a_local_test, made_of, parsed_files,
+                                            source_named, walk)
 from lab.analysis.diagnosis import waits
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import FAULTHANDLER_FRAME, Frame, ProcessStack
@@ -930,6 +933,10 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
         return None  # different calls met, not one call with other sizes
     sent = next((call for trace in ctx.evidence.traces if trace.calls for call in trace.calls.recent + trace.calls.pending
                  if call.op in ("send", "isend") and call.dst is not None and call.dst == line.rank), None)
+    if (hooked := _collective_in_a_hook(ctx)) is not None:
+        return hooked
+    if (filtered := _sized_by_a_local_filter(ctx)) is not None:
+        return filtered
     if (dtypes := _dtypes_differ(ctx, line)) is not None:
         return dtypes
     if lists := _object_lists(ctx):
@@ -946,6 +953,79 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
                 "allocate from it, or use send_object_list for data whose size varies")
     return ("the ranks passed tensors of different sizes to the same collective", SIZES_FIX)
+
+
+HOOK_REGISTRATIONS = {"register_hook", "register_post_accumulate_grad_hook", "register_full_backward_hook",
+                      "register_backward_hook", "register_full_backward_pre_hook", "register_forward_hook",
+                      "register_forward_pre_hook", "register_multi_grad_hook"}
+
+
+def _collective_in_a_hook(ctx: Context) -> tuple[str, str] | None:
+    """A collective the ranks made from inside an autograd or module hook: autograd calls a tensor's hook only when a
+    gradient reaches that tensor, so ranks that used different parts (a task head, a branch) make different numbers of
+    these calls, and the collectives after them meet another rank's call."""
+    files = parsed_files(ctx)
+    for trace in ctx.evidence.traces:
+        for call in (trace.calls.recent + trace.calls.failed + trace.calls.pending) if trace.calls else ():
+            place = caller_place(call.caller)
+            source = source_named(files, place[0]) if place else None
+            made = source.statement_at(place[1]) if source else None
+            hook = source.function_of(made) if made is not None else None
+            registered = _registered_as_hook(source, hook) if isinstance(hook, ast.FunctionDef) else None
+            if registered is None:
+                continue
+            last = next(iter(trace.calls.failed[-1:] + trace.calls.pending[-1:]), None)
+            met = f"; rank {trace.rank}'s next call, {last.op} at {last.caller}, then met another rank's" if last \
+                and last is not call else ""
+            return (f"the ranks' collectives fell out of step: {call.op} at {source.name}:{place[1]} runs inside "
+                    f"`{hook.name}`, a hook registered with {call_name(registered)} (line {registered.lineno}), which "
+                    "runs only for the tensors (or modules) a rank's backward or forward reached: ranks that used "
+                    f"different parts (task heads, branches) make different numbers of these calls{met}",
+                    "make no collective inside a hook: in the hook only record the value (keep 0 for the parts a "
+                    "rank did not use), then reduce all of them as one tensor at the same point on every rank, after "
+                    "backward (or where the gradients are averaged)")
+    return None
+
+
+def _registered_as_hook(source, hook: ast.FunctionDef) -> ast.Call | None:
+    """The register_*hook call given `hook` itself, or the call of a function that defines and returns it."""
+    makers = {function.name for function in source.walk() if isinstance(function, ast.FunctionDef)
+              and hook in function.body}
+    for call in (node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) in HOOK_REGISTRATIONS):
+        for given in call.args[:1] + [item.value for item in call.keywords if item.arg in ("hook", "fn")]:
+            named = given.func if isinstance(given, ast.Call) else given
+            name = named.attr if isinstance(named, ast.Attribute) else getattr(named, "id", None)
+            if name == hook.name or (isinstance(given, ast.Call) and name in makers):
+                return call
+    return None
+
+
+def _sized_by_a_local_filter(ctx: Context) -> tuple[str, str] | None:
+    """The collective whose sizes differed passes a tensor made from a list that each rank filters by its own data
+    (the hooks say which call failed, the job's code how its tensor was made)."""
+    files = parsed_files(ctx)
+    for trace in ctx.evidence.traces:
+        for call in (trace.calls.failed[-1:] + trace.calls.pending[-1:]) if trace.calls else ():
+            place = caller_place(call.caller)
+            source = source_named(files, place[0]) if place else None
+            made = source.statement_at(place[1]) if source else None
+            collective = next((node for node in walk(made) if isinstance(node, ast.Call) and call_name(node) == call.op
+                               and node.args), None) if made is not None else None
+            if collective is None:
+                continue
+            kept = kept_by_a_local_test(source, collective.args[0], source.function_of(collective))
+            if kept is None:
+                continue
+            listed, test, skips = kept
+            return (f"the ranks passed tensors of different sizes to {call.op} at {source.name}:{place[1]}: "
+                    f"`{ast.unparse(collective.args[0])[:40]}` is made from `{listed}`, whose items each rank "
+                    f"{'skips where' if skips else 'keeps only where'} `{ast.unparse(test)[:70]}` (line {test.lineno}) "
+                    "holds on its own data, so its length "
+                    f"differs per rank (rank {trace.rank} passed {', '.join(map(str, call.tensors[:2]))})",
+                    "decide what to keep from what every rank agrees on: keep every item on every rank (a zero entry "
+                    "where a rank has none of it) and filter after the collective, or first reduce what the test reads "
+                    "(all_reduce the per-item counts or ranges) and filter the same way everywhere")
+    return None
 
 
 # DDP's own broadcasts of rank 0's parameters and buffers: when it wraps the model, and buffers before each forward.
@@ -1037,7 +1117,7 @@ def _dtypes_differ(ctx: Context, line: LogLine) -> tuple[str, str] | None:
     if not element or not received or (element * expected) % received:
         return None
     other = element * expected // received
-    if other == element:
+    if other == element or _dtype_fixed_in_code(ctx, call):
         return (f"the ranks passed tensors of different sizes to {call.op}: rank {rank} passed {call.tensors[0]}, "
                 f"rank {line.rank} another length ({sizes['received']} bytes came where {sizes['expected']} were "
                 "expected)", SIZES_FIX)
@@ -1048,6 +1128,25 @@ def _dtypes_differ(ctx: Context, line: LogLine) -> tuple[str, str] | None:
             "expected)", "give every rank the same dtype: cast before the collective (tensor.to(torch.float32), or "
             "build it with dtype=...), and look for a value that changes type on one rank only (a numpy float64, a "
             "Python int)")
+
+
+CASTS = {"double", "float", "half", "bfloat16", "long", "int", "to"}
+
+
+def _dtype_fixed_in_code(ctx: Context, call) -> bool:
+    """The tensor the hooks saw passed to `call` is made, in the job's code, with a dtype it names (dtype=..., .double(),
+    .to(torch.float64)): every rank makes it with that dtype, so a byte count that differs is a length that does."""
+    place = caller_place(call.caller)
+    source = source_named(parsed_files(ctx), place[0]) if place else None
+    made = source.statement_at(place[1]) if source else None
+    collective = next((node for node in walk(made) if isinstance(node, ast.Call) and call_name(node) == call.op
+                       and node.args), None) if made is not None else None
+    if collective is None:
+        return False
+    return any(isinstance(node, ast.Call) and (any(item.arg == "dtype" for item in node.keywords) or (
+        isinstance(node.func, ast.Attribute) and node.func.attr in CASTS and (node.func.attr != "to" or any(
+            "torch." in ast.unparse(given) for given in node.args))))
+        for part in made_of(source, collective.args[0], source.function_of(collective)) for node in walk(part))
 
 
 def _fingerprint_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, str] | None:

@@ -72,7 +72,9 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _link_target_relative(ctx, files, evidence), _share_rounded_up(ctx, files, evidence),
                 _read_before_flushed(ctx, files, evidence), _loop_over_endless_stream(ctx, files, evidence),
                 _global_count_skips_own_indices(files, evidence), _rate_scaled_by_world(ctx, files, evidence),
-                _variance_by_cancellation(ctx, files, evidence))
+                _variance_by_cancellation(ctx, files, evidence), _nan_from_an_empty_share(ctx, files, evidence),
+                _nothing_in_this_share(ctx, files, evidence), _index_made_float(ctx, files, evidence),
+                _shares_rounded_apart(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -501,6 +503,40 @@ def made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int 
             for returned in (part for part in walk(function) if isinstance(part, ast.Return) and part.value):
                 made += made_of(source, returned.value, function, depth + 1)
     return made
+
+
+def kept_by_a_local_test(source: SourceFile, expression: ast.AST, scope: ast.AST) -> tuple[str, ast.AST, bool] | None:
+    """(the list, the test, whether the test skips an item rather than keeps it) where `expression` is made of a list whose items each rank keeps or skips by a test on its
+    own data (an `if` around the append, an `if ...: continue` before it, a comprehension's `if`): the list's length,
+    and every size made from it, then differs per rank. Tests of the rank, the world size or constants alone are the
+    same code's choice on every rank, not the data's."""
+    names = {node.id for made in made_of(source, expression, scope) for node in walk(made) if isinstance(node, ast.Name)}
+    for made in made_of(source, expression, scope):
+        for part in walk(made):
+            if isinstance(part, (ast.ListComp, ast.GeneratorExp)):
+                test = next((test for generator in part.generators for test in generator.ifs
+                             if _tests_the_data(source, test)), None)
+                if test is not None:
+                    return ast.unparse(part)[:60], test, False
+    for call in calls_named(source, {"append", "extend"}):
+        listed = root_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        loop = source.loop_of(call) if listed in names else None
+        if loop is None:
+            continue
+        tests = [test for test in conditions_above(source, call) if source.loop_of(test) is loop or test is loop]
+        skips = [node.test for node in walk(loop) if isinstance(node, ast.If) and node.lineno < call.lineno
+                 and any(isinstance(step, ast.Continue) for step in node.body)]
+        test = next((test for test in tests + skips if _tests_the_data(source, test)), None)
+        if test is not None:
+            return listed, test, test in skips
+    return None
+
+
+def _tests_the_data(source: SourceFile, test: ast.AST) -> bool:
+    """A test that reads values (a call or an attribute: `idx.numel() == 0`, `np.ptp(col) > 0`) and not the rank."""
+    return any(isinstance(node, (ast.Call, ast.Attribute)) for node in walk(test)) and not any(
+        identifier(node) in RANK_NAMES | WORLD_NAMES or call_name(node) in RANK_CALLS + ("get_world_size",)
+        for node in walk(test))
 
 
 def conditions_above(source: SourceFile, node: ast.AST) -> list[ast.AST]:
@@ -1427,6 +1463,187 @@ def _held_in(expression: str) -> str:
     while isinstance(node, ast.Call):  # `processed.item()`, `int(total)`
         node = node.func.value if isinstance(node.func, ast.Attribute) else node.args[0] if node.args else None
     return root_name(node) or expression
+
+
+def _nothing_in_this_share(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """Some ranks only raised at a statement that worked on a tensor or array which, in their frame, held no items or
+    only NaN (a column with no values in this rank's share): a step the other ranks' shares give something to work
+    on."""
+    world = ctx.evidence.expected_world_size
+    for tb in ctx.tracebacks:
+        check = failed_check_of(ctx, tb)
+        empty = next((operand for operand in check.operands if operand.size == 0 or (
+            operand.nan and operand.nan == operand.size)), None) if check is not None and world >= 2 else None
+        raised = {other.rank for other in ctx.tracebacks if other.exc_type == tb.exc_type
+                  and other.user_frame() == tb.user_frame()}
+        if empty is None or len(raised) >= world or None in raised:
+            continue
+        held = "no items" if empty.size == 0 else f"only NaN ({empty.nan} of {empty.size})"
+        return Finding(
+            "nothing-in-this-share", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, sorted(raised)))} "
+            f"raised {tb.short_type} at `{check.statement[:70]}` ({check.where}) while `{empty.expression}` held {held}: "
+            "the data was split so that this rank's share has nothing for this step, while the other ranks' shares "
+            f"do ({_said_briefly(tb.message)})", evidence, tb.node, tb.rank,
+            "make the per-rank step safe for a share with nothing in it: skip it or give it a neutral value (0, -1, "
+            "-inf: what loses the reduction that follows) before reducing over the ranks, e.g. compute only over the "
+            "values present and fall back when there are none; or split the data so that every rank's share holds "
+            "some (shuffle or interleave before splitting)")
+    return None
+
+
+INDEX_NOT_INTEGER = re.compile(r"tensors used as indices must be long|indices? (?:must|should) be (?:of )?(?:an )?"
+                               r"(?:long|int)|expected .*(?:Long|Int)\w* .*but (?:got|found) .*Float", re.IGNORECASE)
+
+
+def _index_made_float(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """Indexing with a float tensor (as the frame held it) made by torch.tensor of per-rank lists without a dtype: the
+    list of a rank that had nothing is empty, torch.tensor([]) is float32, and torch.cat promotes the others' ids."""
+    for tb in ctx.tracebacks:
+        check = failed_check_of(ctx, tb) if INDEX_NOT_INTEGER.search(tb.message) else None
+        index = next((operand for operand in check.operands if operand.dtype and "float" in operand.dtype),
+                     None) if check is not None else None
+        source = source_named(files, tb.user_frame().file) if index is not None else None
+        statement = source.statement_at(tb.user_frame().line) if source is not None else None
+        if statement is None:
+            continue
+        try:
+            indexed = ast.parse(index.expression, mode="eval").body
+        except SyntaxError:
+            continue
+        ast.copy_location(indexed, statement)
+        made = [node for part in made_of(source, indexed, source.function_of(statement)) for node in walk(part)
+                if isinstance(node, ast.Call) and call_name(node) in ("tensor", "as_tensor")
+                and not any(item.arg == "dtype" for item in node.keywords) and len(node.args) == 1]
+        if not made:
+            continue
+        gathered = calls_named(source, {"all_gather_object", "gather_object"})
+        why = (f"a rank's list gathered at line {gathered[0].lineno} is empty where that rank had nothing to add"
+               if gathered else "a list that is empty")
+        return Finding(
+            "index-made-float", f"`{index.expression}` is {index.dtype} where it indexes (`{check.statement[:50]}`, "
+            f"{check.where}): it is made with `{ast.unparse(made[0])[:50]}` (line {made[0].lineno}), which has no "
+            f"dtype, and {why}: torch.tensor([]) is float32, and joining it with the other ranks' int64 ids makes "
+            "every id a float", evidence, tb.node, tb.rank,
+            f"give the ids their dtype where they become a tensor: {ast.unparse(made[0].func)}(..., dtype=torch.long) "
+            "(an empty list then gives an empty long tensor), or leave out the empty lists before joining them")
+    return None
+
+
+ROUNDINGS = {"round", "int", "floor", "ceil"}
+
+
+def _shares_rounded_apart(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A failing statement with two tensors a little apart in length (by less than the world size), one sized by a
+    whole the job names (BUDGET) and each rank's share of that whole rounded on its own (`round(BUDGET * share)`):
+    rounded shares need not add up to the whole."""
+    world = ctx.evidence.expected_world_size
+    for tb in ctx.tracebacks:
+        check = failed_check_of(ctx, tb) if world >= 2 else None
+        sized = [operand for operand in check.operands if operand.shape] if check is not None else []
+        lengths = {operand.shape[0] for operand in sized}
+        source = source_named(files, tb.user_frame().file) if len(lengths) == 2 and \
+            0 < max(lengths) - min(lengths) < world else None
+        statement = source.statement_at(tb.user_frame().line) if source is not None else None
+        if statement is None:
+            continue
+        wholes = set()
+        for operand in sized:
+            try:
+                expression = ast.copy_location(ast.parse(operand.expression, mode="eval").body, statement)
+            except SyntaxError:
+                continue
+            wholes |= {node.id for part in made_of(source, expression, source.function_of(statement))
+                       for node in walk(part) if isinstance(node, ast.Name) and node.id.isupper()}
+        for assign in (node for node in source.walk() if isinstance(node, ast.Assign)):
+            rounded = assign.value if isinstance(assign.value, ast.Call) and call_name(assign.value) in ROUNDINGS \
+                else None
+            if rounded is None or not rounded.args or not (names_in(rounded.args[0]) & wholes) or not any(
+                    isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div))
+                    for node in walk(rounded.args[0])):
+                continue
+            whole = sorted(names_in(rounded.args[0]) & wholes)[0]
+            return Finding(
+                "shares-rounded-apart", f"`{check.statement[:50]}` ({check.where}) found tensors of {min(lengths)} and "
+                f"{max(lengths)} items: each rank takes its share of {whole} rounded on its own "
+                f"(`{ast.unparse(assign)[:60]}`, line {assign.lineno}), and shares rounded one by one need not add "
+                f"up to the whole (e.g. two shares of 12.5 round to 12 each)", evidence, tb.node, tb.rank,
+                f"allot the shares so that they add up to {whole}: floor each share and give the rest to the ranks "
+                "with the largest remainders (the same computation on every rank), or choose the whole selection "
+                f"once from what the ranks gathered (a global top-{whole}); or size what follows from the gathered "
+                "count")
+    return None
+
+
+def _said_briefly(message: str) -> str:
+    return (message.strip().splitlines() or ["no message"])[0][:80]
+
+
+NAN = re.compile(r"\bnan\b")
+ACCUMULATES = {"index_add_", "add_", "scatter_add_", "index_put_", "bincount", "sum", "len", "count_nonzero"}
+
+
+def _nan_from_an_empty_share(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """A value the failing statement used held NaN (as its frame had it), and it is made from a division by a count this
+    rank accumulated from its own share and never summed over the ranks: a category (a task, a class, a bucket) that
+    the rank's share holds none of is 0/0."""
+    for tb in ctx.tracebacks:
+        check = failed_check_of(ctx, tb)
+        nan = next((operand for operand in check.operands if operand.text and NAN.search(operand.text)),
+                   None) if check is not None else None
+        source = source_named(files, tb.user_frame().file) if nan is not None else None
+        found = _divided_by_a_local_count(source, nan.expression) if source is not None else None
+        if found is None:
+            continue
+        division, count = found
+        ranks = sorted({other.rank for other in ctx.tracebacks if other.rank is not None and (
+            other_check := failed_check_of(ctx, other)) is not None and any(
+            operand.text and NAN.search(operand.text) for operand in other_check.operands)})
+        return Finding(
+            "mean-of-an-empty-share", f"`{nan.expression}` held NaN ({nan.text}) on rank"
+            f"{'s ' + ', '.join(map(str, ranks)) if len(ranks) > 1 else ' ' + str(tb.rank)} when "
+            f"`{check.statement[:60]}` ({check.where}) failed ({tb.short_type}): it is made from "
+            f"`{ast.unparse(division)[:60]}` (line {division.lineno}), and `{count}` counts only this rank's own share, "
+            "never summed over the ranks, so a category the share holds none of gives 0/0", evidence, tb.node,
+            tb.rank,
+            f"all_reduce the sums and `{count}` over the ranks before dividing (every rank then divides the same "
+            f"totals), and guard the categories nobody saw ({count}.clamp_min(1), or torch.where({count} > 0, ...)); "
+            "or give each rank a share that holds every category")
+    return None
+
+
+def _divided_by_a_local_count(source: SourceFile, expression: str) -> tuple[ast.BinOp, str] | None:
+    """(the division, its count) behind `expression` (through assignments, appends and the file's own functions) whose
+    denominator is a count accumulated on this rank (index_add_, +=, bincount, len) that no collective reduces."""
+    names = _names_behind(source, expression, steps=5)
+    for _ in range(3):  # what is appended to the lists among them, and the values returned by functions they call
+        names |= {part.id for call in calls_named(source, {"append", "extend"}) if isinstance(call.func, ast.Attribute)
+                  and root_name(call.func.value) in names for given in call.args for part in walk(given)
+                  if isinstance(part, ast.Name)}
+        names |= {part.id for function in source.walk() if isinstance(function, ast.FunctionDef)
+                  and function.name in names for returned in walk(function) if isinstance(returned, ast.Return)
+                  and returned.value is not None for part in walk(returned.value) if isinstance(part, ast.Name)}
+        names |= _names_behind(source, " + ".join(sorted(names)) or "0", steps=2)
+    reduced = {root_name(call.args[0]) for call in calls_named(source, {"all_reduce", "reduce", "all_gather",
+                                                                        "all_gather_into_tensor"}) if call.args}
+    values = [assign.value for assign in _assigned(source, names)] + [
+        given for call in calls_named(source, {"append", "extend"}) if isinstance(call.func, ast.Attribute)
+        and root_name(call.func.value) in names for given in call.args]
+    for value in values:
+        for division in (node for node in walk(value) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+            count = root_name(division.right)
+            if count and count not in reduced and _accumulated(source, count):
+                return division, count
+    return None
+
+
+def _accumulated(source: SourceFile, name: str) -> bool:
+    """`name` is counted up from the data: `name.index_add_(...)`, `name += ...`, `name[...] += ...`, or made by
+    bincount, sum or len."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACCUMULATES
+               and root_name(node.func.value) == name or isinstance(node, ast.AugAssign)
+               and root_name(node.target) == name for node in source.walk()) or any(
+        call_name(part) in ACCUMULATES for assign in _assigned(source, {name}) for part in walk(assign.value)
+        if isinstance(part, ast.Call))
 
 
 def _world_apart(check: FailedCheck, world: int) -> tuple[tuple[str, float], tuple[str, float]] | None:

@@ -50,7 +50,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
         failure_summary(ctx)
     replaced = _replaced_after_wrapping(files, evidence) if causes & {"ddp-unused-parameters",
                                                                        "ddp-parameter-mismatch"} else None
-    reordered = _layers_in_unordered_loop(files, evidence) if "ddp-parameter-mismatch" in causes else None
+    reordered = (_layers_in_unordered_loop(files, evidence) or _wrapped_when_first_needed(files, evidence)) \
+        if "ddp-parameter-mismatch" in causes else None
     sized = (_sized_from_rank_data(files, evidence) or _changed_under_a_rank_condition(files, evidence)) \
         if "ddp-parameter-mismatch" in causes else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
@@ -494,6 +495,30 @@ def _layers_in_unordered_loop(files: list[SourceFile], evidence: str) -> Finding
                 "a list: dict.fromkeys(items) drops repeats and keeps their order, set(items) does not); a "
                 "PYTHONHASHSEED set alike for every process hides it, but a checkpoint saved in one order still "
                 "loads wrongly in another")
+    return None
+
+
+def _wrapped_when_first_needed(files: list[SourceFile], evidence: str) -> Finding | None:
+    """DDP found parameters that differ, and the job wraps modules in DDP inside a loop, each the first time it is
+    needed (`if name not in wrapped: wrapped[name] = DDP(...)`): wrapping is a collective, so ranks that need the
+    modules in another order (tasks picked per rank, per step) wrap different modules at the same moment."""
+    for source in files:
+        for wrap in calls_named(source, WRAPPERS):
+            loop = source.loop_of(wrap)
+            lazy = next((test for test in conditions_above(source, wrap) if any(
+                isinstance(op, (ast.NotIn, ast.Is)) for node in walk(test) if isinstance(node, ast.Compare)
+                for op in node.ops) or isinstance(test, ast.UnaryOp)), None) if loop is not None else None
+            if lazy is None:
+                continue
+            return Finding(
+                "wrapped-when-first-needed", f"`{ast.unparse(wrap)[:50]}` ({source.name}:{wrap.lineno}) wraps a module "
+                f"in {call_name(wrap)} the first time a rank needs it (`if {ast.unparse(lazy)[:50]}`, inside the loop "
+                f"at line {loop.lineno}): wrapping is a collective that compares the module's parameters across the "
+                "ranks, so ranks that come to the modules in another order wrap different modules at the same moment",
+                evidence, None, None,
+                f"wrap every module once, before the loop, in the same order on every rank (or one {call_name(wrap)} "
+                "around a module holding all of them, with find_unused_parameters=True); and pick what a step trains "
+                "the same way on every rank (from the step, not the rank)")
     return None
 
 
