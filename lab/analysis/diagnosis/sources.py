@@ -1430,27 +1430,23 @@ def _off_by_the_world(ctx: Context, files: list[SourceFile], evidence: str) -> F
         seen = (f"the check `{check.statement[:90]}` ({check.where}) compared `{big}` = {big_value:g} with "
                 f"`{small}` = {small_value:g}: exactly {world} times apart, with {world} ranks")
         if summed is not None:
-            return Finding(
-                "counted-by-every-rank", f"{seen}. `{big}` is summed over the ranks ({summed}) while every rank "
-                "already counted the same whole (nothing split what each rank counts), so each item is counted "
-                f"{world} times", evidence, tb.node, tb.rank,
-                "sum only each rank's own part: split what is counted by rank before the SUM (a DistributedSampler, "
-                "items[rank::world]), or do not reduce a value every rank already holds whole (or divide the sum by "
-                "the world size)")
-        if shared:
-            return Finding(
-                "counted-by-every-rank", f"{seen}. `{small}` is this rank's share only (the job splits by rank), "
-                f"and it is checked against `{big}`, the whole: each rank holds 1/{world} of it",
-                evidence, tb.node, tb.rank,
-                f"add the ranks' shares before comparing (all_reduce SUM of `{_held_in(small)}`), or compare the share "
-                "with the whole divided by the world size")
-        return Finding(
-            "counted-by-every-rank", f"{seen}: one side counts once per rank what every rank holds (a SUM or "
-            f"gather of a value each rank already had whole), or the other is one rank's share of the whole",
-            evidence, tb.node, tb.rank,
-            f"find which side of `{check.statement[:60]}` the ranks were meant to split: sum each rank's own part "
-            "only (not the whole on every rank), or add the shares up (all_reduce SUM) before comparing them with "
-            "the whole")
+            why, fix = (f". `{big}` is summed over the ranks ({summed}) while every rank already counted the same "
+                        f"whole (nothing split what each rank counts), so each item is counted {world} times",
+                        "sum only each rank's own part: split what is counted by rank before the SUM (a "
+                        "DistributedSampler, items[rank::world]), or do not reduce a value every rank already holds "
+                        "whole (or divide the sum by the world size)")
+        elif shared:
+            why, fix = (f". `{small}` is this rank's share only (the job splits by rank), and it is checked against "
+                        f"`{big}`, the whole: each rank holds 1/{world} of it",
+                        f"add the ranks' shares before comparing (all_reduce SUM of `{_held_in(small)}`), or compare "
+                        "the share with the whole divided by the world size")
+        else:
+            why, fix = (": one side counts once per rank what every rank holds (a SUM or gather of a value each rank "
+                        "already had whole), or the other is one rank's share of the whole",
+                        f"find which side of `{check.statement[:60]}` the ranks were meant to split: sum each rank's "
+                        "own part only (not the whole on every rank), or add the shares up (all_reduce SUM) before "
+                        "comparing them with the whole")
+        return Finding("counted-by-every-rank", seen + why, evidence, tb.node, tb.rank, fix)
     return None
 
 
