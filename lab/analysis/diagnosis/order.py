@@ -21,8 +21,8 @@ import ast
 from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
-                                            called_on, calls_named, caller_place, failure_summary, holds,
-                                            parsed_files, source_named, unordered, walk)
+                                            called_on, calls_named, caller_place, failure_summary, holds, made_of,
+                                            parsed_files, root_name, source_named, unordered, walk)
 from lab.analysis.diagnosis.logs import collective_in
 from lab.analysis.diagnosis.signals import FATAL_ERROR, faulthandler_stack
 from lab.analysis.stacks import MAIN_THREAD
@@ -49,7 +49,103 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _polls_work_completion(ctx, files, evidence),
                                     _branch_on_own_values(ctx, files, evidence),
                                     _sharded_without_shape(files, found, evidence),
-                                    _sharded_unit_skipped(files, evidence)) if finding is not None]
+                                    _sharded_unit_skipped(files, evidence),
+                                    _identity_of_a_received_copy(files, evidence),
+                                    _sends_left_unreceived(ctx, files, evidence)) if finding is not None]
+
+
+OBJECT_RECEIVERS = {"recv_object_list", "broadcast_object_list", "scatter_object_list", "all_gather_object",
+                    "gather_object"}
+SINGLETONS = (None, True, False, Ellipsis)
+
+
+def _identity_of_a_received_copy(files: list[SourceFile], evidence: str) -> Finding | None:
+    """`received is SENTINEL`, where `received` came through an object collective and SENTINEL is an object of the
+    module's own: objects sent between ranks are pickled and arrive as new objects, so the identity test is never true
+    on the receiving rank (a stop message is taken for work, and the ranks' calls no longer pair)."""
+    for source in files:
+        module_objects = {target.id for node in source.tree.body if isinstance(node, ast.Assign)
+                          and isinstance(node.value, ast.Call) for target in node.targets if isinstance(target, ast.Name)}
+        received = {(call_name(call), root_name(call.args[0]), call.lineno)
+                    for call in calls_named(source, OBJECT_RECEIVERS) if call.args}
+        for compare in (node for node in source.walk() if isinstance(node, ast.Compare) and len(node.ops) == 1
+                        and isinstance(node.ops[0], (ast.Is, ast.IsNot))):
+            sides = (compare.left, compare.comparators[0])
+            sentinel = next((side.id for side in sides if isinstance(side, ast.Name) and side.id in module_objects),
+                            None)
+            other = next((side for side in sides if not (isinstance(side, ast.Name) and side.id == sentinel)), None)
+            if sentinel is None or other is None or (isinstance(other, ast.Constant) and other.value in SINGLETONS):
+                continue
+            behind = {node.id for part in made_of(source, other, source.function_of(compare)) for node in walk(part)
+                      if isinstance(node, ast.Name)}
+            through = next(((op, line) for op, name, line in sorted(received, key=lambda item: item[2])
+                            if name in behind), None)
+            if through is None:
+                continue
+            return Finding(
+                "identity-of-a-received-copy", f"`{ast.unparse(compare)}` ({source.name}:{compare.lineno}) tests by "
+                f"identity an object that came through {through[0]} (line {through[1]}) against this rank's own "
+                f"{sentinel}: objects sent between ranks are pickled and arrive as new objects, so the test is never "
+                "true on the rank that received it, and that rank goes on as if it got something else (the ranks' "
+                "calls then no longer pair)", evidence, None, None,
+                f"compare by value: a field ({ast.unparse(other)[:30]}.<id> == {sentinel}.<id>), == on a dataclass, "
+                "or send a plain marker (None, a string, a negative id) that survives pickling")
+    return None
+
+
+def _sends_left_unreceived(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """Ranks left in send to one rank that had stopped receiving (it ended, or waits in something else): the receiver's
+    loop ended before the last messages came, typically a coordinator that counts the work left to hand out rather
+    than the results still out with its workers."""
+    traces = {trace.rank: trace for trace in ctx.evidence.traces if trace.rank is not None and trace.calls}
+    senders: dict[int, list[tuple[int, object]]] = {}
+    for rank, trace in traces.items():
+        last = next(iter(trace.calls.pending[-1:] or trace.calls.failed[-1:]), None)
+        if last is not None and last.op in ("send", "isend") and last.dst is not None and last.dst != rank:
+            senders.setdefault(last.dst, []).append((rank, last))
+    for receiver, waiting in sorted(senders.items()):
+        trace = traces.get(receiver)
+        still = next(iter(trace.calls.pending[-1:]), None) if trace else None
+        if trace is None or (still is not None and still.op in ("recv", "irecv")):
+            continue  # it is still receiving: the messages are merely slow
+        received = trace.calls.counts.get("recv", 0) + trace.calls.counts.get("irecv", 0)
+        last_receive = next((call for call in reversed(trace.calls.recent) if call.op in ("recv", "irecv")), None)
+        ended = f"raised {trace.exception}" if trace.exception else (
+            f"went on to {still.op} at {still.caller}" if still else "ended")
+        loop = _receiving_loop(files, last_receive.caller if last_receive else None)
+        if not loop or received < 2:
+            continue  # no loop of receives that stopped: the receiver failed on its own, which other rules tell
+        ranks = ", ".join(str(rank) for rank, _ in waiting)
+        return Finding(
+            "sends-left-unreceived", f"rank{'s' if len(waiting) > 1 else ''} {ranks} "
+            f"{'were' if len(waiting) > 1 else 'was'} still sending to rank "
+            f"{receiver} ({waiting[0][1].caller}) after rank {receiver} had stopped receiving: it received "
+            f"{received} message{'s' if received != 1 else ''}{f', the last at {last_receive.caller}' if last_receive else ''}, "
+            f"and {ended}{loop}", evidence, None, receiver,
+            f"have rank {receiver} receive every message the others send: count what is still out (work handed out "
+            "and not returned, or the workers not yet told to stop) and keep receiving until it is none, e.g. "
+            "`while todo or in_flight:`, answering each worker that reports with its stop once the work is gone")
+    return None
+
+
+def _receiving_loop(files: list[SourceFile], caller: str | None) -> str:
+    """'; its receiving loop, `while todo:` (line 46), ends on ...': the loop around the last receive, or around the
+    calls of the function that made it."""
+    place = caller_place(caller)
+    source = source_named(files, place[0]) if place else None
+    statement = source.statement_at(place[1]) if source else None
+    if statement is None:
+        return ""
+    loop = source.loop_of(statement)
+    if loop is None:
+        function = source.function_of(statement)
+        name = getattr(function, "name", None)
+        loop = next((source.loop_of(call) for call in calls_named(source, {name}) if name and source.loop_of(call)),
+                    None)
+    if not isinstance(loop, ast.While):
+        return ""
+    return (f"; its receiving loop, `while {ast.unparse(loop.test)[:40]}:` ({source.name}:{loop.lineno}), ends on "
+            "its own condition, not on the messages still to come")
 
 
 def _sharded_without_shape(files: list[SourceFile], found: list[Finding], evidence: str) -> Finding | None:
