@@ -1191,9 +1191,11 @@ def _described(value, nested: bool) -> dict:
             pass
     elif isinstance(value, (list, tuple, dict, set, frozenset)):
         brief["length"] = len(value)
-        if not nested:
-            items = list(value.items() if isinstance(value, dict) else value)[:ITEMS_DESCRIBED]
-            brief["items"] = [_described(item, nested=True) for item in items]
+        if not nested and isinstance(value, dict):  # a dict's values, each with its key
+            brief["items"] = [{"key": repr(key)[:VALUE_CHARS], **_described(item, nested=True)}
+                              for key, item in list(value.items())[:ITEMS_DESCRIBED]]
+        elif not nested:
+            brief["items"] = [_described(item, nested=True) for item in list(value)[:ITEMS_DESCRIBED]]
     return brief
 
 

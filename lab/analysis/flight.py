@@ -60,6 +60,7 @@ class Operand:
     length: int | None = None  # a container's or a string's
     items: tuple[Operand, ...] = ()  # a container's first items
     nan: int | None = None  # how many of a float tensor's or array's items are NaN
+    key: str | None = None  # an item of a dict: its key's repr
 
     @property
     def size(self) -> int | None:
@@ -165,7 +166,7 @@ def _operand(value: dict) -> Operand:
                    tuple(int(size) for size in shape) if isinstance(shape, list) else None,
                    str(value["dtype"]) if value.get("dtype") else None, _int(value.get("length")),
                    tuple(_operand(item) for item in value.get("items") or () if isinstance(item, dict)),
-                   _int(value.get("nan")))
+                   _int(value.get("nan")), str(value["key"]) if value.get("key") is not None else None)
 
 
 def load_traces(folder: Path) -> list[RankTrace]:

@@ -2825,6 +2825,45 @@ def _ragged_parts_stacked(ctx: Context, tb) -> Finding | None:
         "stacking (gather the lengths first)")
 
 
+STACKED_SHAPES = re.compile(r"got (?P<first>\[[^\]]*\]) at entry (?P<at>\d+) and (?P<second>\[[^\]]*\]) at entry "
+                            r"(?P<other>\d+)")
+
+
+def _scalar_stacked_with_a_vector(ctx: Context, tb) -> Finding | None:
+    """torch.stack of values meant to be scalars (a dict of losses to reduce as one tensor), one of which is not (a
+    per-frame or per-class vector): in a helper that returns early on one process, only runs of several ranks get
+    there."""
+    shapes = STACKED_SHAPES.search(tb.message) if RAGGED_STACK.search(tb.message) else None
+    if shapes is None or "[]" not in (shapes["first"], shapes["second"]) or shapes["first"] == shapes["second"] or \
+            (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    odd, position = (shapes["second"], int(shapes["other"])) if shapes["first"] == "[]" else \
+        (shapes["first"], int(shapes["at"]))
+    joined = _joined_list(statement, ("stack",))
+    if joined is None:
+        return None
+    comprehension = joined[1] if isinstance(joined[1], (ast.ListComp, ast.GeneratorExp)) else None
+    over = comprehension.generators[0].iter if comprehension is not None else None
+    check = failed_check_of(ctx, tb)
+    listed = check.operand(ast.unparse(over)) if check is not None and over is not None else None
+    named = listed.items[position].text if listed is not None and position < len(listed.items) and \
+        listed.items[position].text else None
+    function = source.function_of(statement)
+    alone = next((node for node in walk(function) if isinstance(node, ast.If) and any(
+        isinstance(step, ast.Return) for step in node.body) and node.lineno < statement.lineno and _world_names(
+        source) & names_in(node.test)), None) if isinstance(function, ast.FunctionDef) else None
+    rank = _rank_of(ctx, tb)
+    return Finding(
+        "scalar-stacked-with-a-vector", f"`{ast.unparse(joined[0])[:60]}` ({frame.location}) stacks values meant to be "
+        f"scalars, and entry {position}{f' ({named})' if named else ''} is a tensor of shape {odd}, not a scalar"
+        + (f"; {getattr(function, 'name', 'it')} returns early when `{ast.unparse(alone.test)}` (line {alone.lineno}), "
+           "so only a run of several ranks stacks them" if alone else ""), _crash_evidence(tb), tb.node, rank,
+        f"make every entry a scalar where it is made (reduce {named or 'that entry'} with .mean() or .sum()), or "
+        "join entries of any shape flattened (torch.cat([v.reshape(-1) for v in values])) and split them back after "
+        "the collective; try the several-rank path with two processes on one machine")
+
+
 def _batches_across_a_strided_shard(ctx: Context, tb) -> Finding | None:
     """The DataLoader's default collate refused items of different sizes, where the job gives each rank every
     world-th item (`range(rank, n, world)`) and no collate_fn: the data's items of one size sit together (bucketed,
@@ -6032,7 +6071,7 @@ EXCEPTION_MECHANISMS = (
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _grad_mode_left_off, _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _share_too_small, _parts_joined_as_whole,
-    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _share_not_representative,
+    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,

@@ -17,8 +17,8 @@ from lab.analysis.diagnosis.context import (ARGUMENT_ERRORS, JOINED, STORE_WAIT,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
 from lab.analysis.diagnosis.nodes import RENDEZVOUS_CALLS
-from lab.analysis.diagnosis.sources import (call_name, caller_place, kept_by_a_local_test, made_of, parsed_files,
-                                            source_named, walk)
+from lab.analysis.diagnosis.sources import (RANK_NAMES, call_name, caller_place, calls_named, conditions_above, identifier,
+                                            kept_by_a_local_test, made_of, parsed_files, source_named, walk)
 from lab.analysis.diagnosis import waits
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import FAULTHANDLER_FRAME, Frame, ProcessStack
@@ -819,6 +819,16 @@ def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -
         user = tb.user_frame()
         rest = sorted(set(calls) - {rank})
         at = f" at {user.location} in {user.function}" if user else ""
+        if (loop := _forward_in_a_loop(ctx, user)) is not None:
+            return Finding(
+                "collective-mismatch", f"the ranks ran the DDP-wrapped model different numbers of times{at}: it runs "
+                f"once per item of `{loop}`, whose length differs per rank (each rank's own data), and each forward "
+                f"broadcasts the buffers ({_call(calls[rank])}), so rank {rank}'s extra forward met "
+                + " and ".join(f"rank {other}" for other in rest) + f"'s {_call(calls[rest[0]])}",
+                f"rank {rank}: {tb.exc_type}: {tb.message}"[:300], tb.node, rank,
+                "make the number of forward calls per step the same on every rank: run the items as one batch "
+                "through one forward, or a fixed number of them (sample or pad to it); or build DDP with "
+                "broadcast_buffers=False where the buffers need no syncing at each forward")
         return Finding(
             "collective-mismatch", f"rank {rank} ran the DDP-wrapped model{at} while "
             + " and ".join(f"rank {other}" for other in rest) + f" did not: DDP's forward broadcasts the buffers "
@@ -827,6 +837,26 @@ def _ddp_forward_alone(ctx: Context, calls: dict, odd: int, others: list[int]) -
             "run the DDP model's forward on every rank or on none: evaluate the bare model on one rank "
             "(model.module(x), under torch.no_grad()), or evaluate on every rank and reduce the metrics")
     return None
+
+
+def _forward_in_a_loop(ctx: Context, frame) -> str | None:
+    """The loop (or comprehension) of the job's code the frame's line runs in, not under a test of the rank: what
+    makes a rank run its model as many times as its own data has items."""
+    place = parsed_files(ctx) and frame and source_named(parsed_files(ctx), frame.file)
+    statement = place.statement_at(frame.line) if place else None
+    if statement is None:
+        return None
+    comprehension = next((node for node in walk(statement) if isinstance(node, (ast.ListComp, ast.GeneratorExp))
+                          and node.lineno <= frame.line <= (node.end_lineno or node.lineno)), None)
+    loop = comprehension.generators[0] if comprehension is not None else place.loop_of(statement)
+    function = place.function_of(statement)
+    tests = conditions_above(place, statement) + [test for call in calls_named(place, {getattr(function, "name", "")})
+                                                  for test in conditions_above(place, call)] + (
+        [test for generator in comprehension.generators for test in generator.ifs] if comprehension else [])
+    if loop is None or any(identifier(node) in RANK_NAMES or call_name(node) in ("get_rank",)
+                           for test in tests for node in walk(test)):
+        return None  # run on some ranks only: _ddp_forward_alone's case
+    return f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)[:50]}"
 
 
 def _tracebacks_through(ctx: Context, ranks: list[int], functions: set[str]):
@@ -937,6 +967,8 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
         return hooked
     if (filtered := _sized_by_a_local_filter(ctx)) is not None:
         return filtered
+    if (padded := _padded_along_the_last_dim(ctx)) is not None:
+        return padded
     if (dtypes := _dtypes_differ(ctx, line)) is not None:
         return dtypes
     if lists := _object_lists(ctx):
@@ -953,6 +985,36 @@ def _shape_mismatch(match: re.Match, line: LogLine, ctx: Context) -> tuple[str, 
                 "give the receiving buffer the sender's shape and dtype: send the shape first (a small tensor) and "
                 "allocate from it, or use send_object_list for data whose size varies")
     return ("the ranks passed tensors of different sizes to the same collective", SIZES_FIX)
+
+
+def _padded_along_the_last_dim(ctx: Context) -> tuple[str, str] | None:
+    """A collective of tensors of two or more dimensions, made by F.pad with one pair of widths: F.pad's pairs start at
+    the last dimension, so padding meant to add rows adds columns, and only on the ranks that had rows to add."""
+    files = parsed_files(ctx)
+    for trace in ctx.evidence.traces:
+        for call in (trace.calls.recent + trace.calls.failed + trace.calls.pending) if trace.calls else ():
+            if not call.tensors or len(call.tensors[-1].shape) < 2:
+                continue
+            place = caller_place(call.caller)
+            source = source_named(files, place[0]) if place else None
+            made = source.statement_at(place[1]) if source else None
+            collective = next((node for node in walk(made) if isinstance(node, ast.Call) and call_name(node) == call.op
+                               and node.args), None) if made is not None else None
+            given = collective.args[-1] if collective is not None and call.op != "all_gather" else \
+                collective.args[1] if collective is not None and len(collective.args) > 1 else None
+            pad = next((node for part in made_of(source, given, source.function_of(collective)) for node in walk(part)
+                        if isinstance(node, ast.Call) and call_name(node) == "pad" and len(node.args) > 1
+                        and isinstance(node.args[1], (ast.Tuple, ast.List)) and len(node.args[1].elts) == 2),
+                       None) if given is not None else None
+            if pad is None:
+                continue
+            return (f"the ranks passed tensors of different shapes to {call.op} at {source.name}:{place[1]}: "
+                    f"`{ast.unparse(pad)[:50]}` (line {pad.lineno}) pads the last dimension, since F.pad's pairs "
+                    f"start at the last one, so on a rank with something to pad the tensor grows along its last "
+                    f"dimension, not its first (rank {trace.rank} passed {call.tensors[-1]})",
+                    "give F.pad a pair for every dimension up to the one to pad, last first: F.pad(x, (0, 0, 0, n)) "
+                    "adds n rows to a 2-D tensor; or join a block of zeros: torch.cat([x, x.new_zeros(n, *x.shape[1:])])")
+    return None
 
 
 HOOK_REGISTRATIONS = {"register_hook", "register_post_accumulate_grad_hook", "register_full_backward_hook",

@@ -60,36 +60,85 @@ SINGLETONS = (None, True, False, Ellipsis)
 
 
 def _identity_of_a_received_copy(files: list[SourceFile], evidence: str) -> Finding | None:
-    """`received is SENTINEL`, where `received` came through an object collective and SENTINEL is an object of the
-    module's own: objects sent between ranks are pickled and arrive as new objects, so the identity test is never true
-    on the receiving rank (a stop message is taken for work, and the ranks' calls no longer pair)."""
+    """`received is SENTINEL` (or `==` where SENTINEL's class, defined in the job, has no __eq__ and so compares by
+    identity), where `received` came through an object collective and SENTINEL is an object of the module's own:
+    objects sent between ranks are pickled and arrive as new objects, so the test is never true on the receiving rank
+    (a stop message is taken for work, another branch is taken, and the ranks' calls no longer pair)."""
     for source in files:
-        module_objects = {target.id for node in source.tree.body if isinstance(node, ast.Assign)
-                          and isinstance(node.value, ast.Call) for target in node.targets if isinstance(target, ast.Name)}
-        received = {(call_name(call), root_name(call.args[0]), call.lineno)
-                    for call in calls_named(source, OBJECT_RECEIVERS) if call.args}
+        objects = _module_objects(source)
+        received = sorted({(call_name(call), root_name(call.args[0]), call.lineno)
+                           for call in calls_named(source, OBJECT_RECEIVERS) if call.args}, key=lambda item: item[2])
         for compare in (node for node in source.walk() if isinstance(node, ast.Compare) and len(node.ops) == 1
-                        and isinstance(node.ops[0], (ast.Is, ast.IsNot))):
+                        and isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))):
+            by_identity = isinstance(compare.ops[0], (ast.Is, ast.IsNot))
             sides = (compare.left, compare.comparators[0])
-            sentinel = next((side.id for side in sides if isinstance(side, ast.Name) and side.id in module_objects),
-                            None)
-            other = next((side for side in sides if not (isinstance(side, ast.Name) and side.id == sentinel)), None)
+            sentinel = next((side for side in sides if root_name(side) in objects and (
+                by_identity or objects[root_name(side)])), None)
+            other = next((side for side in sides if side is not sentinel), None)
             if sentinel is None or other is None or (isinstance(other, ast.Constant) and other.value in SINGLETONS):
                 continue
-            behind = {node.id for part in made_of(source, other, source.function_of(compare)) for node in walk(part)
-                      if isinstance(node, ast.Name)}
-            through = next(((op, line) for op, name, line in sorted(received, key=lambda item: item[2])
-                            if name in behind), None)
+            through = _came_through(source, other, source.function_of(compare), received)
             if through is None:
                 continue
+            how = "tests by identity" if by_identity else (
+                f"compares with == (its class, {objects[root_name(sentinel)]}, defines no __eq__, so == is identity)")
             return Finding(
-                "identity-of-a-received-copy", f"`{ast.unparse(compare)}` ({source.name}:{compare.lineno}) tests by "
-                f"identity an object that came through {through[0]} (line {through[1]}) against this rank's own "
-                f"{sentinel}: objects sent between ranks are pickled and arrive as new objects, so the test is never "
-                "true on the rank that received it, and that rank goes on as if it got something else (the ranks' "
-                "calls then no longer pair)", evidence, None, None,
-                f"compare by value: a field ({ast.unparse(other)[:30]}.<id> == {sentinel}.<id>), == on a dataclass, "
-                "or send a plain marker (None, a string, a negative id) that survives pickling")
+                "identity-of-a-received-copy", f"`{ast.unparse(compare)}` ({source.name}:{compare.lineno}) {how} an "
+                f"object that came through {through[0]} (line {through[1]}) against this rank's own "
+                f"{ast.unparse(sentinel)}: objects sent between ranks are pickled and arrive as new objects, so the "
+                "test is never true on the ranks that received it, and they go another way than the sender (the "
+                "ranks' calls then no longer pair)", evidence, None, None,
+                f"compare by value: a field ({ast.unparse(other)[:30]}.<name> == {ast.unparse(sentinel)[:30]}.<name>), "
+                "a dataclass (whose == compares fields), or send a plain marker (a name, None, a negative id) that "
+                "survives pickling and look the object up on each rank")
+    return None
+
+
+def _module_objects(source: SourceFile) -> dict[str, str | None]:
+    """Module-level names bound to objects the module makes (a call, or a dict or list of calls) -> the job's own
+    class they are instances of where it defines no __eq__ and is no dataclass (None otherwise)."""
+    classes = {node.name: node for node in source.tree.body if isinstance(node, ast.ClassDef)}
+
+    def identity_class(call: ast.AST) -> str | None:
+        cls = classes.get(call_name(call)) if isinstance(call, ast.Call) else None
+        if cls is None or any("dataclass" in ast.unparse(decorator) and "eq=False" not in ast.unparse(decorator)
+                              for decorator in cls.decorator_list):
+            return None
+        methods = {node.name for node in cls.body if isinstance(node, ast.FunctionDef)}
+        return cls.name if "__eq__" not in methods and not cls.bases else None
+
+    objects = {}
+    for node in source.tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        value = node.value
+        made = [value] if isinstance(value, ast.Call) else list(value.values) if isinstance(value, ast.Dict) else \
+            list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else []
+        if not made or not all(isinstance(item, ast.Call) for item in made):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                objects[target.id] = next((found for item in made if (found := identity_class(item))), None)
+    return objects
+
+
+def _came_through(source: SourceFile, expression: ast.AST, scope: ast.AST, received, depth: int = 0):
+    """(the object collective, its line) that `expression` came through: what it is made of, and for a parameter of
+    its function, what the callers pass."""
+    behind = {node.id for part in made_of(source, expression, scope) for node in walk(part) if isinstance(node, ast.Name)}
+    found = next(((op, line) for op, name, line in received if name in behind), None)
+    if found is not None or depth >= 2 or not isinstance(scope, ast.FunctionDef):
+        return found
+    parameters = [argument.arg for argument in scope.args.args]
+    for position, name in enumerate(parameters):
+        if name not in behind:
+            continue
+        for call in calls_named(source, {scope.name}):
+            given = call.args[position] if position < len(call.args) else next(
+                (item.value for item in call.keywords if item.arg == name), None)
+            if given is not None and (found := _came_through(source, given, source.function_of(call), received,
+                                                             depth + 1)):
+                return found
     return None
 
 

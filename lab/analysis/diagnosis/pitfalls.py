@@ -62,7 +62,8 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                    _state_dict_kept(source, evidence), _log_of_probability(source, evidence, said),
                    _split_per_rank(ctx, source, evidence), _persistent_copy(source, evidence),
                    _drop_last_empty(ctx, source, evidence), _tensor_attribute_not_saved(source, evidence),
-                   _state_changed_on_some_ranks(source, evidence), _seeded_on_some_ranks(ctx, source, evidence)]
+                   _state_changed_on_some_ranks(source, evidence), _seeded_on_some_ranks(ctx, source, evidence),
+                   _received_into_one_buffer(source, evidence)]
     return [finding for finding in checks if finding is not None]
 
 
@@ -273,6 +274,35 @@ def _strided_view(ctx: Context, evidence: str) -> Finding | None:
                     f"give {call.op} a contiguous tensor and copy the result back: part = view.contiguous(); "
                     f"dist.{call.op}(part); view.copy_(part) (or reduce the whole tensor, or keep the data laid out "
                     "so that what is reduced is contiguous)")
+    return None
+
+
+RECEIVES_INTO = {"recv", "irecv", "broadcast", "scatter"}
+
+
+def _received_into_one_buffer(source: SourceFile, evidence: str) -> Finding | None:
+    """A loop that receives every message into one tensor made before it and keeps that tensor itself (`rows[k] =
+    buf`, `results.append(buf)`): each later receive overwrites what was kept, so every entry holds the last message."""
+    for call in calls_named(source, RECEIVES_INTO):
+        loop = source.loop_of(call)
+        buffer = call.args[0] if call.args and isinstance(call.args[0], ast.Name) else None
+        if loop is None or buffer is None or not any(
+                assign.lineno < loop.lineno for assign in source.assignments_to(buffer.id, source.function_of(call))):
+            continue
+        kept = next((node for node in walk(loop) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+                     and node.value.id == buffer.id and any(isinstance(target, ast.Subscript)
+                                                            for target in node.targets)
+                     or isinstance(node, ast.Call) and call_name(node) in ("append", "insert") and node.args
+                     and isinstance(node.args[-1], ast.Name) and node.args[-1].id == buffer.id), None)
+        if kept is None:
+            continue
+        return Finding(
+            "received-into-one-buffer", f"the loop at {source.name}:{loop.lineno} receives every message into the one "
+            f"tensor `{buffer.id}` (`{ast.unparse(call)[:50]}`, line {call.lineno}) and keeps `{buffer.id}` itself "
+            f"(`{ast.unparse(kept)[:50]}`, line {kept.lineno}): each later receive overwrites what was kept, so every "
+            "entry ends up holding the last message", evidence, None, None,
+            f"keep a copy of each message ({buffer.id}.clone() where it is stored), or make a new buffer for each "
+            "receive inside the loop")
     return None
 
 
