@@ -26,7 +26,7 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["filter the same way everywhere"]),
     ("fortyeighth_fit_categorical_encoder", "nothing-in-this-share",
      ["`cats[:, j]` held only NaN (3000 of 3000)", "rank 0 raised ValueError"],
-     ["safe for a share with nothing in it", "split the data so that every rank's share holds some"]),
+     ["safe for a share with nothing in it", "split so that every rank's share holds some"]),
     ("fortyeighth_select_uncertain_items", "index-made-float",
      ["`chosen` is float32 where it indexes", "`torch.tensor(r_ids)` (line 59)", "torch.tensor([]) is float32"],
      ["torch.tensor(..., dtype=torch.long)"]),

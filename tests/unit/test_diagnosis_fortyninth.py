@@ -27,6 +27,18 @@ TOLD = [  # sample, cause, words of the title, words of the fix
      ["keep receiving until it is none"]),
     ("fortyninth_feature_cache_builder", "received-into-one-buffer",
      ["receives every message into the one tensor `row`", "`rows[range_id] = row`, line 44"], ["row.clone()"]),
+    ("fortyninth_amp_sharded_trainer", "step-skipped-on-some-ranks",
+     ["`scaler.step(opt)` (amp_sharded_trainer.py:96)", "ShardedAdamW.step makes a collective (all_gather, line 44)"],
+     ["ShardedGradScaler"]),
+    ("fortyninth_layer_owned_momentum_trainer", "scaler-step-without-gradients",
+     ["rank 3 reached GradScaler.step with no gradient", "`p.grad = None` (layer_owned_momentum_trainer.py:32)"],
+     ["give every rank something to own"]),
+    ("fortyninth_clipped_owner_adam_trainer", "shape-mismatch",
+     ["all_reduce at clipped_owner_adam_trainer.py:32 (rank 0 float32[3], rank 1 float32[2])",
+      "keeps only where `p.grad is not None` (line 30)"], ["reduce one fixed-size value (a sum of squares)"]),
+    ("fortyninth_ctr_zero_trainer", "nothing-in-this-share",
+     ["rank 3 raised IndexError", "`local.param_groups[0]['params']` held no items"],
+     ["no more ranks than the parameters or tasks shared out"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -37,6 +49,7 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "identity-of-a-received-copy"),
     ("fortyninth_feature_cache_builder", "rows[range_id] = row", "rows[range_id] = row.clone()",
      "received-into-one-buffer"),
+    ("fortyninth_amp_sharded_trainer", "torch.amp.GradScaler(", "ShardedGradScaler(", "step-skipped-on-some-ranks"),
 ]
 
 
@@ -61,3 +74,14 @@ def test_senders_that_were_not_left_waiting_are_not_told_as_unreceived():
         call for call in trace.calls.failed if call.op != "send"))) if trace.calls else trace
         for trace in evidence.traces])
     assert "sends-left-unreceived" not in causes(answered)
+
+
+def test_the_same_call_with_sizes_from_a_list_kept_whole_is_not_told_as_filtered():
+    assert "keeps only where" not in title_after("fortyninth_clipped_owner_adam_trainer",
+                                                 "[p.grad for p in params if p.grad is not None]",
+                                                 "[p.grad for p in params]")
+
+
+def test_a_scaler_step_without_gradients_names_no_ownership_where_the_job_drops_no_gradient():
+    title = title_after("fortyninth_layer_owned_momentum_trainer", "p.grad = None", "p.grad.zero_()")
+    assert "reached GradScaler.step with no gradient" in title and "owns nothing" not in title

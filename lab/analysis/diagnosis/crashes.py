@@ -2825,6 +2825,30 @@ def _ragged_parts_stacked(ctx: Context, tb) -> Finding | None:
         "stacking (gather the lengths first)")
 
 
+NO_INF_CHECKS = re.compile(r"No inf checks were recorded")
+
+
+def _scaler_step_without_gradients(ctx: Context, tb) -> Finding | None:
+    """GradScaler.step on a rank where no parameter of the optimizer had a gradient ('No inf checks were recorded'):
+    the job drops the gradients of what a rank does not own, and this rank owns nothing."""
+    if not NO_INF_CHECKS.search(tb.message):
+        return None
+    raised = _ranks_raising(ctx, tb)
+    dropped = [(source, node) for source in parsed_files(ctx) for node in source.walk() if isinstance(node, ast.Assign)
+               and isinstance(node.value, ast.Constant) and node.value.value is None
+               and any(isinstance(target, ast.Attribute) and target.attr == "grad" for target in node.targets)]
+    where = (f"; the job sets `{ast.unparse(dropped[0][1])}` ({dropped[0][0].name}:{dropped[0][1].lineno}) for what a "
+             "rank does not own, and this rank owns nothing" if dropped else "")
+    some = raised and len(raised) < ctx.evidence.expected_world_size
+    return Finding(
+        "scaler-step-without-gradients", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, raised)) or '?'} "
+        f"reached GradScaler.step with no gradient on any parameter of the optimizer ({_said(tb.message, 60)})"
+        f"{where}{', while the other ranks had some' if some else ''}", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "give every rank something to own (no more ranks than the layers or shards shared out), or skip "
+        "scaler.unscale_ and scaler.step on a rank with no gradients while still calling scaler.update() with the "
+        "others (a found-inf agreed over the ranks, as ShardedGradScaler does)")
+
+
 STACKED_SHAPES = re.compile(r"got (?P<first>\[[^\]]*\]) at entry (?P<at>\d+) and (?P<second>\[[^\]]*\]) at entry "
                             r"(?P<other>\d+)")
 
@@ -6071,7 +6095,7 @@ EXCEPTION_MECHANISMS = (
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _grad_mode_left_off, _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _share_too_small, _parts_joined_as_whole,
-    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _share_not_representative,
+    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _scaler_step_without_gradients, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,

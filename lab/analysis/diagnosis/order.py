@@ -22,7 +22,8 @@ from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
                                             called_on, calls_named, caller_place, failure_summary, holds, made_of,
-                                            parsed_files, root_name, source_named, unordered, walk)
+                                            kept_by_a_local_test, parsed_files, root_name, source_named, unordered,
+                                            walk)
 from lab.analysis.diagnosis.logs import collective_in
 from lab.analysis.diagnosis.signals import FATAL_ERROR, faulthandler_stack
 from lab.analysis.stacks import MAIN_THREAD
@@ -51,6 +52,8 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _sharded_without_shape(files, found, evidence),
                                     _sharded_unit_skipped(files, evidence),
                                     _identity_of_a_received_copy(files, evidence),
+                                    _step_skipped_on_some_ranks(files, evidence),
+                                    _one_call_of_other_sizes(ctx, files, evidence),
                                     _sends_left_unreceived(ctx, files, evidence)) if finding is not None]
 
 
@@ -139,6 +142,83 @@ def _came_through(source: SourceFile, expression: ast.AST, scope: ast.AST, recei
             if given is not None and (found := _came_through(source, given, source.function_of(call), received,
                                                              depth + 1)):
                 return found
+    return None
+
+
+def _one_call_of_other_sizes(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """Ranks now in different collectives made the same collective at the same line with tensors of different sizes
+    (gloo paired them, or one rank went on): the sizes are the cause of the ranks falling apart, and where the job
+    builds that tensor from a list each rank filters by its own data, that is why they differ."""
+    last = {next(iter(trace.calls.pending[-1:] or trace.calls.failed[-1:]), None).op for trace in ctx.evidence.traces
+            if trace.calls and (trace.calls.pending or trace.calls.failed)}
+    if len(last) < 2:
+        return None  # the ranks are still in one collective: they did not fall apart after an earlier one
+    made: dict[str, dict[int, object]] = {}
+    for trace in ctx.evidence.traces:
+        for call in (trace.calls.recent + trace.calls.failed + trace.calls.pending) if trace.calls else ():
+            if call.tensors and call.caller and trace.rank is not None and call.op not in ("send", "recv"):
+                made.setdefault(call.caller.split(" in ")[0], {})[trace.rank] = call
+    for caller, calls in made.items():
+        shapes = {rank: tuple(str(tensor) for tensor in call.tensors) for rank, call in calls.items()}
+        if len(calls) < 2 or len(set(shapes.values())) < 2 or len({call.op for call in calls.values()}) > 1:
+            continue
+        call = next(iter(calls.values()))
+        place = caller_place(call.caller)
+        source = source_named(files, place[0]) if place else None
+        statement = source.statement_at(place[1]) if source else None
+        collective = next((node for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) == call.op
+                           and node.args), None) if statement is not None else None
+        kept = kept_by_a_local_test(source, collective.args[0], source.function_of(collective)) \
+            if collective is not None else None
+        passed = ", ".join(f"rank {rank} {' '.join(shape)}" for rank, shape in sorted(shapes.items()))
+        why = (f": `{ast.unparse(collective.args[0])[:40]}` is made from `{kept[0]}`, whose items each rank "
+               f"{'skips where' if kept[2] else 'keeps only where'} `{ast.unparse(kept[1])[:60]}` (line "
+               f"{kept[1].lineno}) holds on its own data" if kept else "")
+        return Finding(
+            "shape-mismatch", f"the ranks passed tensors of different sizes to {call.op} at {caller} ({passed}), and "
+            f"fell out of step after it{why}", evidence, None, None,
+            "keep every item on every rank (a zero entry where a rank has none: a gradient it does not hold counts "
+            "0) so the tensor has one size everywhere, or reduce one fixed-size value (a sum of squares) instead of "
+            "a list" if kept else SIZES_FIX_IN_ORDER)
+    return None
+
+
+SIZES_FIX_IN_ORDER = ("make every rank pass the same shape to this collective: compute what sizes it from what every "
+                      "rank shares (or agree on it first: all_reduce(MAX) of the length, then pad)")
+
+
+COLLECTIVES_IN_A_STEP = {"all_gather", "all_gather_into_tensor", "broadcast", "all_reduce", "reduce_scatter",
+                        "reduce_scatter_tensor", "barrier", "all_to_all"}
+
+
+def _step_skipped_on_some_ranks(files: list[SourceFile], evidence: str) -> Finding | None:
+    """GradScaler.step (not the sharded one) on an optimizer of the job's own whose step makes collectives: the scaler
+    skips the step where this rank's gradients hold inf or NaN, and with gradients split over the ranks each checks
+    only its own part, so a rank skips the step's collectives that the others make."""
+    for source in files:
+        steps = {node.name: node for node in source.walk() if isinstance(node, ast.ClassDef) for method in node.body
+                 if isinstance(method, ast.FunctionDef) and method.name == "step" and any(
+                     call_name(call) in COLLECTIVES_IN_A_STEP for call in walk(method) if isinstance(call, ast.Call))}
+        scalers = {target.id for node in source.walk() if isinstance(node, ast.Assign)
+                   and isinstance(node.value, ast.Call) and call_name(node.value) == "GradScaler"
+                   for target in node.targets if isinstance(target, ast.Name)}
+        stepped = next((call for call in calls_named(source, {"step"}) if call.args
+                        and isinstance(call.func, ast.Attribute) and root_name(call.func.value) in scalers), None)
+        if not steps or stepped is None:
+            continue
+        name, cls = next(iter(steps.items()))
+        method = next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "step")
+        collective = next(call for call in walk(method) if isinstance(call, ast.Call)
+                          and call_name(call) in COLLECTIVES_IN_A_STEP)
+        return Finding(
+            "step-skipped-on-some-ranks", f"`{ast.unparse(stepped)}` ({source.name}:{stepped.lineno}) skips the "
+            f"optimizer's step where this rank's own gradients hold inf or NaN, and {name}.step makes a collective "
+            f"({call_name(collective)}, line {collective.lineno}): each rank checks only the gradients it holds (a "
+            "shard, after a reduce-scatter), so a rank whose part held the inf skipped that collective while the "
+            "others made it, and the ranks fell out of step", evidence, None, None,
+            "decide the skip for every rank together: a found-inf flag all-reduced with MAX before stepping "
+            "(torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler does this), so that every rank steps or "
+            "skips alike; and keep NaN inputs out of the loss")
     return None
 
 

@@ -1469,21 +1469,23 @@ def _nothing_in_this_share(ctx: Context, files: list[SourceFile], evidence: str)
     for tb in ctx.tracebacks:
         check = failed_check_of(ctx, tb)
         empty = next((operand for operand in check.operands if operand.size == 0 or (
-            operand.nan and operand.nan == operand.size)), None) if check is not None and world >= 2 else None
+            operand.nan and operand.nan == operand.size) or (operand.length == 0 and operand.type in CONTAINERS)),
+                     None) if check is not None and world >= 2 else None
         raised = {other.rank for other in ctx.tracebacks if other.exc_type == tb.exc_type
                   and other.user_frame() == tb.user_frame()}
         if empty is None or len(raised) >= world or None in raised:
             continue
-        held = "no items" if empty.size == 0 else f"only NaN ({empty.nan} of {empty.size})"
+        held = f"only NaN ({empty.nan} of {empty.size})" if empty.nan and empty.size else "no items"
         return Finding(
             "nothing-in-this-share", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, sorted(raised)))} "
             f"raised {tb.short_type} at `{check.statement[:70]}` ({check.where}) while `{empty.expression}` held {held}: "
-            "the data was split so that this rank's share has nothing for this step, while the other ranks' shares "
-            f"do ({_said_briefly(tb.message)})", evidence, tb.node, tb.rank,
+            "what was split over the ranks (the data, the parameters, the work) left this rank nothing for this "
+            f"step, while the other ranks' shares have some ({_said_briefly(tb.message)})", evidence, tb.node, tb.rank,
             "make the per-rank step safe for a share with nothing in it: skip it or give it a neutral value (0, -1, "
             "-inf: what loses the reduction that follows) before reducing over the ranks, e.g. compute only over the "
-            "values present and fall back when there are none; or split the data so that every rank's share holds "
-            "some (shuffle or interleave before splitting)")
+            "values present and fall back when there are none; or split so that every rank's share holds some "
+            "(shuffle or interleave the data before splitting; no more ranks than the parameters or tasks shared "
+            "out)")
     return None
 
 
@@ -1568,6 +1570,9 @@ def _shares_rounded_apart(ctx: Context, files: list[SourceFile], evidence: str) 
                 f"once from what the ranks gathered (a global top-{whole}); or size what follows from the gathered "
                 "count")
     return None
+
+
+CONTAINERS = ("list", "tuple", "dict", "set")
 
 
 def _said_briefly(message: str) -> str:
