@@ -17,8 +17,9 @@ from lab.analysis.diagnosis.context import (ARGUMENT_ERRORS, JOINED, STORE_WAIT,
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import LIBRARY_FILE, TRACEBACK_FRAME, LogLine, collective_in, last_own_line
 from lab.analysis.diagnosis.nodes import RENDEZVOUS_CALLS
-from lab.analysis.diagnosis.sources import (RANK_NAMES, call_name, caller_place, calls_named, conditions_above, identifier,
-                                            kept_by_a_local_test, made_of, parsed_files, source_named, walk)
+from lab.analysis.diagnosis.sources import (RANK_NAMES, call_name, caller_place, calls_named, collective_at,
+                                            conditions_above, identifier, kept_by_a_local_test, made_of, parsed_files,
+                                            source_named, walk)
 from lab.analysis.diagnosis import waits
 from lab.analysis.diagnosis.waits import DTYPE_BYTES
 from lab.analysis.stacks import FAULTHANDLER_FRAME, Frame, ProcessStack
@@ -995,11 +996,7 @@ def _padded_along_the_last_dim(ctx: Context) -> tuple[str, str] | None:
         for call in (trace.calls.recent + trace.calls.failed + trace.calls.pending) if trace.calls else ():
             if not call.tensors or len(call.tensors[-1].shape) < 2:
                 continue
-            place = caller_place(call.caller)
-            source = source_named(files, place[0]) if place else None
-            made = source.statement_at(place[1]) if source else None
-            collective = next((node for node in walk(made) if isinstance(node, ast.Call) and call_name(node) == call.op
-                               and node.args), None) if made is not None else None
+            source, collective = collective_at(files, call) or (None, None)
             given = collective.args[-1] if collective is not None and call.op != "all_gather" else \
                 collective.args[1] if collective is not None and len(collective.args) > 1 else None
             pad = next((node for part in made_of(source, given, source.function_of(collective)) for node in walk(part)
@@ -1008,7 +1005,7 @@ def _padded_along_the_last_dim(ctx: Context) -> tuple[str, str] | None:
                        None) if given is not None else None
             if pad is None:
                 continue
-            return (f"the ranks passed tensors of different shapes to {call.op} at {source.name}:{place[1]}: "
+            return (f"the ranks passed tensors of different shapes to {call.op} at {call.caller.split(' in ')[0]}: "
                     f"`{ast.unparse(pad)[:50]}` (line {pad.lineno}) pads the last dimension, since F.pad's pairs "
                     f"start at the last one, so on a rank with something to pad the tensor grows along its last "
                     f"dimension, not its first (rank {trace.rank} passed {call.tensors[-1]})",
@@ -1068,18 +1065,14 @@ def _sized_by_a_local_filter(ctx: Context) -> tuple[str, str] | None:
     files = parsed_files(ctx)
     for trace in ctx.evidence.traces:
         for call in (trace.calls.failed[-1:] + trace.calls.pending[-1:]) if trace.calls else ():
-            place = caller_place(call.caller)
-            source = source_named(files, place[0]) if place else None
-            made = source.statement_at(place[1]) if source else None
-            collective = next((node for node in walk(made) if isinstance(node, ast.Call) and call_name(node) == call.op
-                               and node.args), None) if made is not None else None
+            source, collective = collective_at(files, call) or (None, None)
             if collective is None:
                 continue
             kept = kept_by_a_local_test(source, collective.args[0], source.function_of(collective))
             if kept is None:
                 continue
             listed, test, skips = kept
-            return (f"the ranks passed tensors of different sizes to {call.op} at {source.name}:{place[1]}: "
+            return (f"the ranks passed tensors of different sizes to {call.op} at {call.caller.split(' in ')[0]}: "
                     f"`{ast.unparse(collective.args[0])[:40]}` is made from `{listed}`, whose items each rank "
                     f"{'skips where' if skips else 'keeps only where'} `{ast.unparse(test)[:70]}` (line {test.lineno}) "
                     "holds on its own data, so its length "
@@ -1198,11 +1191,7 @@ CASTS = {"double", "float", "half", "bfloat16", "long", "int", "to"}
 def _dtype_fixed_in_code(ctx: Context, call) -> bool:
     """The tensor the hooks saw passed to `call` is made, in the job's code, with a dtype it names (dtype=..., .double(),
     .to(torch.float64)): every rank makes it with that dtype, so a byte count that differs is a length that does."""
-    place = caller_place(call.caller)
-    source = source_named(parsed_files(ctx), place[0]) if place else None
-    made = source.statement_at(place[1]) if source else None
-    collective = next((node for node in walk(made) if isinstance(node, ast.Call) and call_name(node) == call.op
-                       and node.args), None) if made is not None else None
+    source, collective = collective_at(parsed_files(ctx), call) or (None, None)
     if collective is None:
         return False
     return any(isinstance(node, ast.Call) and (any(item.arg == "dtype" for item in node.keywords) or (

@@ -21,7 +21,7 @@ import ast
 from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
-                                            called_on, calls_named, caller_place, failure_summary, holds, made_of,
+                                            called_on, calls_named, caller_place, collective_at, failure_summary, holds, made_of,
                                             kept_by_a_local_test, parsed_files, root_name, source_named, unordered,
                                             walk)
 from lab.analysis.diagnosis.logs import collective_in
@@ -163,11 +163,7 @@ def _one_call_of_other_sizes(ctx: Context, files: list[SourceFile], evidence: st
         if len(calls) < 2 or len(set(shapes.values())) < 2 or len({call.op for call in calls.values()}) > 1:
             continue
         call = next(iter(calls.values()))
-        place = caller_place(call.caller)
-        source = source_named(files, place[0]) if place else None
-        statement = source.statement_at(place[1]) if source else None
-        collective = next((node for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) == call.op
-                           and node.args), None) if statement is not None else None
+        source, collective = collective_at(files, call) or (None, None)
         kept = kept_by_a_local_test(source, collective.args[0], source.function_of(collective)) \
             if collective is not None else None
         passed = ", ".join(f"rank {rank} {' '.join(shape)}" for rank, shape in sorted(shapes.items()))

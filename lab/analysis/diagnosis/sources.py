@@ -505,6 +505,16 @@ def made_of(source: SourceFile, expression: ast.AST, scope: ast.AST, depth: int 
     return made
 
 
+def collective_at(files: list[SourceFile], call: DistCall) -> tuple[SourceFile, ast.Call] | None:
+    """(its file, the call in the job's code) of a torch.distributed call the hooks recorded, from its caller line."""
+    place = caller_place(call.caller)
+    source = source_named(files, place[0]) if place else None
+    statement = source.statement_at(place[1]) if source else None
+    made = next((node for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) == call.op
+                 and node.args), None) if statement is not None else None
+    return (source, made) if made is not None else None
+
+
 def kept_by_a_local_test(source: SourceFile, expression: ast.AST, scope: ast.AST) -> tuple[str, ast.AST, bool] | None:
     """(the list, the test, whether the test skips an item rather than keeps it) where `expression` is made of a list whose items each rank keeps or skips by a test on its
     own data (an `if` around the append, an `if ...: continue` before it, a comprehension's `if`): the list's length,
