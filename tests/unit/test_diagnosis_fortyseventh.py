@@ -1,6 +1,8 @@
 """The forty-seventh held-out batch's mended misses (bench/diagnosis/FORTYSEVENTH_BATCH.md): each scored run's own
 record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
 
+from dataclasses import replace
+
 from lab.analysis.diagnosis import diagnose
 from tests.unit.test_diagnosis_replicas import sample
 from tests.unit.test_diagnosis_sources import with_source
@@ -68,3 +70,12 @@ def test_a_sampler_whose_length_counts_its_share_is_not_told_as_counting_the_who
     changed = with_source(sample("fortyseventh_train_bucketed_tagger"), "        return len(self._batches())\n",
                           "        return len(self._batches()[self.rank::self.world])\n")
     assert "length-of-the-whole" not in [finding.cause for finding in diagnose(changed)]
+
+
+def test_a_size_mismatch_in_a_job_with_max_norm_is_not_told_as_weights_renormalized():
+    evidence = sample("fortyseventh_release_recommender_export")
+    said = "replicas disagree on the release weights"
+    resized = replace(evidence, nodes=[replace(node, lines=[line.replace(said, "shape mismatch in batch 3")
+                                                            for line in node.lines]) for node in evidence.nodes])
+    assert any(said in line for node in evidence.nodes for line in node.lines)
+    assert "renormalized-by-forward" not in [finding.cause for finding in diagnose(resized)]

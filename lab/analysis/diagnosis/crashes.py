@@ -486,7 +486,7 @@ def _shared_memory_of_another_node(ctx: Context, tb) -> Finding | None:
         "put it in a file on the shared folder")
 
 
-OUT_OF_BOUNDS = re.compile(r"index (?P<index>-?\d+) is out of bounds for dimension \d+ with size (?P<size>\d+)"
+OUT_OF_BOUNDS = re.compile(r"index (?P<index>-?\d+) is out of bounds for (?:dimension|axis) \d+ with size (?P<size>\d+)"
                            r"|start \((?P<start>\d+)\) \+ length \((?P<length>\d+)\) exceeds dimension size "
                            r"\((?P<dimension>\d+)\)")
 
@@ -2066,13 +2066,16 @@ def _replicated_counted_per_rank(ctx: Context, tb) -> Finding | None:
     return None
 
 
+REPLICA_STATE = re.compile(r"replica|weight|param|checksum|digest|hash|state|model", re.IGNORECASE)
+
+
 def _renormalized_by_forward(ctx: Context, tb) -> Finding | None:
     """Replicas that the job's own check finds different after a forward on each rank's own data, where an
     nn.Embedding has max_norm: every lookup renormalizes the rows it touches in place, and ranks touch different
     rows."""
     if not re.search(r"disagree|differ|mismatch|not (?:the )?same|diverg", tb.message, re.IGNORECASE) \
-            or not ctx.multi_node:
-        return None
+            or not REPLICA_STATE.search(tb.message) or not ctx.multi_node:
+        return None  # a shape or size mismatch is not the weights drifting apart
     for source in parsed_files(ctx):
         table = next((call for call in calls_named(source, {"Embedding", "EmbeddingBag", "embedding"})
                       if argument(call, 99, "max_norm") is not None), None)
@@ -2668,7 +2671,6 @@ def _made_by_a_gather(source: SourceFile, expression: ast.AST, scope: ast.AST) -
         gathers(node) for made in made_of(source, expression, scope) for node in walk(made))
 
 
-INDEX_PAST_SIZE = re.compile(r"index (-?\d+) is out of bounds for (?:dimension|axis) \d+ with size (\d+)")
 POSITION_CALLS = {"multinomial", "argmax", "argmin", "topk", "nonzero", "argsort", "searchsorted", "argwhere", "where",
                   "randperm", "choice"}
 LOOKUPS = {"gather": 1, "index_select": 2, "take_along_dim": 1, "take": 1, "embedding": 0}  # the index's argument
@@ -2691,7 +2693,7 @@ def _index_from_other_ranks(ctx: Context, tb) -> Finding | None:
     """An index past a size, or a key not found, on the rank that received the others' results: the indices or keys
     come from what the other ranks made (a gather's list), and what they look up from what this rank built for itself
     (a tensor sized for its own range, a table of its own share), so what another rank produced is not there."""
-    past = INDEX_PAST_SIZE.search(tb.message)
+    past = OUT_OF_BOUNDS.search(tb.message)
     key = tb.short_type == "KeyError"
     if not (past or key) or (failed := _failing_statement(ctx, tb)) is None:
         return None
