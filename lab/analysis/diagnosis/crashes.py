@@ -2851,6 +2851,100 @@ def _scaler_step_without_gradients(ctx: Context, tb) -> Finding | None:
         "others (a found-inf agreed over the ranks, as ShardedGradScaler does)")
 
 
+MISSING_ATTRIBUTE = re.compile(r"'(?P<cls>\w+)' object has no attribute '(?P<name>\w+)'")
+OBJECT_SENDERS = ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
+                  "send_object_list", "recv_object_list")
+
+
+def _state_dropped_by_getstate(ctx: Context, tb) -> Finding | None:
+    """An attribute missing on an object of the job's own class whose __getstate__ leaves it out, in a job that sends
+    such objects through an object collective: what arrives is the pickled state, without it (on one process the
+    object is never pickled)."""
+    missing = MISSING_ATTRIBUTE.search(tb.message) if tb.short_type == "AttributeError" else None
+    if missing is None:
+        return None
+    for source in parsed_files(ctx):
+        cls = next((node for node in source.walk() if isinstance(node, ast.ClassDef)
+                    and node.name == missing["cls"]), None)
+        getstate = next((node for node in cls.body if isinstance(node, ast.FunctionDef)
+                         and node.name == "__getstate__"), None) if cls is not None else None
+        sent = calls_named(source, set(OBJECT_SENDERS))
+        if getstate is None or not sent or not any(
+                isinstance(node, ast.Constant) and node.value == missing["name"] for node in walk(getstate)):
+            continue
+        restored = any(isinstance(node, ast.FunctionDef) and node.name == "__setstate__" for node in cls.body)
+        return Finding(
+            "state-dropped-by-getstate", f"{missing['cls']}.__getstate__ ({source.name}:{getstate.lineno}) leaves "
+            f"`{missing['name']}` out of the pickled state{' and __setstate__ does not make it again' if restored else ''}"
+            f", and the job sends {missing['cls']} objects through {call_name(sent[0])} (line {sent[0].lineno}): what "
+            f"arrives has no `{missing['name']}`, which {tb.user_frame().location if tb.user_frame() else 'the job'} "
+            "then reads (on one process nothing is pickled, so it worked there)", _crash_evidence(tb), tb.node,
+            _rank_of(ctx, tb),
+            f"keep `{missing['name']}` in the state the object pickles (drop it from __getstate__, or make it again in "
+            "__setstate__), or send only what can be combined (counts, sums) and reduce those instead")
+    return None
+
+
+FLOAT_FOR_AN_INT = re.compile(r"invalid combination of arguments.*\bfloat\b|'float' object cannot be interpreted as an "
+                              r"integer|must be int(?:eger)?,? not float|expected .*int.* but got float|"
+                              r"slice indices must be integers", re.IGNORECASE | re.DOTALL)
+
+
+def _count_returned_as_float(ctx: Context, tb) -> Finding | None:
+    """A float where an integer is needed, whose value is whole, made by .item() of a tensor reduced over the ranks
+    (a count summed in a float tensor): a helper that returns the Python ints unchanged on one process returns a
+    float with several ranks."""
+    check = failed_check_of(ctx, tb) if FLOAT_FOR_AN_INT.search(tb.message) else None
+    whole = next((operand for operand in check.operands if operand.type == "float" and operand.number is not None
+                  and operand.number == int(operand.number)), None) if check is not None else None
+    if whole is None or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    try:
+        expression = ast.copy_location(ast.parse(whole.expression, mode="eval").body, statement)
+    except SyntaxError:
+        return None
+    made = [node for part in made_of(source, expression, source.function_of(statement)) for node in walk(part)
+            if isinstance(node, ast.Call)]
+    helpers = {call_name(node) for node in made}
+    reduced = next((function for function in source.walk() if isinstance(function, ast.FunctionDef)
+                    and function.name in helpers and any(call_name(node) in ("all_reduce", "reduce")
+                                                         for node in walk(function) if isinstance(node, ast.Call))
+                    and any(call_name(node) == "item" for node in walk(function) if isinstance(node, ast.Call))), None)
+    if reduced is None:
+        return None
+    return Finding(
+        "count-returned-as-float", f"`{whole.expression}` is {whole.text}, a float, where {frame.location} needs an "
+        f"integer ({_said(tb.message, 60)}): it comes from {reduced.name}() ({source.name}:{reduced.lineno}), which "
+        "sums over the ranks in a float tensor and returns its .item(), a float, which a count must not be",
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        f"reduce counts as integers and give back integers: an int64 tensor, and int(t.item()) (or keep counts and "
+        f"float sums in separate tensors); make {reduced.name}() return the same type on one process and on many")
+
+
+def _joined_not_added(ctx: Context, tb) -> Finding | None:
+    """Unpacking met world-size times the items it expects: the ranks' tuples (or lists) were joined end to end by
+    `+`, which concatenates them, where their items were to be added one by one."""
+    expected = re.search(r"too many values to unpack \(expected (\d+)", tb.message)
+    check = failed_check_of(ctx, tb) if expected else None
+    world = ctx.evidence.expected_world_size
+    joined = next((operand for operand in check.operands if operand.type in ("tuple", "list")
+                   and operand.length == int(expected[1]) * world), None) if check is not None and world > 1 else None
+    if joined is None:
+        return None
+    adds = [(source, node) for source in parsed_files(ctx) for reducer in calls_named(source, {"reduce"})
+            if reducer.args for function in source.walk() if isinstance(function, ast.FunctionDef)
+            and function.name == identifier(reducer.args[0]) for node in walk(function)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)]
+    where = f": `{ast.unparse(adds[0][1])}` ({adds[0][0].name}:{adds[0][1].lineno}) joins them" if adds else ""
+    return Finding(
+        "joined-not-added", f"`{joined.expression}` holds {joined.length} items where {expected[1]} were expected, "
+        f"{world} times as many, one set per rank: the ranks' {joined.type}s were joined end to end, not added item by "
+        f"item ({joined.type} + {joined.type} concatenates){where}", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "add them item by item: tuple(x + y for x, y in zip(a, b)), or keep the statistics in a tensor and "
+        "all_reduce it with SUM; a merge that runs only with several ranks needs a test with two processes")
+
+
 STACKED_SHAPES = re.compile(r"got (?P<first>\[[^\]]*\]) at entry (?P<at>\d+) and (?P<second>\[[^\]]*\]) at entry "
                             r"(?P<other>\d+)")
 
@@ -6097,7 +6191,8 @@ EXCEPTION_MECHANISMS = (
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _grad_mode_left_off, _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _share_too_small, _parts_joined_as_whole,
-    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _scaler_step_without_gradients, _share_not_representative,
+    _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _scaler_step_without_gradients,
+    _state_dropped_by_getstate, _count_returned_as_float, _joined_not_added, _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,

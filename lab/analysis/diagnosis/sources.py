@@ -1477,7 +1477,7 @@ def _nothing_in_this_share(ctx: Context, files: list[SourceFile], evidence: str)
     on."""
     world = ctx.evidence.expected_world_size
     for tb in ctx.tracebacks:
-        check = failed_check_of(ctx, tb)
+        check = failed_check_of(ctx, tb) if tb.short_type in EMPTINESS_ERRORS else None
         empty = next((operand for operand in check.operands if operand.size == 0 or (
             operand.nan and operand.nan == operand.size) or (operand.length == 0 and operand.type in CONTAINERS)),
                      None) if check is not None and world >= 2 else None
@@ -1583,6 +1583,9 @@ def _shares_rounded_apart(ctx: Context, files: list[SourceFile], evidence: str) 
 
 
 CONTAINERS = ("list", "tuple", "dict", "set")
+# What working on nothing raises (an index into an empty list, int() of NaN, a reduction of zero items); an
+# AttributeError or a KeyError is about something else than how much a share holds.
+EMPTINESS_ERRORS = {"IndexError", "ValueError", "RuntimeError", "ZeroDivisionError", "StopIteration"}
 
 
 def _said_briefly(message: str) -> str:

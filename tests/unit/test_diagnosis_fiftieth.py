@@ -1,0 +1,42 @@
+"""The fiftieth held-out batch's mended misses (bench/diagnosis/FIFTIETH_BATCH.md): each scored run's own record,
+with the cause and fix the lab must now give first, and the same record changed where it must not."""
+
+from dataclasses import replace
+
+from lab.analysis.diagnosis import diagnose
+from tests.unit.test_diagnosis_replicas import causes, sample
+
+TOLD = [  # sample, cause, words of the title, words of the fix
+    ("fiftieth_group_metrics_merge", "state-dropped-by-getstate",
+     ["GroupReport.__getstate__ (group_metrics_merge.py:28) leaves `_scores` out", "all_gather_object (line 57)"],
+     ["drop it from __getstate__, or make it again in __setstate__"]),
+    ("fiftieth_bootstrap_metric_ci", "count-returned-as-float",
+     ["`n_global` is 2000.0, a float", "all_sum() (bootstrap_metric_ci.py:12)"], ["an int64 tensor"]),
+    ("fiftieth_slice_calibration_report", "joined-not-added",
+     ["holds 8 items where 4 were expected", "`merged.get(name, ()) + stats` (slice_calibration_report.py:44)"],
+     ["tuple(x + y for x, y in zip(a, b))"]),
+]
+
+NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
+    ("fiftieth_group_metrics_merge", 'state.pop("_scores")', 'state.pop("_cache", None)', "state-dropped-by-getstate"),
+    ("fiftieth_bootstrap_metric_ci", "    return t.tolist() if len(values) > 1 else t.item()",
+     "    return t.tolist() if len(values) > 1 else t", "count-returned-as-float"),
+]
+
+
+def with_operand_length(evidence, expression: str, length: int):
+    def changed(check):
+        return check and replace(check, operands=tuple(replace(operand, length=length)
+                                                       if operand.expression == expression else operand
+                                                       for operand in check.operands))
+    return replace(evidence, traces=[replace(trace, failed_check=changed(trace.failed_check))
+                                     for trace in evidence.traces])
+
+
+def test_a_tuple_of_another_length_than_the_ranks_joined_is_not_told_as_joined():
+    evidence = sample("fiftieth_slice_calibration_report")
+    assert "joined-not-added" not in causes(with_operand_length(evidence, "merged[name]", 5))
+
+
+def test_an_attribute_error_on_an_empty_list_is_not_told_as_an_empty_share():
+    assert "nothing-in-this-share" not in causes(sample("fiftieth_group_metrics_merge"))
