@@ -15,12 +15,34 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fiftieth_slice_calibration_report", "joined-not-added",
      ["holds 8 items where 4 were expected", "`merged.get(name, ()) + stats` (slice_calibration_report.py:44)"],
      ["tuple(x + y for x, y in zip(a, b))"]),
+    ("fiftieth_intent_classifier_train", "collective-behind-a-rank-test",
+     ["`len(ds)` under `if rank == 0:` (intent_classifier_train.py:67) runs __len__", "(all_reduce, line 28)"],
+     ["compute the value on every rank before the branch"]),
+    ("fiftieth_topic_label_map_finetune", "changed-in-place-on-some-ranks",
+     ["save_label_map changes `labels` in place (`labels.append('<unk>')`", "`len(labels)`, line 67"],
+     ["save_label_map(list(labels), ...)"]),
+    ("fiftieth_semisup_prior_trainer", "autograd-collective-used-on-some-ranks",
+     ["`dist_nn.all_reduce`, line 40", "joins the loss only where `unlabeled.any()` holds (line 70)"],
+     ["keep `reg` in every rank's loss"]),
+    ("fiftieth_snapshot_roundtrip_validator", "rank-state-in-a-fingerprint",
+     ["`torch.get_rng_state()`", "`torch.manual_seed(1234 + rank)`, line 73"],
+     ["fingerprint only what the ranks share"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
     ("fiftieth_group_metrics_merge", 'state.pop("_scores")', 'state.pop("_cache", None)', "state-dropped-by-getstate"),
     ("fiftieth_bootstrap_metric_ci", "    return t.tolist() if len(values) > 1 else t.item()",
      "    return t.tolist() if len(values) > 1 else t", "count-returned-as-float"),
+    ("fiftieth_intent_classifier_train", "    if rank == 0:\n        print(f\"class weights",
+     "    if rank == 0:\n        pass\n    else:\n        pass\n    if True:\n        print(f\"class weights",
+     "collective-behind-a-rank-test"),
+    ("fiftieth_topic_label_map_finetune", "save_label_map(labels, ", "save_label_map(list(labels), ",
+     "changed-in-place-on-some-ranks"),
+    ("fiftieth_semisup_prior_trainer", "            if unlabeled.any():\n                loss = loss + PRIOR_WEIGHT * reg",
+     "            loss = loss + PRIOR_WEIGHT * reg * unlabeled.any()\n            pass",
+     "autograd-collective-used-on-some-ranks"),
+    ("fiftieth_snapshot_roundtrip_validator", "torch.manual_seed(1234 + rank)", "torch.manual_seed(1234)",
+     "rank-state-in-a-fingerprint"),
 ]
 
 

@@ -21,8 +21,9 @@ import ast
 from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, RANK_VARIABLES, UNEXPLAINED, SourceFile, call_name,
-                                            called_on, calls_named, caller_place, collective_at, failure_summary, holds, made_of,
-                                            kept_by_a_local_test, parsed_files, root_name, source_named, unordered,
+                                            called_on, calls_named, caller_place, collective_at, failure_summary, holds,
+                                            identifier, kept_by_a_local_test, made_of, parsed_files, root_name,
+                                            source_named, unordered,
                                             walk)
 from lab.analysis.diagnosis.logs import collective_in
 from lab.analysis.diagnosis.signals import FATAL_ERROR, faulthandler_stack
@@ -53,6 +54,8 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _sharded_unit_skipped(files, evidence),
                                     _identity_of_a_received_copy(files, evidence),
                                     _step_skipped_on_some_ranks(files, evidence),
+                                    _collective_behind_a_rank_test(files, evidence),
+                                    _autograd_collective_used_on_some_ranks(files, evidence),
                                     _one_call_of_other_sizes(ctx, files, evidence),
                                     _sends_left_unreceived(ctx, files, evidence)) if finding is not None]
 
@@ -181,6 +184,79 @@ def _one_call_of_other_sizes(ctx: Context, files: list[SourceFile], evidence: st
 
 SIZES_FIX_IN_ORDER = ("make every rank pass the same shape to this collective: compute what sizes it from what every "
                       "rank shares (or agree on it first: all_reduce(MAX) of the length, then pad)")
+
+
+BUILTIN_HOOKS = {"len": "__len__", "iter": "__iter__", "str": "__str__", "repr": "__repr__", "format": "__format__",
+                 "bool": "__bool__", "hash": "__hash__"}
+MAKES_COLLECTIVES = {"all_reduce", "all_gather", "all_gather_object", "broadcast", "broadcast_object_list", "barrier",
+                     "reduce", "gather", "scatter", "reduce_scatter", "all_to_all", "gather_object"}
+
+
+def _collective_behind_a_rank_test(files: list[SourceFile], evidence: str) -> Finding | None:
+    """Under `if rank == 0:` (with no else that the other ranks run instead) a call of the job's own code that makes a
+    collective out of sight: a method of its own class (len(ds) runs __len__), or a function of the job: only that
+    rank makes it."""
+    for source in files:
+        functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+        collecting = {name: call for name, function in functions.items() for call in walk(function)
+                      if isinstance(call, ast.Call) and call_name(call) in MAKES_COLLECTIVES}
+        if not collecting:
+            continue
+        modules = {alias.asname or alias.name.split(".")[0] for node in source.walk()
+                   if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+        for branch in (node for node in source.walk() if isinstance(node, ast.If) and not node.orelse and any(
+                identifier(part) in RANK_NAMES or call_name(part) in RANK_CALLS for part in walk(node.test))):
+            for call in (node for statement in branch.body for node in walk(statement) if isinstance(node, ast.Call)
+                         and root_name(node.func) not in modules):  # torch.save is not the job's own save
+                name = call_name(call)
+                runs = BUILTIN_HOOKS.get(name) if name in BUILTIN_HOOKS and call.args else name
+                if runs not in collecting or (runs == name and name in MAKES_COLLECTIVES):
+                    continue
+                made = collecting[runs]
+                return Finding(
+                    "collective-behind-a-rank-test", f"`{ast.unparse(call)[:40]}` under `if {ast.unparse(branch.test)[:30]}:` "
+                    f"({source.name}:{call.lineno}) runs {runs} (line {functions[runs].lineno}), which makes a "
+                    f"collective ({call_name(made)}, line {made.lineno}): only the ranks that pass the test make it, so "
+                    "the ranks' collectives no longer pair", evidence, None, None,
+                    f"take the collective out of what some ranks alone run: compute the value on every rank before the "
+                    f"branch (for {runs}, once, when the object is made, and return the cached value) and use that "
+                    "inside the branch")
+    return None
+
+
+def _autograd_collective_used_on_some_ranks(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A value made with an autograd collective (torch.distributed.nn's all_reduce, whose backward runs another
+    collective) that joins the loss only under a test of each rank's own data: the ranks that leave it out make no
+    backward collective, and the others' meets DDP's gradient all_reduce."""
+    for source in files:
+        modules = {alias.asname or alias.name for node in source.walk() if isinstance(node, (ast.Import, ast.ImportFrom))
+                   for alias in node.names if "distributed.nn" in (getattr(node, "module", None) or alias.name)
+                   or alias.name == "torch.distributed.nn"}
+        autograd = {function.name: call for function in source.walk() if isinstance(function, ast.FunctionDef)
+                    for call in walk(function) if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr in MAKES_COLLECTIVES and ("distributed.nn" in ast.unparse(call.func)
+                                                                 or root_name(call.func) in modules)}
+        for assign in (node for node in source.walk() if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                       and call_name(node.value) in autograd and isinstance(node.targets[0], ast.Name)):
+            made = assign.targets[0].id
+            used = next((node for node in source.walk() if isinstance(node, ast.If) and node.lineno > assign.lineno
+                         and any(isinstance(part, ast.Name) and part.id == made for statement in node.body
+                                 for part in walk(statement))
+                         and not any(identifier(part) in RANK_NAMES or call_name(part) in RANK_CALLS
+                                     for part in walk(node.test))), None)
+            if used is None:
+                continue
+            collective = autograd[call_name(assign.value)]
+            return Finding(
+                "autograd-collective-used-on-some-ranks", f"`{ast.unparse(assign)[:50]}` ({source.name}:{assign.lineno}) "
+                f"is made with an autograd collective (`{ast.unparse(collective.func)}`, line {collective.lineno}), "
+                f"whose backward runs a collective too, and `{made}` joins the loss only where "
+                f"`{ast.unparse(used.test)[:40]}` holds (line {used.lineno}), on each rank's own data: the ranks that "
+                "leave it out make no backward collective for it, and the others' meets DDP's gradient all_reduce",
+                evidence, None, None,
+                f"keep `{made}` in every rank's loss (add it always, times 0 where a rank has nothing for it), or make "
+                "it from detached values with a plain dist.all_reduce, which has no backward")
+    return None
 
 
 COLLECTIVES_IN_A_STEP = {"all_gather", "all_gather_into_tensor", "broadcast", "all_reduce", "reduce_scatter",

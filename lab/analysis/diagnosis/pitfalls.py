@@ -63,7 +63,7 @@ def pitfall_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                    _split_per_rank(ctx, source, evidence), _persistent_copy(source, evidence),
                    _drop_last_empty(ctx, source, evidence), _tensor_attribute_not_saved(source, evidence),
                    _state_changed_on_some_ranks(source, evidence), _seeded_on_some_ranks(ctx, source, evidence),
-                   _received_into_one_buffer(source, evidence)]
+                   _received_into_one_buffer(source, evidence), changed_in_place_by_a_helper(source, evidence)]
     return [finding for finding in checks if finding is not None]
 
 
@@ -509,6 +509,43 @@ def _state_changed_on_some_ranks(source: SourceFile, evidence: str) -> Finding |
             f"change it on every rank: move `{ast.unparse(node)[:60]}` out of `if {ast.unparse(test.test)}:` (keep "
             "only printing and saving there), or send rank 0's value to the others (dist.broadcast_object_list(["
             "value], src=0)) before they use it")
+    return None
+
+
+IN_PLACE = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "setdefault",
+            "popitem", "add", "discard"}
+
+
+def changed_in_place_by_a_helper(source: SourceFile, evidence: str) -> Finding | None:
+    """A function of the job, called only under a test of the rank, that changes in place a list or dict it is given
+    (`labels.append(...)`), where every rank uses that object after the call: that rank's copy now differs."""
+    functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    for call in (node for node in source.walk() if isinstance(node, ast.Call) and call_name(node) in functions):
+        function = functions[call_name(call)]
+        parameters = [argument.arg for argument in function.args.args]
+        test = _rank_test_around(source, call)
+        if test is None:
+            continue
+        for position, given in enumerate(call.args[:len(parameters)]):
+            if not isinstance(given, ast.Name):
+                continue
+            changed = next((node for node in walk(function) if isinstance(node, ast.Call)
+                            and isinstance(node.func, ast.Attribute) and node.func.attr in IN_PLACE
+                            and root_name(node.func.value) == parameters[position]), None)
+            read = next((use for use in source.walk() if isinstance(use, ast.Name) and use.id == given.id
+                         and isinstance(use.ctx, ast.Load) and use.lineno > test.end_lineno
+                         and source.function_of(use) is source.function_of(call)
+                         and _rank_test_around(source, use) is None), None) if changed is not None else None
+            if read is None:
+                continue
+            return Finding(
+                "changed-in-place-on-some-ranks", f"`{ast.unparse(call)[:60]}` runs only where "
+                f"`{ast.unparse(test.test)}` holds (line {test.lineno}), and {function.name} changes `{given.id}` in "
+                f"place (`{ast.unparse(changed)[:50]}`, {source.name}:{changed.lineno}); every rank uses `{given.id}` "
+                f"after it (`{ast.unparse(source.parent(read))[:50]}`, line {read.lineno}), so that rank's copy now "
+                "differs from the others'", evidence, None, None,
+                f"give {function.name} a copy ({function.name}(list({given.id}), ...)) or make it leave what it is "
+                "given alone; or make the change on every rank, before the ranks use it")
     return None
 
 

@@ -74,7 +74,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _global_count_skips_own_indices(files, evidence), _rate_scaled_by_world(ctx, files, evidence),
                 _variance_by_cancellation(ctx, files, evidence), _nan_from_an_empty_share(ctx, files, evidence),
                 _nothing_in_this_share(ctx, files, evidence), _index_made_float(ctx, files, evidence),
-                _shares_rounded_apart(ctx, files, evidence))
+                _shares_rounded_apart(ctx, files, evidence), _rank_state_in_a_fingerprint(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
               _local_denominator(files, evidence), _no_eval_mode(files, evidence),
@@ -1590,6 +1590,39 @@ EMPTINESS_ERRORS = {"IndexError", "ValueError", "RuntimeError", "ZeroDivisionErr
 
 def _said_briefly(message: str) -> str:
     return (message.strip().splitlines() or ["no message"])[0][:80]
+
+
+RNG_STATES = {"get_rng_state", "getstate", "get_state", "get_rng_state_all", "bit_generator"}
+SEEDS = {"manual_seed", "seed", "default_rng", "Generator", "RandomState", "set_rng_state"}
+GLOBAL_SEEDS = {"torch.manual_seed", "np.random.seed", "numpy.random.seed", "random.seed"}  # what get_rng_state reads
+
+
+def _rank_state_in_a_fingerprint(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+    """The job's own check that the ranks' fingerprints (a hash or digest each rank makes, gathered) agree, where what
+    is hashed includes the random number generator's state, and the job seeds it with the rank: the replicas may
+    agree on everything that must agree, and the check still fails on what is each rank's own."""
+    for tb in ctx.tracebacks:
+        source = source_named(files, tb.user_frame().file) if raised_by_own_check(ctx, tb) and tb.user_frame() \
+            else None
+        if source is None or not calls_named(source, {"all_gather_object", "all_gather", "gather_object"}) or not \
+                calls_named(source, {"sha256", "md5", "sha1", "blake2b", "hash", "crc32", "digest", "hexdigest"}):
+            continue
+        state = next(iter(calls_named(source, RNG_STATES)), None)
+        seeded = next((call for call in sorted(calls_named(source, SEEDS), key=lambda call: ast.unparse(
+            call.func) not in GLOBAL_SEEDS) if any(identifier(node) in RANK_NAMES or call_name(node) in RANK_CALLS
+                                                   for node in walk(call))), None)
+        if state is None or seeded is None or (ast.unparse(state.func).startswith(("torch.", "np.", "numpy.", "random."))
+                                               and ast.unparse(seeded.func) not in GLOBAL_SEEDS):
+            continue  # the global generator's state, seeded alike everywhere (a local generator seeded per rank aside)
+        return Finding(
+            "rank-state-in-a-fingerprint", f"the check at {tb.user_frame().location} compares the ranks' fingerprints, "
+            f"and what each rank hashes includes its random number generator's state (`{ast.unparse(state)[:40]}`, "
+            f"{source.name}:{state.lineno}), which the job seeds with the rank (`{ast.unparse(seeded)[:40]}`, line "
+            f"{seeded.lineno}): that state differs between ranks by design, so the fingerprints differ however well "
+            "the replicated state agrees", evidence, tb.node, tb.rank,
+            "fingerprint only what the ranks share (the model, the optimizer, the scheduler, the step), and check each "
+            "rank's own state (its RNG, its data position) against that rank's own saved copy")
+    return None
 
 
 NAN = re.compile(r"\bnan\b")

@@ -22,6 +22,7 @@ import re
 
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
+from lab.analysis.diagnosis.pitfalls import changed_in_place_by_a_helper
 from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
                                             called_on, caller_place, calls_named, conditions_above, failure_summary,
                                             holds, identifier, made_of, origin_of, parsed_files, self_attribute,
@@ -52,7 +53,8 @@ def wrapping_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                                                        "ddp-parameter-mismatch"} else None
     reordered = (_layers_in_unordered_loop(files, evidence) or _wrapped_when_first_needed(files, evidence)) \
         if "ddp-parameter-mismatch" in causes else None
-    sized = (_sized_from_rank_data(files, evidence) or _changed_under_a_rank_condition(files, evidence)) \
+    sized = (next((found for source in files if (found := changed_in_place_by_a_helper(source, evidence))), None)
+             or _sized_from_rank_data(files, evidence) or _changed_under_a_rank_condition(files, evidence)) \
         if "ddp-parameter-mismatch" in causes else None
     copied = _copied_before_wrapping(ctx, files, evidence) if causes <= OWN_CHECK_FAILED else None
     divided = _loss_divided_by_world(ctx, files, evidence) if causes <= UNEXPLAINED else None
@@ -77,6 +79,8 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                 continue
             for argument in [*built.args, *(item.value for item in built.keywords)]:
                 chain = origin_of(source, argument, scope, _rank_value)
+                if any(_agreed_at(source, line) for text, line in chain if text):
+                    continue  # a value the ranks agreed on (gathered, broadcast) is not one rank's own
                 steps = [line for text, line in chain if text]
                 if len(steps) >= 2 or steps and _computed_by_the_job(source, steps[0]):  # not `16 if rank == 0 else 32`
                     steps = " <- ".join(f"`{text}` (line {line})" for text, line in chain if text)
@@ -88,6 +92,21 @@ def _sized_from_rank_data(files: list[SourceFile], evidence: str) -> Finding | N
                         "file shipped with the job) and send it to every rank (broadcast_object_list), or on every "
                         "rank from the same full data before it is split into shards")
     return None
+
+
+AGREEING = {"all_gather_object", "broadcast_object_list", "all_gather", "broadcast", "all_reduce",
+            "all_gather_into_tensor"}
+
+
+def _agreed_at(source: SourceFile, line: int) -> bool:
+    """The statement at `line` takes its value from a function of the job that gathers or broadcasts: every rank gets
+    the same result."""
+    statement = source.statement_at(line)
+    functions = {node.name: node for node in source.walk() if isinstance(node, ast.FunctionDef)}
+    return statement is not None and any(
+        isinstance(node, ast.Call) and call_name(node) in functions and any(
+            isinstance(inner, ast.Call) and call_name(inner) in AGREEING for inner in walk(functions[call_name(node)]))
+        for node in walk(statement))
 
 
 CHANGES_A_MODEL = {"requires_grad_", "add_module", "register_module", "register_parameter", "register_buffer",
