@@ -27,6 +27,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fiftieth_snapshot_roundtrip_validator", "rank-state-in-a-fingerprint",
      ["`torch.get_rng_state()`", "`torch.manual_seed(1234 + rank)`, line 73"],
      ["fingerprint only what the ranks share"]),
+    ("fiftieth_preemption_drill_trainer", "first-number-of-a-rank-name",
+     ["`re.search('(\\\\d+)', name)` (preemption_drill_trainer.py:52)", "`f'worker{rank:02d}-step{step:06d}.pt'`"],
+     ["parse the field by its name"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
@@ -43,6 +46,8 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "autograd-collective-used-on-some-ranks"),
     ("fiftieth_snapshot_roundtrip_validator", "torch.manual_seed(1234 + rank)", "torch.manual_seed(1234)",
      "rank-state-in-a-fingerprint"),
+    ("fiftieth_preemption_drill_trainer", 're.search(r"(\\d+)", name)', 're.search(r"step(\\d+)", name)',
+     "first-number-of-a-rank-name"),
 ]
 
 

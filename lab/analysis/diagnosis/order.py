@@ -17,6 +17,7 @@ Each fires only where the rest of the diagnosis found the ranks at odds in a col
 from __future__ import annotations
 
 import ast
+import re
 
 from lab.analysis.diagnosis.context import Context, echoes_a_peer, node_of_rank, quoted_source
 from lab.analysis.diagnosis.findings import Finding
@@ -56,6 +57,7 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _step_skipped_on_some_ranks(files, evidence),
                                     _collective_behind_a_rank_test(files, evidence),
                                     _autograd_collective_used_on_some_ranks(files, evidence),
+                                    _first_number_of_a_rank_name(files, evidence),
                                     _one_call_of_other_sizes(ctx, files, evidence),
                                     _sends_left_unreceived(ctx, files, evidence)) if finding is not None]
 
@@ -256,6 +258,36 @@ def _autograd_collective_used_on_some_ranks(files: list[SourceFile], evidence: s
                 evidence, None, None,
                 f"keep `{made}` in every rank's loss (add it always, times 0 where a rank has nothing for it), or make "
                 "it from detached values with a plain dist.all_reduce, which has no backward")
+    return None
+
+
+FIRST_NUMBER = re.compile(r"^\(?\\d\+\)?$|^\[0-9\]\+$")  # a pattern that takes whatever number comes first
+
+
+def _first_number_of_a_rank_name(files: list[SourceFile], evidence: str) -> Finding | None:
+    """A number read as the first one in a name the job makes with the rank before it (`worker{rank}-step{step}`):
+    the regex takes the rank, so each rank reads its own rank where it meant the step, and the ranks go on from
+    different places."""
+    for source in files:
+        names = [node for node in source.walk() if isinstance(node, ast.JoinedStr)]
+        ranked = next((name for name in names if len([part for part in name.values
+                                                      if isinstance(part, ast.FormattedValue)]) >= 2
+                       and identifier(next(part for part in name.values if isinstance(part, ast.FormattedValue)).value)
+                       in RANK_NAMES), None)
+        parse = next((call for call in source.walk() if isinstance(call, ast.Call) and call_name(call) in
+                      ("search", "findall", "match") and called_on(call) == "re" and call.args
+                      and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+                      and FIRST_NUMBER.match(call.args[0].value)), None) if ranked is not None else None
+        if parse is None:
+            continue
+        return Finding(
+            "first-number-of-a-rank-name", f"`{ast.unparse(parse)[:50]}` ({source.name}:{parse.lineno}) takes the first "
+            f"number of names the job makes as `{ast.unparse(ranked)[:50]}` (line {ranked.lineno}), where the rank "
+            "comes first: each rank reads its own rank where it meant the later number (a step), so the ranks go on "
+            "from different places and their collectives no longer pair", evidence, None, None,
+            "keep the number in the file (state['step']) and read it from there, or parse the field by its name "
+            "(re.search(r'step(\\d+)', name)); then check that every rank resumes at the same step (all_reduce MIN "
+            "and MAX)")
     return None
 
 
