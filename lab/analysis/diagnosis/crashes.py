@@ -1541,7 +1541,33 @@ def _share_at_this_world_size(ctx: Context, tb) -> Finding | None:
             f"keep each rank's share a multiple of {group}: make the whole a multiple of {group} x the world size "
             f"({bigger} here), or let the grouping follow the share (a group that divides it, math.gcd({group}, "
             f"share); or make ceil(share / {group}) groups and trim to the share), and check it at start")
-    return None
+    return _share_seen_not_a_multiple(ctx, tb, source, statement, dims, worlds) if view else None
+
+
+def _share_seen_not_a_multiple(ctx: Context, tb, source, statement, dims: list[int], worlds) -> Finding | None:
+    """The same, where the whole is not a constant (a batch size ramped over the run): the share this rank had is read
+    from the failing statement's tensor (its first dimension, as the hooks kept it), made from `n // world`."""
+    check = failed_check_of(ctx, tb)
+    divisions = [node for made in made_of(source, statement, source.function_of(statement)) for node in walk(made)
+                 if _divides_by(node, worlds)]
+    held = next((operand for operand in check.operands if operand.shape and len(operand.shape) >= 1),
+                None) if check is not None and divisions else None
+    if held is None:
+        return None
+    share = held.shape[0]
+    group = next((dim for dim in dims if dim > 1 and share % dim), None)
+    if group is None:
+        return None
+    division = divisions[0]
+    return Finding(
+        "share-not-a-multiple", f"`{ast.unparse(division)}` ({source.name}:{division.lineno}) gave this rank {share} "
+        f"(`{held.expression}` holds {held.shape[0]} rows), and the job cuts it into groups of {group} "
+        f"(`{ast.unparse(statement)[:50]}`, {source.name}:{statement.lineno}): {share} is not a multiple of {group} "
+        f"at this world size of {ctx.evidence.expected_world_size} ({_said(tb.message, 60)})", _crash_evidence(tb),
+        tb.node, _rank_of(ctx, tb),
+        f"keep each rank's share a multiple of {group}: make the whole, at every value it takes (each stage of a ramp), "
+        f"a multiple of {group} x the world size, or let the grouping follow the share (math.gcd({group}, share)), and "
+        "check it where the whole is set")
 
 
 NUMBER_HAS_NO = re.compile(r"'(?:int|float)' object has no attribute '(\w+)'")

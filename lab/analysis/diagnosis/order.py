@@ -58,6 +58,7 @@ def order_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                                     _collective_behind_a_rank_test(files, evidence),
                                     _autograd_collective_used_on_some_ranks(files, evidence),
                                     _first_number_of_a_rank_name(files, evidence),
+                                    _backward_skipped_on_own_test(files, evidence),
                                     _one_call_of_other_sizes(ctx, files, evidence),
                                     _sends_left_unreceived(ctx, files, evidence)) if finding is not None]
 
@@ -288,6 +289,32 @@ def _first_number_of_a_rank_name(files: list[SourceFile], evidence: str) -> Find
             "keep the number in the file (state['step']) and read it from there, or parse the field by its name "
             "(re.search(r'step(\\d+)', name)); then check that every rank resumes at the same step (all_reduce MIN "
             "and MAX)")
+    return None
+
+
+def _backward_skipped_on_own_test(files: list[SourceFile], evidence: str) -> Finding | None:
+    """In a job that wraps its model in DDP, a `continue` (or `break`) before `loss.backward()` in the same loop, under
+    a test of the rank's own values (its loss, a spike, a NaN): the rank that skips makes none of DDP's gradient
+    all_reduces for that step, and its next step's meet the others' of this one."""
+    for source in files:
+        if not calls_named(source, {"DistributedDataParallel", "DDP"}):
+            continue
+        for backward in calls_named(source, {"backward"}):
+            loop = source.loop_of(backward)
+            skip = next((node for node in walk(loop) if isinstance(node, ast.If) and node.lineno < backward.lineno
+                         and any(isinstance(step, (ast.Continue, ast.Break)) for step in node.body)
+                         and any(isinstance(part, (ast.Call, ast.Attribute)) for part in walk(node.test))
+                         and not any(identifier(part) in RANK_NAMES or call_name(part) in RANK_CALLS
+                                     for part in walk(node.test))), None) if loop is not None else None
+            if skip is None:
+                continue
+            return Finding(
+                "backward-skipped-on-own-test", f"`if {ast.unparse(skip.test)[:50]}:` ({source.name}:{skip.lineno}) "
+                f"skips `{ast.unparse(backward)[:30]}` (line {backward.lineno}) on the ranks whose own values pass it: "
+                "a rank that skips makes none of DDP's gradient all_reduces for that step, so its next step's meet the "
+                "other ranks' of this one", evidence, None, None,
+                "decide the skip together: all_reduce a flag with MAX (skip on every rank when any rank would), or keep "
+                "the backward and zero that rank's loss (loss * 0) so every rank makes the same all_reduces")
     return None
 
 

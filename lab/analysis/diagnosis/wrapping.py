@@ -23,9 +23,9 @@ import re
 from lab.analysis.diagnosis.context import Context
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.pitfalls import changed_in_place_by_a_helper
-from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_VARIABLES, SourceFile, call_name,
-                                            called_on, caller_place, calls_named, conditions_above, failure_summary,
-                                            holds, identifier, made_of, origin_of, parsed_files, self_attribute,
+from lab.analysis.diagnosis.sources import (RANK_CALLS, RANK_NAMES, UNEXPLAINED, WORLD_NAMES, WORLD_VARIABLES, SourceFile,
+                                            call_name, called_on, caller_place, calls_named, conditions_above, failure_summary,
+                                            env_read, holds, identifier, made_of, origin_of, parsed_files, self_attribute,
                                             unordered, walk)
 
 PARAMETER_ATTRIBUTES = {"weight", "bias"}
@@ -662,4 +662,13 @@ def _divided_by_world(source: SourceFile, backward: ast.Call) -> ast.AST | None:
 
 
 def _world(source: SourceFile, node: ast.AST) -> bool:
-    return holds(node, source.worlds, WORLD_VARIABLES, ("get_world_size",))
+    """`node` is the world size itself (a name for it, get_world_size(), WORLD_SIZE, or a name assigned one of those
+    as it is), not a count worked out from it (micro-batches per rank, a share): dividing by that is not averaging."""
+    def itself(value: ast.AST) -> bool:
+        while isinstance(value, ast.Call) and call_name(value) in ("int", "float") and value.args:
+            value = value.args[0]
+        return identifier(value) in WORLD_NAMES or call_name(value) == "get_world_size" or \
+            env_read(value) in WORLD_VARIABLES
+    if itself(node):
+        return True
+    return isinstance(node, ast.Name) and any(itself(assign.value) for assign in source.assignments_to(node.id))
