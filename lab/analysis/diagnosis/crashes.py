@@ -1120,9 +1120,13 @@ def _decided_on_the_root_from_its_own(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     scope, ranks, rank = source.function_of(statement), source.ranks, _rank_of(ctx, tb)
-    used = names_in(statement)
-    for sent in (call for call in walk(scope) if call_name(call) == "broadcast" and call.args
-                 and call.lineno < statement.lineno and identifier(call.args[0]) in used):
+    # what the failing line works with: its names, what they are made of, and what the loops around it walk over
+    loops = [node for node in walk(scope) if isinstance(node, ast.For) and node.lineno <= statement.lineno
+             <= (node.end_lineno or node.lineno)]
+    used = names_in(statement) | {name for part in made_of(source, statement, scope) for name in names_in(part)} | {
+        name for loop in loops for name in names_in(loop.iter)}
+    for sent in (call for call in walk(scope) if call_name(call) in ("broadcast", "broadcast_object_list")
+                 and call.args and call.lineno < statement.lineno and identifier(call.args[0]) in used):
         name = identifier(sent.args[0])
         root = argument(sent, 1, "src")
         if rank is None or not isinstance(root, ast.Constant) or root.value == rank:
@@ -1134,10 +1138,23 @@ def _decided_on_the_root_from_its_own(ctx: Context, tb) -> Finding | None:
                             for part in branch.body for node in walk(part))), None)
         if decided is None:
             continue
+        made_there = {node.id for part in decided.body for node in walk(part) if isinstance(node, ast.Name)
+                      and isinstance(node.ctx, ast.Store)}
         own = sorted(name_ for part in decided.body for name_ in names_in(part)
-                     if name_ in ranks and name_ in used and name_ not in RANK_NAMES and name_ != name)
+                     if name_ in ranks and name_ in used and name_ not in RANK_NAMES and name_ != name
+                     and name_ not in made_there)
         if not own:
             continue
+        if call_name(sent) == "broadcast_object_list":
+            return Finding(
+                "decided-on-the-root-from-its-own", f"`{name}` is built on rank {root.value} alone "
+                f"(`if {ast.unparse(decided.test)[:30]}:`, {source.name}:{decided.lineno}) from its own `{own[0]}`, "
+                f"and broadcast (line {sent.lineno}); {_who_raised(ctx, tb, rank)} looks up its own `{own[0]}` in it "
+                f"({frame.location}), which holds what rank {root.value}'s did not ({_said(tb.message, 40)})",
+                _crash_evidence(tb), tb.node, rank,
+                f"build it from what every rank holds: all_gather_object each rank's own (its labels, keys, "
+                f"vocabulary from `{own[0]}`) and take their union, in a sorted order, on every rank; or build it from "
+                "the whole data or a fixed schema before it is split")
         return Finding(
             "decided-on-the-root-from-its-own", f"`{name}` is decided on rank {root.value} alone "
             f"(`if {ast.unparse(decided.test)[:30]}:`, {source.name}:{decided.lineno}) from its own `{own[0]}`, and "
@@ -2971,6 +2988,161 @@ def _joined_not_added(ctx: Context, tb) -> Finding | None:
         "all_reduce it with SUM; a merge that runs only with several ranks needs a test with two processes")
 
 
+JSON_KEYS = re.compile(r"keys must be str, int, float, bool or None, not (\w+)")
+
+
+def _json_of_non_string_keys(ctx: Context, tb) -> Finding | None:
+    """json.dumps of a dict keyed by tuples (or other non-strings), on a path the job takes only with several ranks
+    (it serialises to send): one process never serialises, so it never failed there."""
+    keyed = JSON_KEYS.search(tb.message)
+    if keyed is None or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    function = source.function_of(statement)
+    alone = next((node for node in walk(function) if isinstance(node, ast.If) and any(
+        isinstance(step, ast.Return) for step in node.body) and node.lineno < statement.lineno and _world_names(
+        source) & names_in(node.test)), None) if isinstance(function, ast.FunctionDef) else None
+    return Finding(
+        "json-of-non-string-keys", f"json.dumps at {frame.location} was given a dict keyed by {keyed[1]}s: JSON "
+        "keys must be strings" + (f", and {function.name} serialises only with several ranks (it returns early "
+                                  f"where `{ast.unparse(alone.test)}`, line {alone.lineno}), so one process never "
+                                  "met it" if alone else ""), _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "send it as an object (broadcast_object_list pickles any key), or make the keys strings where it is "
+        "serialised ('a b' for ('a', 'b')) and split them back where it is read")
+
+
+NARROW_OVERFLOW = re.compile(r"value cannot be converted to type (?P<dtype>u?int(?:8|16|32)) without overflow")
+SHIFTS = (ast.LShift, ast.Mult, ast.Pow)
+
+
+def _rank_packed_past_a_narrow_type(ctx: Context, tb) -> Finding | None:
+    """Ids that carry the rank in their high bits (`rank << 32 | i`, `rank * 10**9 + i`) put into a narrow integer
+    tensor: rank 0's ids fit, the other ranks' do not."""
+    narrow = NARROW_OVERFLOW.search(tb.message)
+    if narrow is None or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    packed = next((node for part in made_of(source, statement, source.function_of(statement)) for node in walk(part)
+                   if isinstance(node, ast.BinOp) and isinstance(node.op, SHIFTS) and (
+                       identifier(node.left) in RANK_NAMES or any(identifier(n) in RANK_NAMES for n in walk(node.left)))),
+                  None)
+    if packed is None:
+        return None
+    return Finding(
+        "rank-packed-past-a-narrow-type", f"`{ast.unparse(packed)[:40]}` ({source.name}:{packed.lineno}) puts the "
+        f"rank in the high part of each id, and {frame.location} stores the ids as {narrow['dtype']}: rank 0's ids "
+        f"fit, and every other rank's are past its range ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node,
+        _rank_of(ctx, tb),
+        "store the ids as int64, or keep the rank and the local index in two columns, or number the items with a "
+        "prefix sum of the shards' sizes (all_gather the counts) so that ids stay small")
+
+
+UNORDERABLE = re.compile(r"'<' not supported between instances of '(\w+)' and '(\w+)'")
+
+
+def _sorted_ties_reach_unorderable(ctx: Context, tb) -> Finding | None:
+    """sorted() of tuples gathered from every rank, without a key: where two ranks hold the same first field (a
+    duplicate across shards, which one process never has), the comparison falls through to a field that cannot be
+    ordered (a dict)."""
+    unorderable = UNORDERABLE.search(tb.message)
+    if unorderable is None or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    sort = next((node for node in walk(statement) if isinstance(node, ast.Call) and call_name(node) in ("sorted", "sort")
+                 and not any(item.arg == "key" for item in node.keywords)), None)
+    gathered = set(_gathered_lists(source))
+    behind = {name for part in made_of(source, statement, source.function_of(statement)) for name in names_in(part)}
+    if sort is None or not (behind & gathered):
+        return None
+    return Finding(
+        "sorted-ties-reach-unorderable", f"`{ast.unparse(sort)[:50]}` ({frame.location}) sorts tuples gathered from "
+        f"every rank without a key: where two ranks hold the same first field (a duplicate across shards, which one "
+        f"process never has), Python compares the next fields, {unorderable[1]} against {unorderable[2]}, which have "
+        "no order", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "sort by the field that orders them (sorted(items, key=lambda item: item[0]), or a key of fields that all "
+        "compare), or group the items by that field in a dict instead of sorting the tuples")
+
+
+def _records_run_together(ctx: Context, tb) -> Finding | None:
+    """A record that will not parse ('Extra data') in a buffer received from several ranks and split into lines,
+    where each rank joins its records with '\n'.join: no newline follows a rank's last record, so it runs into the
+    next rank's first."""
+    if "Extra data" not in tb.message or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    joined = next((call for call in calls_named(source, {"join"}) if isinstance(call.func, ast.Attribute)
+                   and isinstance(call.func.value, ast.Constant) and call.func.value.value == "\n"
+                   and not isinstance(source.parent(call), ast.BinOp)), None)
+    exchanged = calls_named(source, {"all_to_all_single", "all_to_all", "all_gather", "all_gather_into_tensor",
+                                     "gather", "recv"})
+    if joined is None or not exchanged:
+        return None
+    return Finding(
+        "records-run-together", f"a line parsed at {frame.location} holds two records: each rank joins its records "
+        f"with `{ast.unparse(joined)[:50]}` ({source.name}:{joined.lineno}), which puts no newline after the last "
+        f"one, and what arrives from the ranks ({call_name(exchanged[0])}, line {exchanged[0].lineno}) is joined end "
+        "to end, so one rank's last record runs into the next rank's first", _crash_evidence(tb), tb.node,
+        _rank_of(ctx, tb),
+        "end every record with a newline ('\\n'.join(lines) + '\\n', or write each with its own '\\n'), or "
+        "split what arrives by sender (with the received counts) and parse each part on its own")
+
+
+def _received_kept_as_bytes(ctx: Context, tb) -> Finding | None:
+    """str and bytes mixed in what the job joins: what a rank keeps for itself stays str, what it received from the
+    others comes back as bytes and is never decoded."""
+    if not re.search(r"expected str instance, bytes found|can only concatenate str \(not \"bytes\"\)|"
+                     r"'<' not supported between instances of '(?:str|bytes)' and '(?:bytes|str)'", tb.message) \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    received = next((call for call in calls_named(source, {"bytes"}) if any(
+        call_name(node) == "tolist" for node in walk(call))), None)
+    exchanged = calls_named(source, {"all_to_all_single", "all_to_all", "recv", "all_gather", "broadcast"})
+    if received is None or not exchanged:
+        return None
+    return Finding(
+        "received-kept-as-bytes", f"{frame.location} mixes str and bytes: what arrives from the other ranks "
+        f"({call_name(exchanged[0])}, line {exchanged[0].lineno}) is turned into bytes (`{ast.unparse(received)[:40]}`, "
+        f"line {received.lineno}) and never decoded, while what the rank kept for itself stays str (one process "
+        "receives nothing, so it never mixed them)", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "give both the same form: decode what arrives (bytes(row).hex(), or .decode()) where it is received, or send "
+        "the rank's own items through the same path as the others' (to itself)")
+
+
+def _shares_padded_with_empty_items(ctx: Context, tb) -> Finding | None:
+    """Shares padded to a multiple of the world size with an empty item (`{'tokens': [], ...}`): the rank that gets
+    it meets an item of length 0, which one process, with nothing to pad, never does."""
+    if not re.search(r"greater than 0|length 0|zero[- ]length|empty|size 0|non-empty", tb.message, re.IGNORECASE):
+        return None
+    for source in parsed_files(ctx):
+        worlds = _world_names(source)
+        for loop in (node for node in source.walk() if isinstance(node, ast.While)
+                     and any(identifier(part) in worlds for part in walk(node.test))):
+            filler = next((call for call in walk(loop) if isinstance(call, ast.Call) and call_name(call) in
+                           ("append", "extend") and call.args and _empty_item(call.args[0])), None)
+            if filler is None:
+                continue
+            return Finding(
+                "shares-padded-with-empty-items", f"`{ast.unparse(filler)[:60]}` ({source.name}:{filler.lineno}) pads "
+                f"the data to a multiple of the world size (`while {ast.unparse(loop.test)[:30]}`) with an empty item: "
+                f"the rank that gets it meets an item of length 0 ({_said(tb.message, 60)}), which one process, with "
+                "nothing to pad, never does", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                "pad with real items (repeat items from the start, as DistributedSampler does), or let the shares be "
+                "uneven and join them where they meet; or skip or mask items of length 0 before the step that needs "
+                "a length")
+    return None
+
+
+def _empty_item(node: ast.AST) -> bool:
+    """A literal item with nothing in it: {'tokens': [], ...}, [], (), ''."""
+    if isinstance(node, ast.Dict):
+        return bool(node.values) and all(isinstance(value, (ast.List, ast.Tuple)) and not value.elts
+                                         or isinstance(value, ast.Constant) and value.value in ("", None)
+                                         for value in node.values)
+    return isinstance(node, (ast.List, ast.Tuple)) and not node.elts or isinstance(node, ast.Constant) and \
+        node.value == ""
+
+
 STACKED_SHAPES = re.compile(r"got (?P<first>\[[^\]]*\]) at entry (?P<at>\d+) and (?P<second>\[[^\]]*\]) at entry "
                             r"(?P<other>\d+)")
 
@@ -3389,7 +3561,7 @@ def _failing_statement(ctx: Context, tb) -> tuple | None:
     if frame is None or not ctx.multi_node:
         return None
     source = source_named(parsed_files(ctx), frame.file)
-    statement = source.statement_at(frame.line) if source else None
+    statement = (source.statement_at(frame.line) or source.statement_spanning(frame.line)) if source else None
     return (frame, source, statement) if statement is not None else None
 
 
@@ -6216,9 +6388,11 @@ EXCEPTION_MECHANISMS = (
     _split_drops_remainder, _global_k_on_shard, _restored_another_ranks_state,
     _half_sum_overflowed, _ratio_of_a_share, _failed_before_joining,
     _grad_mode_left_off, _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
-    _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _share_too_small, _parts_joined_as_whole,
+    _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _shares_padded_with_empty_items, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _scaler_step_without_gradients,
-    _state_dropped_by_getstate, _count_returned_as_float, _joined_not_added, _share_not_representative,
+    _state_dropped_by_getstate, _count_returned_as_float, _joined_not_added, _json_of_non_string_keys,
+    _rank_packed_past_a_narrow_type, _sorted_ties_reach_unorderable, _records_run_together, _received_kept_as_bytes,
+    _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,
     _result_into_a_tuple, _merged_by_local_position, _received_state_built_otherwise,
     _comm_hook_state_per_bucket, _sized_for_another_world, _padding_for_the_world_kept,

@@ -299,13 +299,15 @@ def _backward_skipped_on_own_test(files: list[SourceFile], evidence: str) -> Fin
     for source in files:
         if not calls_named(source, {"DistributedDataParallel", "DDP"}):
             continue
+        agreed = {root_name(call.args[0]) for call in calls_named(source, MAKES_COLLECTIVES) if call.args}
         for backward in calls_named(source, {"backward"}):
             loop = source.loop_of(backward)
             skip = next((node for node in walk(loop) if isinstance(node, ast.If) and node.lineno < backward.lineno
                          and any(isinstance(step, (ast.Continue, ast.Break)) for step in node.body)
                          and any(isinstance(part, (ast.Call, ast.Attribute)) for part in walk(node.test))
                          and not any(identifier(part) in RANK_NAMES or call_name(part) in RANK_CALLS
-                                     for part in walk(node.test))), None) if loop is not None else None
+                                     or identifier(part) in agreed for part in walk(node.test))),
+                        None) if loop is not None else None  # a value every rank got from a collective is agreed
             if skip is None:
                 continue
             return Finding(

@@ -339,6 +339,13 @@ class SourceFile:
         """The first statement that starts at `line` (a frame's line), the outermost where several do."""
         return next((node for node in self.walk() if isinstance(node, ast.stmt) and node.lineno == line), None)
 
+    def statement_spanning(self, line: int) -> ast.stmt | None:
+        """The innermost simple statement whose lines hold `line`: a traceback's line inside a statement written over
+        several lines (Python names the line of the call that raised, not the statement's first)."""
+        spanning = [node for node in self.walk() if isinstance(node, ast.stmt) and not hasattr(node, "body")
+                    and node.lineno <= line <= (node.end_lineno or node.lineno)]
+        return min(spanning, key=lambda node: (node.end_lineno or node.lineno) - node.lineno, default=None)
+
     def handler_at(self, line: int) -> str | None:
         """'except ValueError (line 40)' or 'finally (line 44)': the handler of its function that line `line` runs in."""
         node = self.statement_at(line)
@@ -1165,9 +1172,10 @@ def _share_rounded_up(ctx: Context, files: list[SourceFile], evidence: str) -> F
     """A share of the data rounded up (ceil of n / world) that the last rank alone crashed on: its window, rank *
     share to (rank + 1) * share, runs past the end of the data, which holds fewer than world * share items."""
     world = ctx.evidence.expected_world_size
-    raised = {tb.rank for tb in ctx.tracebacks if not echoes_a_peer(tb)}
-    if not world or world < 2 or raised != {world - 1}:
-        return None
+    own = [tb for tb in ctx.tracebacks if not echoes_a_peer(tb)]
+    if not world or world < 2 or {tb.rank for tb in own} != {world - 1} or not any(
+            tb.short_type in EMPTINESS_ERRORS for tb in own):
+        return None  # a short or empty window raises as working on nothing does, not a KeyError or a TypeError
     for source in files:
         for name, value in assignments(source):
             if rounded_up(value, source.worlds) and _windowed(source, name) and not _clipped(source, name) \
