@@ -9,10 +9,10 @@ from tests.unit.test_diagnosis_replicas import causes, sample
 from tests.unit.test_diagnosis_sources import with_source
 
 
-def with_operand(evidence, expression: str, number: float):
-    """The record with the failed checks' operand `expression` holding `number` instead."""
+def with_operand(evidence, expression: str, **changes):
+    """The record with the failed checks' operand `expression` changed as `changes` says (number=..., length=...)."""
     def changed(check):
-        return check and replace(check, operands=tuple(replace(operand, number=number)
+        return check and replace(check, operands=tuple(replace(operand, **changes)
                                                        if operand.expression == expression else operand
                                                        for operand in check.operands))
     return replace(evidence, traces=[replace(trace, failed_check=changed(trace.failed_check))
@@ -30,7 +30,7 @@ def test_a_count_every_rank_made_whole_and_then_summed_is_counted_once_per_rank(
     assert "counted-by-every-rank" not in causes(replace(evidence, traces=[
         replace(trace, failed_check=None) for trace in evidence.traces]))
     # values that are not world-size apart (here 3 times) are some other mistake
-    tripled = diagnose(with_operand(evidence, "int(seen.item())", 288.0))[0]
+    tripled = diagnose(with_operand(evidence, "int(seen.item())", number=288.0))[0]
     assert tripled.cause == "rank-crashed"
     # the generic ending still says what the check compared, as the rank held it
     assert "rank 0 checked `int(seen.item()) == expected` with int(seen.item()) = " in tripled.fix
@@ -47,4 +47,4 @@ def test_a_rank_s_share_compared_with_the_whole_is_told_as_a_share():
     unsplit = diagnose(with_source(evidence, "shard = dataset[rank::world]", "shard = dataset[:60]"))[0]
     assert unsplit.cause == "counted-by-every-rank" and "one side counts once per rank" in unsplit.title
     # a share of a third is not what 2 ranks make
-    assert "counted-by-every-rank" not in causes(with_operand(evidence, "processed.item()", 40.0))
+    assert "counted-by-every-rank" not in causes(with_operand(evidence, "processed.item()", number=40.0))

@@ -1,9 +1,8 @@
 """The fiftieth held-out batch's mended misses (bench/diagnosis/FIFTIETH_BATCH.md): each scored run's own record,
 with the cause and fix the lab must now give first, and the same record changed where it must not."""
 
-from dataclasses import replace
-
 from lab.analysis.diagnosis import diagnose
+from tests.unit.test_diagnosis_compared_values import with_operand
 from tests.unit.test_diagnosis_replicas import causes, sample
 
 TOLD = [  # sample, cause, words of the title, words of the fix
@@ -51,18 +50,9 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
 ]
 
 
-def with_operand_length(evidence, expression: str, length: int):
-    def changed(check):
-        return check and replace(check, operands=tuple(replace(operand, length=length)
-                                                       if operand.expression == expression else operand
-                                                       for operand in check.operands))
-    return replace(evidence, traces=[replace(trace, failed_check=changed(trace.failed_check))
-                                     for trace in evidence.traces])
-
-
 def test_a_tuple_of_another_length_than_the_ranks_joined_is_not_told_as_joined():
     evidence = sample("fiftieth_slice_calibration_report")
-    assert "joined-not-added" not in causes(with_operand_length(evidence, "merged[name]", 5))
+    assert "joined-not-added" not in causes(with_operand(evidence, "merged[name]", length=5))
 
 
 def test_an_attribute_error_on_an_empty_list_is_not_told_as_an_empty_share():
