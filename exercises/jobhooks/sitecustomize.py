@@ -338,7 +338,9 @@ def _record_dist_calls(dist, c10d) -> None:
                         continue
                     item = item.tensor
                 found.append({"shape": list(item.shape), "dtype": str(item.dtype)[6:]})  # 'torch.float32'
-                if item.device.type == "meta":  # no data: the call moves nothing into it
+                if str(item.layout) != "torch.strided":  # sparse (COO, CSR): no strides to speak of
+                    found[-1]["layout"] = str(item.layout)[6:]
+                elif item.device.type == "meta":  # no data: the call moves nothing into it
                     found[-1]["device"] = "meta"
                 elif not item.is_contiguous():  # a strided view: gloo reads and writes it as if it were not
                     found[-1]["contiguous"] = False

@@ -24,11 +24,12 @@ class Tensor:
     dtype: str  # 'float32', 'int64', ...
     device: str | None = None  # 'meta' (no data); None: a device that holds data
     contiguous: bool = True  # False: a strided view (a column, a transpose)
+    layout: str | None = None  # 'sparse_coo', 'sparse_csr'; None: dense (strided)
 
     def __str__(self) -> str:
         return f"{self.dtype}[{'x'.join(map(str, self.shape)) or 'scalar'}]" + (f" on {self.device}"
                                                                                   if self.device else "") + (
-            "" if self.contiguous else " (a strided view)")
+            f" ({self.layout})" if self.layout else "" if self.contiguous else " (a strided view)")
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,8 @@ def _call(item: dict) -> DistCall:
         group=tuple(int(rank) for rank in group) if isinstance(group, list) else None,
         group_name=str(item["group_name"]) if item.get("group_name") is not None else None,
         tensors=tuple(Tensor(tuple(int(size) for size in tensor.get("shape") or []), str(tensor.get("dtype") or "?"),
-                             tensor.get("device"), tensor.get("contiguous") is not False)
+                             tensor.get("device"), tensor.get("contiguous") is not False,
+                             str(tensor["layout"]) if tensor.get("layout") else None)
                       for tensor in item.get("tensors") or [] if isinstance(tensor, dict)),
         is_async=bool(item.get("async")), entered_at=_float(item.get("entered_at")),
         ended_at=_float(item.get("ended_at")), error=item.get("error"), timeout_s=_float(item.get("timeout_s")),

@@ -380,6 +380,7 @@ import pathlib; settings = pathlib.Path(__file__).with_name("settings.json").rea
 pathlib.Path(__file__).with_name(f"written-{rank}.txt").write_text("x")
 column = torch.ones(3, 2)[:, 0]; dist.broadcast(column, src=0)
 for _ in range(20): dist.barrier()
+mask = torch.sparse_coo_tensor(torch.tensor([[rank]]), torch.tensor([1.0]), (3,)); dist.all_reduce(mask)
 dist.destroy_process_group()
 """, timeout=30)
     assert [end.returncode for end in ended] == [0, 0], ended[0].stdout + ended[1].stdout
@@ -412,6 +413,9 @@ dist.destroy_process_group()
     for log in calls.values():  # the strided broadcast, kept after 20 more calls pushed it out of the recent ones
         assert [(call.op, call.caller) for call in log.strided] == [("broadcast", f"job.py:{line} in <module>")]
         assert "broadcast" not in [call.op for call in log.recent]
+        # a sparse tensor has no strides: it is kept as sparse, never as a strided view (nor in log.strided)
+        [sparse] = [call for call in log.recent if call.op == "all_reduce" and call.tensors[0].layout]
+        assert str(sparse.tensors[0]) == "float32[3] (sparse_coo)"
 
 
 @SLOW

@@ -3143,6 +3143,37 @@ def _empty_item(node: ast.AST) -> bool:
         node.value == ""
 
 
+def _sparse_reduction_refused(ctx: Context, tb) -> Finding | None:
+    """A sparse tensor given to all_reduce that gloo's sparse path cannot add up: a bool one (sparse addition has no
+    bool kernel), or ones whose sizes differ per rank because torch.sparse_coo_tensor was given no size and took it
+    from the largest index each rank's own data touched."""
+    bool_sum = "cadd_sparse" in tb.message and "Bool" in tb.message
+    dims = "Sparse dimensions do not match" in tb.message or "sparse" in tb.message.lower() and "size" in \
+        tb.message.lower() and "match" in tb.message.lower()
+    if not (bool_sum or dims) or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    if bool_sum:
+        return Finding(
+            "sparse-reduction-refused", f"all_reduce at {frame.location} was given a sparse bool tensor: gloo reduces "
+            "sparse tensors by gathering every rank's and adding them up here, and sparse addition has no bool kernel "
+            f"({_said(tb.message, 60)}); one process never reduces, so it never added", _crash_evidence(tb), tb.node,
+            _rank_of(ctx, tb),
+            "reduce a number type: build the mask with int or float values (or .to(torch.int64) before the "
+            "all_reduce), then coalesce() and test values > 0 after it")
+    made = next((call for call in calls_named(source, {"sparse_coo_tensor"}) if len(call.args) < 3
+                 and not any(item.arg == "size" for item in call.keywords)), None)
+    if made is None:
+        return None
+    return Finding(
+        "sparse-reduction-refused", f"all_reduce at {frame.location} met sparse tensors of different sizes: "
+        f"`{ast.unparse(made)[:50]}` ({source.name}:{made.lineno}) is given no size, so torch takes it from the "
+        "largest index each rank's own data touched, which differs per rank", _crash_evidence(tb), tb.node,
+        _rank_of(ctx, tb),
+        "give the sparse tensor its full size on every rank: torch.sparse_coo_tensor(indices, values, size=(N, D)) "
+        "(the whole table's shape, e.g. the embedding's weight.shape)")
+
+
 STACKED_SHAPES = re.compile(r"got (?P<first>\[[^\]]*\]) at entry (?P<at>\d+) and (?P<second>\[[^\]]*\]) at entry "
                             r"(?P<other>\d+)")
 
@@ -6390,7 +6421,7 @@ EXCEPTION_MECHANISMS = (
     _grad_mode_left_off, _no_history_through_a_collective, _splits_not_per_rank, _index_past_a_rounded_share,
     _read_from_a_rank_offset, _tail_on_no_rank, _sized_by_own_longest, _shares_padded_with_empty_items, _share_too_small, _parts_joined_as_whole,
     _layouts_disagree, _nothing_to_join, _ragged_parts_stacked, _scalar_stacked_with_a_vector, _scaler_step_without_gradients,
-    _state_dropped_by_getstate, _count_returned_as_float, _joined_not_added, _json_of_non_string_keys,
+    _sparse_reduction_refused, _state_dropped_by_getstate, _count_returned_as_float, _joined_not_added, _json_of_non_string_keys,
     _rank_packed_past_a_narrow_type, _sorted_ties_reach_unorderable, _records_run_together, _received_kept_as_bytes,
     _share_not_representative,
     _layers_dealt_round_robin, _ddp_state_uncopyable, _collective_return_used,

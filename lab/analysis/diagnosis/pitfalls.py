@@ -263,7 +263,8 @@ WRITE_IN_PLACE = {"all_reduce", "broadcast", "reduce", "recv", "irecv", "all_red
 def _strided_view(ctx: Context, evidence: str) -> Finding | None:
     for trace in ctx.evidence.traces:
         for call in (*trace.calls.strided, *trace.calls.made) if trace.calls else ():
-            if call.tensors and not call.tensors[0].contiguous and (call.op in WRITE_IN_PLACE or call.error):
+            if call.tensors and not call.tensors[0].contiguous and not call.tensors[0].layout and not (
+                    call.error and "sparse" in call.error.lower()) and (call.op in WRITE_IN_PLACE or call.error):
                 effect = (f"gloo refused it ({call.error.split(':', 1)[-1].strip()[:60]})" if call.error else
                           "gloo reduces the elements that lie next to its first one in memory, so the view gets "
                           "wrong values and its neighbours change")
