@@ -1101,8 +1101,9 @@ def _failed_check(failed: BaseException) -> dict | None:
     import linecache
 
     frame, line, step = None, None, failed.__traceback__
-    while step is not None:
-        if _is_user_file(step.tb_frame.f_code.co_filename):
+    while step is not None:  # a compiled extension's frame names a source it does not ship (numpy's mtrand.pyx)
+        filename = step.tb_frame.f_code.co_filename
+        if _is_user_file(filename) and filename.endswith(".py"):
             frame, line = step.tb_frame, step.tb_lineno
         step = step.tb_next
     if frame is None:

@@ -9,11 +9,23 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fiftysecond_node_embedding_trainer", "sparse-reduction-refused",
      ["`torch.sparse_coo_tensor(uniq.unsqueeze(0), summed)` (node_embedding_trainer.py:34) is given no size"],
      ["size=(N, D)"]),
+    ("fiftysecond_randaugment_ladder_trainer", "rank-made-value-out-of-range",
+     ["rank 3 failed at randaugment_ladder_trainer.py:25", "`num_ops, magnitude = rank_policy(rank)` (line 33)",
+      "`num_ops` is 4"], ["bound what is made from the rank"]),
+    ("fiftysecond_eval_loss_report", "several-rank-path-only",
+     ["in gather_across_ranks, which returns early on one process (`if world == 1:`"],
+     ["make gather_across_ranks's several-rank path give what its one-process path gives"]),
+    ("fiftysecond_per_class_metrics_logger", "several-rank-path-only",
+     ["in reduce_metrics, which returns early on one process (`if world < 2:`"], ["keys of one type"]),
+    ("fiftysecond_train_with_best_checkpoint", "several-rank-path-only",
+     ["on a value from all_reduce, which returns early on one process"], ["Python numbers with .item()"]),
 ]
 
 NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that must then not be told
     ("fiftysecond_node_embedding_trainer", "torch.sparse_coo_tensor(uniq.unsqueeze(0), summed)",
      "torch.sparse_coo_tensor(uniq.unsqueeze(0), summed, size=(NUM_NODES, DIM))", "sparse-reduction-refused"),
+    ("fiftysecond_eval_loss_report", "    if world == 1:", "    if False:", "several-rank-path-only"),
+    ("fiftysecond_randaugment_ladder_trainer", "rank_policy(rank)", "rank_policy(0)", "rank-made-value-out-of-range"),
 ]
 
 

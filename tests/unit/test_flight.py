@@ -212,3 +212,23 @@ def test_a_snapshot_written_while_the_process_ended_does_not_outrank_its_last_wo
                                                                   "time": 9.5}))
     [trace] = load_traces(tmp_path)
     assert (trace.live, trace.exception, trace.waiting_in) == (False, "RuntimeError", None)
+
+
+SEEDED = """import numpy as np, torch.distributed
+def seed_for(rank):
+    seed = 2718281828 * (rank + 1)
+    np.random.seed(seed)
+seed_for(1)
+"""
+
+
+def test_a_failure_inside_a_compiled_extension_keeps_the_statement_of_the_users_own_file(tmp_path):
+    """numpy's seed() raises in mtrand.pyx, a frame whose source is not shipped: the statement kept is the user's."""
+    (tmp_path / "seeded.py").write_text(SEEDED)
+    env = {**os.environ, "PYTHONPATH": str(exercises_root() / JOB_HOOKS_DIR), "LAB_FLIGHT_DIR": str(tmp_path / "flight"),
+           "LAB_NODE": "0", "RANK": "1"}
+    ended = subprocess.run([sys.executable, str(tmp_path / "seeded.py")], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert ended.returncode == 1 and "Seed must be between" in ended.stderr
+    [trace] = load_traces(tmp_path / "flight")
+    assert trace.failed_check.where == "seeded.py:4" and trace.failed_check.operand("seed").number == 5436563656

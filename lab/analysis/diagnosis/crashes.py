@@ -3174,6 +3174,105 @@ def _sparse_reduction_refused(ctx: Context, tb) -> Finding | None:
         "(the whole table's shape, e.g. the embedding's weight.shape)")
 
 
+def _rank_made_value_out_of_range(ctx: Context, tb) -> Finding | None:
+    """Some ranks only (not rank 0) failed on a value the job makes from the rank (`1 + rank` ops, `BASE * (rank + 1)`
+    as a seed, `linspace(0, 1, world)[rank]` as a strength): at this world size the higher ranks' values are past
+    what the step takes, while rank 0's is in range."""
+    raised = _ranks_raising(ctx, tb)
+    world = ctx.evidence.expected_world_size
+    if not raised or 0 in raised or len(raised) >= world or tb.short_type not in ("ValueError", "IndexError",
+                                                                                    "RuntimeError", "OverflowError") \
+            or (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    scope = source.function_of(statement)
+    check = failed_check_of(ctx, tb)
+    if check is None or not any(operand.number is not None or operand.size == 0 for operand in check.operands):
+        return None  # the value the step refused is what this rule is about: without it, nothing says it
+    def of_the_rank(node: ast.AST) -> bool:
+        return any(identifier(part) in RANK_NAMES or call_name(part) in RANK_CALLS for part in walk(node))
+
+    compared = {operand.expression for operand in check.operands if operand.number is not None or operand.size == 0}
+    steps = [(text, line) for text, line in origin_of(source, statement, scope, of_the_rank) if text]
+    if not steps:  # a parameter of the failing function, given a value made from the rank by its caller
+        parameters = [argument.arg for argument in scope.args.args] if isinstance(scope, ast.FunctionDef) else []
+        used = {name for part in made_of(source, statement, scope) for name in names_in(part)}
+        order = [position for position in range(len(parameters)) if parameters[position] in compared] or \
+            list(range(len(parameters)))  # the values the step refused, where the hooks kept them
+        for call in calls_named(source, {getattr(scope, "name", "")}) if set(parameters) & used else ():
+            given = next((call.args[position] for position in order if position < len(call.args)
+                          and parameters[position] in used and (of_the_rank(call.args[position]) or any(
+                              text for text, _ in origin_of(source, call.args[position], source.function_of(call),
+                                                            of_the_rank)))), None)
+            if given is not None:
+                steps = [(ast.unparse(call)[:60], call.lineno)] + [
+                    (text, line) for text, line in origin_of(source, given, source.function_of(call), of_the_rank)
+                    if text]
+                break
+        if not steps:
+            return None
+    shown = next((f"`{operand.expression}` is {operand.text}" for operand in (check.operands if check else ())
+                  if operand.text and operand.type != "bool"), "")
+    made = " <- ".join(f"`{text}` (line {line})" for text, line in steps[:3])
+    return Finding(
+        "rank-made-value-out-of-range", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, raised))} "
+        f"failed at {frame.location} ({_said(tb.message, 70)}) on a value made from the rank: {made}"
+        f"{f'; there {shown}' if shown else ''}: at this world size of {world} the higher ranks' values are past "
+        "what the step takes, while rank 0's is in range", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        "bound what is made from the rank (min(value, limit), max(1, value), a modulus such as % 2**32 for a seed), "
+        "or spread it as a fraction of the allowed range rather than by the rank, and check it for the last rank "
+        "(world - 1) when the job starts")
+
+
+def _several_rank_path_only(ctx: Context, tb) -> Finding | None:
+    """A failure in, or on a value from, a helper of the job that returns early on one process (`if world == 1:
+    return x`): only a run of several ranks takes its other path, and that path gives another kind of value (a tensor
+    where one process gets a number, keys sorted, parts joined)."""
+    if (failed := _failing_statement(ctx, tb)) is None:
+        return None
+    frame, source, statement = failed
+    worlds = _world_names(source) | {"get_world_size", "is_initialized", "world_size"}
+    helpers = {}
+    for function in (node for node in source.walk() if isinstance(node, ast.FunctionDef)):
+        early = next((node for node in function.body if isinstance(node, ast.If) and any(
+            isinstance(step, ast.Return) for step in node.body) and (names_in(node.test) & worlds or any(
+                call_name(part) in ("get_world_size", "is_initialized") for part in walk(node.test)))), None)
+        if early is not None:
+            helpers[function.name] = (function, early)
+    if not helpers:
+        return None
+    inside = source.function_of(statement)
+    if getattr(inside, "name", None) in helpers:
+        function, early = helpers[inside.name]
+        through = f"in {function.name}"
+    else:
+        made = [node for part in made_of(source, statement, inside) for node in walk(part)]
+        called = next((call_name(node) for node in made if isinstance(node, ast.Call) and call_name(node) in helpers),
+                      None)
+        attributes = {node.attr for node in walk(statement) if isinstance(node, ast.Attribute)}
+        setter = next((name for name, (function, _) in helpers.items() if any(
+            isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attributes
+            for node in walk(function))), None)
+        name = called or setter
+        if name is None:
+            return None
+        function, early = helpers[name]
+        through = f"on a value from {function.name}"
+    check = failed_check_of(ctx, tb)
+    tensor = next((operand for operand in (check.operands if check else ()) if operand.shape is not None
+                   and operand.type == "Tensor"), None)
+    what = f"; `{tensor.expression}` is a tensor ({tensor.dtype}[{'x'.join(map(str, tensor.shape)) or 'scalar'}])" \
+        if tensor is not None and tb.short_type == "TypeError" else ""
+    return Finding(
+        "several-rank-path-only", f"{frame.location} fails ({_said(tb.message, 70)}) {through}, which returns early "
+        f"on one process (`if {ast.unparse(early.test)[:40]}:`, {source.name}:{early.lineno}): only a run of several "
+        f"ranks takes its other path, and that path gives another kind of value than one process gets{what}",
+        _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+        f"make {function.name}'s several-rank path give what its one-process path gives (Python numbers with "
+        ".item(), the same shapes, keys of one type), and run that path in a test with two processes on one "
+        "machine (torchrun --nproc-per-node 2)")
+
+
 STACKED_SHAPES = re.compile(r"got (?P<first>\[[^\]]*\]) at entry (?P<at>\d+) and (?P<second>\[[^\]]*\]) at entry "
                             r"(?P<other>\d+)")
 
@@ -6443,5 +6542,6 @@ EXCEPTION_MECHANISMS = (
     _renormalized_by_forward, _batches_across_a_strided_shard, _assembled_by_a_sum,
     _empty_at_this_world_size,
     _gloo_size_refused, _gathered_tensors_compared, _nothing_in_the_buffer, _tag_past_an_int,
-    _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks,
+    _fixed_slot_too_small, _lock_held_by_a_node_mate, _index_from_other_ranks, _rank_made_value_out_of_range,
+    _several_rank_path_only,
 )

@@ -43,7 +43,9 @@ from lab.analysis.flight import FailedCheck
 # What these findings may stand in front of: endings that say how a run failed, not why.
 UNEXPLAINED = {"rank-crashed", "rank-exited", "file-missing-everywhere", "nonzero-exit", "timed-out",
                "collective-timeout", "peer-lost", "ranks-missing", "late-rank", "store-key-never-set", "stopped",
-               "uneven-collectives", "process-killed"}
+               "uneven-collectives", "process-killed",
+               # told from where the value came, not what it is: any rule that says more outranks them
+               "rank-made-value-out-of-range", "several-rank-path-only"}
 # The argument an operation writes its result into (recv's buffer, a collective's output).
 RESULT_ARGUMENT = {"all_reduce": (0, "tensor"), "broadcast": (0, "tensor"), "reduce": (0, "tensor"),
                    "irecv": (0, "tensor"), "all_gather": (0, "tensor_list"), "gather": (1, "gather_list"),
