@@ -1,5 +1,6 @@
 """The fifty-second held-out batch's mended misses (bench/diagnosis/FIFTYSECOND_BATCH.md): each scored run's own
-record, with the cause and fix the lab must now give first, and the same record changed where it must not."""
+record (mixup_trainer_seeded's from a run again with the hooks that keep a value raised inside numpy), with the cause
+and fix the lab must now give first, and the same record changed where it must not."""
 
 from tests.unit.test_diagnosis_replicas import causes, sample
 
@@ -12,6 +13,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fiftysecond_randaugment_ladder_trainer", "rank-made-value-out-of-range",
      ["rank 3 failed at randaugment_ladder_trainer.py:25", "`num_ops, magnitude = rank_policy(rank)` (line 33)",
       "`num_ops` is 4"], ["bound what is made from the rank"]),
+    ("fiftysecond_mixup_trainer_seeded", "rank-made-value-out-of-range",
+     ["rank 1 failed at mixup_trainer_seeded.py:16", "`seed = BASE_SEED * (rank + 1)` (line 15)",
+      "`seed` is 5436563656"], ["a modulus such as % 2**32 for a seed"]),
     ("fiftysecond_eval_loss_report", "several-rank-path-only",
      ["in gather_across_ranks, which returns early on one process (`if world == 1:`"],
      ["make gather_across_ranks's several-rank path give what its one-process path gives"]),
@@ -26,6 +30,7 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
      "torch.sparse_coo_tensor(uniq.unsqueeze(0), summed, size=(NUM_NODES, DIM))", "sparse-reduction-refused"),
     ("fiftysecond_eval_loss_report", "    if world == 1:", "    if False:", "several-rank-path-only"),
     ("fiftysecond_randaugment_ladder_trainer", "rank_policy(rank)", "rank_policy(0)", "rank-made-value-out-of-range"),
+    ("fiftysecond_mixup_trainer_seeded", "seed = BASE_SEED * (rank + 1)", "seed = BASE_SEED", "rank-made-value-out-of-range"),
 ]
 
 
