@@ -75,7 +75,7 @@ def source_findings(ctx: Context, found: list[Finding]) -> list[Finding]:
                 _read_before_flushed(ctx, files, evidence), _loop_over_endless_stream(ctx, files, evidence),
                 _global_count_skips_own_indices(files, evidence), _rate_scaled_by_world(ctx, files, evidence),
                 _variance_by_cancellation(ctx, files, evidence), _nan_from_an_empty_share(ctx, files, evidence),
-                _nothing_in_this_share(ctx, files, evidence), _index_made_float(ctx, files, evidence),
+                _nothing_in_this_share(ctx, files, evidence, found), _index_made_float(ctx, files, evidence),
                 _shares_rounded_apart(ctx, files, evidence), _rank_state_in_a_fingerprint(ctx, files, evidence))
     silent = (_sampler_padding(ctx, files, evidence), _sum_not_mean(ctx, files, evidence),
               _data_not_sharded(ctx, files, evidence), _epoch_not_set(files, evidence),
@@ -1481,11 +1481,14 @@ def _held_in(expression: str) -> str:
     return root_name(node) or expression
 
 
-def _nothing_in_this_share(ctx: Context, files: list[SourceFile], evidence: str) -> Finding | None:
+def _nothing_in_this_share(ctx: Context, files: list[SourceFile], evidence: str,
+                           found: list[Finding]) -> Finding | None:
     """Some ranks only raised at a statement that worked on a tensor or array which, in their frame, held no items or
     only NaN (a column with no values in this rank's share): a step the other ranks' shares give something to work
     on."""
     world = ctx.evidence.expected_world_size
+    if any(finding.cause == "rank-made-value-out-of-range" for finding in found):
+        return None  # emptied by a value made from the rank (a crop of size 0), not by how the data was split
     for tb in ctx.tracebacks:
         check = failed_check_of(ctx, tb) if tb.short_type in EMPTINESS_ERRORS else None
         empty = next((operand for operand in check.operands if operand.size == 0 or (
