@@ -19,6 +19,9 @@ TOLD = [  # sample, cause, words of the title, words of the fix
     ("fiftysecond_tta_eval_multicrop", "rank-made-value-out-of-range",
      ["rank 3 failed at tta_eval_multicrop.py:17", "`strength = torch.linspace(*CROP_STRENGTHS, world)[rank]"],
      ["max(1, value)"]),
+    ("fiftysecond_finetune_with_json_summary", "several-rank-path-only",
+     ["on a value from mean_over_ranks, which returns early on one process (`if not is_dist():`"],
+     ["Python numbers with .item()"]),
     ("fiftysecond_eval_loss_report", "several-rank-path-only",
      ["in gather_across_ranks, which returns early on one process (`if world == 1:`"],
      ["make gather_across_ranks's several-rank path give what its one-process path gives"]),
@@ -32,6 +35,7 @@ NOT_TOLD = [  # sample, the text of the job, what it becomes, the cause that mus
     ("fiftysecond_node_embedding_trainer", "torch.sparse_coo_tensor(uniq.unsqueeze(0), summed)",
      "torch.sparse_coo_tensor(uniq.unsqueeze(0), summed, size=(NUM_NODES, DIM))", "sparse-reduction-refused"),
     ("fiftysecond_eval_loss_report", "    if world == 1:", "    if False:", "several-rank-path-only"),
+    ("fiftysecond_finetune_with_json_summary", "    if not is_dist():", "    if False:", "several-rank-path-only"),
     ("fiftysecond_randaugment_ladder_trainer", "rank_policy(rank)", "rank_policy(0)", "rank-made-value-out-of-range"),
     ("fiftysecond_mixup_trainer_seeded", "seed = BASE_SEED * (rank + 1)", "seed = BASE_SEED", "rank-made-value-out-of-range"),
 ]

@@ -3232,11 +3232,15 @@ def _several_rank_path_only(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     worlds = _world_names(source) | {"get_world_size", "is_initialized", "world_size"}
+    functions = [node for node in source.walk() if isinstance(node, ast.FunctionDef)]
+    asks = {"get_world_size", "is_initialized"} | {  # and the job's own helpers that ask (`def is_dist(): ...`)
+        function.name for function in functions if any(call_name(part) in ("get_world_size", "is_initialized")
+                                                       for part in walk(function))}
     helpers = {}
-    for function in (node for node in source.walk() if isinstance(node, ast.FunctionDef)):
+    for function in functions:
         early = next((node for node in function.body if isinstance(node, ast.If) and any(
             isinstance(step, ast.Return) for step in node.body) and (names_in(node.test) & worlds or any(
-                call_name(part) in ("get_world_size", "is_initialized") for part in walk(node.test)))), None)
+                call_name(part) in asks for part in walk(node.test)))), None)
         if early is not None:
             helpers[function.name] = (function, early)
     if not helpers:
@@ -3247,6 +3251,9 @@ def _several_rank_path_only(ctx: Context, tb) -> Finding | None:
         through = f"in {function.name}"
     else:
         made = [node for part in made_of(source, statement, inside) for node in walk(part)]
+        names = {node.id for node in made if isinstance(node, ast.Name)}
+        made += [node for call in calls_named(source, {"append", "extend"}) if isinstance(call.func, ast.Attribute)
+                 and root_name(call.func.value) in names for argument in call.args for node in walk(argument)]
         called = next((call_name(node) for node in made if isinstance(node, ast.Call) and call_name(node) in helpers),
                       None)
         attributes = {node.attr for node in walk(statement) if isinstance(node, ast.Attribute)}
