@@ -14,7 +14,7 @@ BATCHES = ("held_out", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixt
            "nineteenth", "twentieth", "twentyfirst", "twentysecond", "twentythird", "twentyfourth",
            "twentyfifth", "twentysixth", "twentyseventh",
            "twentyeighth", "twentyninth", "thirtieth", "thirtyfirst", "thirtysecond", "thirtythird", "thirtyfourth", "thirtyfifth", "thirtysixth",
-           "thirtyseventh", "thirtyeighth", "thirtyninth", "fortieth", "fortyfirst", "fortysecond", "fortythird", "fortyfourth", "fortyfifth", "fortysixth", "fortyseventh", "fortyeighth", "fortyninth", "fiftieth", "fiftyfirst", "fiftysecond")
+           "thirtyseventh", "thirtyeighth", "thirtyninth", "fortieth", "fortyfirst", "fortysecond", "fortythird", "fortyfourth", "fortyfifth", "fortysixth", "fortyseventh", "fortyeighth", "fortyninth", "fiftieth", "fiftyfirst", "fiftysecond", "fiftythird")
 MODULES = [importlib.import_module(f"tests.unit.test_diagnosis_{batch}") for batch in BATCHES]
 TOLD = [case for module in MODULES for case in module.TOLD]
 NOT_TOLD = [case for module in MODULES for case in getattr(module, "NOT_TOLD", [])]

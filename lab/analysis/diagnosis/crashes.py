@@ -1182,14 +1182,18 @@ def _padded_from_the_front_of_an_order(ctx: Context, tb) -> Finding | None:
     for source in parsed_files(ctx):
         ordered = {name for name, value in assignments(source) if any(call_name(node) in SORTS for node in walk(value))}
         for pad in source.walk():
+            itself = False  # `items + items[:k]`: a list topped up from its own front
             if isinstance(pad, ast.AugAssign) and isinstance(pad.op, ast.Add):
                 added = pad.value
             elif isinstance(pad, ast.Call) and call_name(pad) == "extend" and pad.args:
                 added = pad.args[0]
+            elif isinstance(pad, ast.BinOp) and isinstance(pad.op, ast.Add) and isinstance(pad.right, ast.Subscript):
+                added, itself = pad.right, root_name(pad.left) is not None and root_name(pad.left) == root_name(pad.right)
             else:
                 continue
+            sorts = itself and any(call_name(node) in SORTS for node in source.walk())
             if not (isinstance(added, ast.Subscript) and isinstance(added.slice, ast.Slice) and added.slice.lower is None
-                    and added.slice.step is None and root_name(added) in ordered):
+                    and added.slice.step is None and (root_name(added) in ordered or sorts)):
                 continue
             rank = _rank_of(ctx, tb)
             return Finding(
