@@ -113,6 +113,13 @@ def raised_by_own_check(ctx: Context, tb: Traceback) -> bool:
     return not quoted or quoted.startswith(("raise", "assert")) or " raise " in f" {quoted}"
 
 
+def gist(message: str, limit: int = 160) -> str:
+    """The message's first line, and the next one where the first only announces it ('Error(s) in loading ...:')."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["(no message)"]
+    first = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
 def failed_check_of(ctx: Context, tb: Traceback) -> FailedCheck | None:
     """What the statement that raised `tb` compared, as its process read it as it ended (None in records made before
     the hooks kept it, or where the process wrote no dump)."""

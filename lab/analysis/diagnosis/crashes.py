@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from lab.analysis.calls import POINT_TO_POINT, DistCall, arguments_that_differ
 from lab.analysis.diagnosis.addresses import endpoint_host, is_loopback, job_own_port
 from lab.analysis.diagnosis.context import (Context, PatternRule, echoes_a_peer, explained_by_rule, failed_check_of,
-                                             job_lines, near, quote, quoted_source, report_root_rank)
+                                             job_lines, near, quote, quoted_source, report_root_rank, gist)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.diagnosis.logs import EXCEPTION_LINE, LIBRARY_FILE, TRACEBACK_FRAME, WARNING_LINE, LogLine
 from lab.analysis.diagnosis.sources import (OPTIMIZERS, RANK_CALLS, RANK_NAMES, RANK_VARIABLES, RESULT_ARGUMENT, SPLITS,
@@ -110,7 +110,7 @@ def traceback_findings(ctx: Context) -> list[Finding]:
             found.append(_worker_finding(ctx, tb, rank, worker, evidence, at))
         else:
             found.append(Finding("rank-crashed", f"rank {rank if rank is not None else '?'} crashed with "
-                                                 f"{tb.short_type}: {_said(tb.message)}{at}", evidence, tb.node, rank,
+                                                 f"{tb.short_type}: {gist(tb.message)}{at}", evidence, tb.node, rank,
                                  _crash_fix(ctx, tb, frame)))
     return found
 
@@ -138,7 +138,7 @@ def _warning_raised(ctx: Context, tb) -> Finding | None:
         "warning-raised-as-error", f"rank {rank if rank is not None else '?'} stopped on a {tb.short_type} raised as "
         f"an error{_at(tb)}: warnings are errors in that process{where}", _raised(tb, rank)[:400], tb.node, rank,
         f"{fix}, or exempt this one (warnings.filterwarnings('default', category={tb.short_type})); and remove what "
-        f"it warns about: {_said(tb.message, 120)}")
+        f"it warns about: {gist(tb.message, 120)}")
 
 
 def _shadowed_module(ctx: Context, tb) -> Finding | None:
@@ -152,7 +152,7 @@ def _shadowed_module(ctx: Context, tb) -> Finding | None:
             return Finding(
                 "module-shadowed", f"the job's file {name}.py has the name of Python's own module '{name}': "
                 f"{importer.file.rsplit('/', 1)[-1]} imported '{name}' and got the job's file (the script's folder "
-                f"comes first on sys.path), which then failed ({tb.short_type}: {_said(tb.message, 100)})",
+                f"comes first on sys.path), which then failed ({tb.short_type}: {gist(tb.message, 100)})",
                 _raised(tb, rank)[:400], tb.node, rank,
                 f"rename {name}.py (and any {name}/ folder) in the job to a name no standard module has, e.g. "
                 f"my_{name}.py, and delete a stale {name}.pyc / __pycache__ next to it")
@@ -227,7 +227,7 @@ def _optimizer_state_mismatch(ctx: Context, tb) -> Finding | None:
                   "groups" if len(built) > 1 else "")
         return Finding(
             "optimizer-state-mismatch", f"rank {rank if rank is not None else '?'}'s optimizer failed inside "
-            f"torch.optim{_at(tb)} ({_said(tb.message, 100)}) after `{ast.unparse(loaded)[:60]}` ({source.name}:"
+            f"torch.optim{_at(tb)} ({gist(tb.message, 100)}) after `{ast.unparse(loaded)[:60]}` ({source.name}:"
             f"{loaded.lineno}): the loaded state (momentum, Adam's averages) does not fit the parameters it was put "
             "on: load_state_dict pairs states with parameters by position, group by group, and the groups were "
             f"built in another order or from other parameters than when the checkpoint was saved{builds}",
@@ -315,7 +315,7 @@ def _taken_by_every_rank(ctx: Context, tb, frame) -> Finding | None:
     quoted = quoted_source(ctx, tb, frame).strip()
     return Finding(
         "created-by-every-rank", f"ranks {', '.join(map(str, raised))} crashed with {tb.short_type} "
-        f"({_said(tb.message, 80)}) at `{quoted[:80]}` ({frame.location} in {frame.function}), where "
+        f"({gist(tb.message, 80)}) at `{quoted[:80]}` ({frame.location} in {frame.function}), where "
         f"rank{'s' if len(first) > 1 else ''} {', '.join(map(str, first))} got through: every rank runs this step "
         "that may happen once, and all but the first collide with what it registered",
         _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
@@ -354,7 +354,7 @@ def _length_from_data(ctx: Context, tb) -> Finding | None:
                        "before any operation or collective that expects one size")
                 return Finding(
                     "length-from-data", f"ranks {', '.join(map(str, raised))} crashed with {tb.short_type} "
-                    f"({_said(tb.message, 80)}) at {frame.location}: `{name}` comes from `{ast.unparse(call)[:60]}` "
+                    f"({gist(tb.message, 80)}) at {frame.location}: `{name}` comes from `{ast.unparse(call)[:60]}` "
                     f"(line {assign.lineno}), whose length depends on the values in each rank's data; where a rank's "
                     "data lacks the largest value, its tensor is shorter", _crash_evidence(tb), tb.node,
                     _rank_of(ctx, tb), fix)
@@ -518,7 +518,7 @@ def _global_index_on_shard(ctx: Context, tb) -> Finding | None:
     return Finding(
         "global-index-on-shard", f"rank {rank if rank is not None else '?'} used `{name}`, a value computed from its "
         f"rank{origin}, at `{ast.unparse(statement)[:60]}` ({frame.location}) on a tensor of size {size} "
-        f"({_said(tb.message, 70)}): an index or position over the whole range met a tensor that holds only this "
+        f"({gist(tb.message, 70)}): an index or position over the whole range met a tensor that holds only this "
         "rank's part (or one sized for one rank's part met the whole range)",
         _crash_evidence(tb), tb.node, rank,
         "translate between the whole range and the shard where they meet: local = index - shard_start, with the "
@@ -565,7 +565,7 @@ def _view_of_a_split(ctx: Context, tb) -> Finding | None:
     return Finding(
         "view-of-a-split", f"rank {rank if rank is not None else '?'} reshaped `{named}`, its part of a split by the "
         f"world size (`{made}`, line {made_at}), at `{ast.unparse(statement)[:60]}` ({frame.location}): with "
-        f"{ctx.evidence.expected_world_size} ranks its part holds {share} ({_said(tb.message, 70)}): the split "
+        f"{ctx.evidence.expected_world_size} ranks its part holds {share} ({gist(tb.message, 70)}): the split "
         "does not give each rank whole groups",
         _crash_evidence(tb), tb.node, rank,
         "split by whole groups of what the view makes: give each rank whole heads (chunk the number of heads by the "
@@ -588,7 +588,7 @@ def _view_splits_by_world(ctx: Context, tb, frame, statement: ast.AST, worlds: s
     return Finding(
         "view-of-a-split", f"`{ast.unparse(call)[:60]}` ({frame.location}) cuts a dimension into world-size parts "
         f"(`{ast.unparse(divided)}`), and with {world} ranks that dimension is no multiple of {world}: "
-        f"{_said(tb.message, 70)}", _crash_evidence(tb), tb.node, rank,
+        f"{gist(tb.message, 70)}", _crash_evidence(tb), tb.node, rank,
         "split the dimension unevenly and say so: per-rank counts with the remainder spread (torch.tensor_split, "
         "or sizes given to all_to_all_single as input_split_sizes/output_split_sizes); or pad it to a multiple of "
         "the world size before the view and drop the padding after")
@@ -621,7 +621,7 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
         return Finding(
             "threads-divided-again", f"`{split[0]}` (line {split[1]}) divides {threads} by the node's processes, but "
             f"torchrun already sets {threads} per process (1 where it starts several on a node), so the share comes "
-            f"out 0, which `{ast.unparse(statement)[:50]}` ({frame.location}) refuses ({_said(tb.message, 60)})",
+            f"out 0, which `{ast.unparse(statement)[:50]}` ({frame.location}) refuses ({gist(tb.message, 60)})",
             _crash_evidence(tb), tb.node, rank,
             f"use {threads} as it is (it is already each process's share), or divide the node's cores instead "
             "(len(os.sched_getaffinity(0)) // LOCAL_WORLD_SIZE) and keep at least 1: max(1, ...)")
@@ -629,7 +629,7 @@ def _empty_share(ctx: Context, tb) -> Finding | None:
         "empty-share-of-the-world", f"rank {rank if rank is not None else '?'} got an empty or zero share: "
         f"`{split[0]}` (line {split[1]}) splits by the world size, and with {ctx.evidence.expected_world_size} ranks "
         f"its part comes out empty or rounds down to 0, which `{ast.unparse(statement)[:50]}` ({frame.location}) "
-        f"refuses ({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
+        f"refuses ({gist(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
         "size the split for the world it runs on: every rank needs at least one item (as many shards as ranks or "
         "more, or split by samples rather than files), and a per-rank size taken from a global one must not round "
         "to 0 (keep the per-rank micro batch fixed and derive the accumulation steps from the world size: "
@@ -664,7 +664,7 @@ def _integer_sum_wrapped(ctx: Context, tb) -> Finding | None:
         "integer-sum-wrapped", f"the {call.op} of `{given}`{_called_at(call)} summed {dtype} values "
         f"over {ctx.evidence.expected_world_size} ranks: {dtype} holds at most {NARROW_SIGNED[dtype]:,}, and a total "
         f"past it wraps around to a negative number without an error, which `{ast.unparse(statement)[:50]}` "
-        f"({frame.location}) refuses ({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
+        f"({frame.location}) refuses ({gist(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
         f"sum counts in int64: build the tensor with dtype=torch.int64 (or .long() it, not a NumPy {dtype} array) "
         f"before the {call.op}; one rank's count fits in {dtype}, the sum over every rank of every node need not")
 
@@ -697,7 +697,7 @@ def _partial_recv(ctx: Context, tb) -> Finding | None:
     return Finding(
         "partial-recv", f"`{received[0]}` (line {received[1]}) takes what one recv returns, and recv returns the bytes "
         f"that have arrived so far (up to the size asked), not the whole message: `{ast.unparse(statement)[:50]}` "
-        f"({frame.location}) got part of it ({tb.short_type}: {_said(tb.message, 70)})", _crash_evidence(tb),
+        f"({frame.location}) got part of it ({tb.short_type}: {gist(tb.message, 70)})", _crash_evidence(tb),
         tb.node, rank,
         "read until the announced length has arrived: loop on recv and append until len(data) == size (or "
         "sock.makefile('rb').read(size), or recv with socket.MSG_WAITALL), the same for the length header; or send "
@@ -749,7 +749,7 @@ def _split_drops_remainder(ctx: Context, tb) -> Finding | None:
         "split-drops-remainder", f"`{ast.unparse(divided)}` ({frame.location}) gives each of the "
         f"{ctx.evidence.expected_world_size} ranks the whole division's quotient, and the remainder is in no share: "
         f"the lengths add up to less than the data, which `{ast.unparse(statement)[:50]}` refuses "
-        f"({_said(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
+        f"({gist(tb.message, 70)})", _crash_evidence(tb), tb.node, rank,
         "give the remainder to some shards (lengths = [n // world + (1 if i < n % world else 0) for i in "
         "range(world)]), or pass fractions ([1 / world] * world: random_split spreads the remainder), or split by "
         "index (indices[rank::world], torch.tensor_split); with 1 rank the division has no remainder, which is why "
@@ -823,7 +823,7 @@ def _restored_another_ranks_state(ctx: Context, tb) -> Finding | None:
     return Finding(
         "restored-another-ranks-state", f"rank {rank} put back state from {path.rsplit('/', 1)[-1]}, which {by} alone "
         f"saved, so it got {by}'s own state (what differs per rank: a data position, an RNG, a shard), and "
-        f"`{restoring.function}` ({restoring.location}) refused it ({_said(tb.message, 70)})", _crash_evidence(tb),
+        f"`{restoring.function}` ({restoring.location}) refused it ({gist(tb.message, 70)})", _crash_evidence(tb),
         tb.node, rank,
         "keep what differs per rank per rank: save it in a file of each rank's own (state_rank{rank}.pt), or "
         "all_gather_object every rank's state into the checkpoint and restore each rank's own entry; rank 0's file "
@@ -851,7 +851,7 @@ def _half_sum_overflowed(ctx: Context, tb) -> Finding | None:
     return Finding(
         "half-sum-overflowed", f"the {call.op}{where} sums {call.tensors[0]} over {world} ranks with op SUM: float16 "
         f"holds at most {HALF_MAX[call.tensors[0].dtype]:,}, and the sum of {world} ranks' values overflows to inf "
-        f"where one rank's fits, so what follows is not finite ({_said(tb.message, 70)})", _crash_evidence(tb),
+        f"where one rank's fits, so what follows is not finite ({gist(tb.message, 70)})", _crash_evidence(tb),
         tb.node, rank,
         f"divide by the world size before the reduction (x.div(world).to(torch.float16), as torch's "
         "fp16_compress_hook does), or reduce in float32 or bfloat16; with loss scaling, keep the scale small enough "
@@ -1150,7 +1150,7 @@ def _decided_on_the_root_from_its_own(ctx: Context, tb) -> Finding | None:
                 "decided-on-the-root-from-its-own", f"`{name}` is built on rank {root.value} alone "
                 f"(`if {ast.unparse(decided.test)[:30]}:`, {source.name}:{decided.lineno}) from its own `{own[0]}`, "
                 f"and broadcast (line {sent.lineno}); {_who_raised(ctx, tb, rank)} looks up its own `{own[0]}` in it "
-                f"({frame.location}), which holds what rank {root.value}'s did not ({_said(tb.message, 40)})",
+                f"({frame.location}), which holds what rank {root.value}'s did not ({gist(tb.message, 40)})",
                 _crash_evidence(tb), tb.node, rank,
                 f"build it from what every rank holds: all_gather_object each rank's own (its labels, keys, "
                 f"vocabulary from `{own[0]}`) and take their union, in a sorted order, on every rank; or build it from "
@@ -1375,7 +1375,7 @@ def _group_ranks_repeated(ctx: Context, tb) -> Finding | None:
     listed = f"`{ast.unparse(built)[:60]}` (line {built.lineno})" if built is not None else f"`{ast.unparse(ranks)}`"
     return Finding(
         "group-ranks-repeated", f"{frame.location} gives {call_name(call)} the ranks {listed}, one entry per item "
-        f"each rank owns, so a rank that owns several is listed several times ({_said(tb.message, 80)})",
+        f"each rank owns, so a rank that owns several is listed several times ({gist(tb.message, 80)})",
         _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "list each rank once: sorted(set(...)) of the owners, and create every group in the same order on every "
         "rank")
@@ -1401,7 +1401,7 @@ def _bucketized_to_the_rank_before(ctx: Context, tb) -> Finding | None:
                 "bucketized-to-the-rank-before", f"`{ast.unparse(routed)[:50]}` ({source.name}:{routed.lineno}) routes "
                 f"each id to the shard below the first boundary it does not pass, and with right=False (the default) "
                 f"an id equal to a boundary (the first row of a shard) goes to the shard before it: that rank looks "
-                f"the id up at its own length, one past its rows ({_said(tb.message, 60)})", _crash_evidence(tb),
+                f"the id up at its own length, one past its rows ({gist(tb.message, 60)})", _crash_evidence(tb),
                 tb.node, _rank_of(ctx, tb),
                 f"route with right=True ({ast.unparse(routed)[:-1][:60]}, right=True)), so that a shard's first "
                 "row belongs to it; or compute the owner by division (ids // rows_per_rank) where shards are even")
@@ -1429,7 +1429,7 @@ def _owner_product_wrapped(ctx: Context, tb) -> Finding | None:
                 "owner-product-wrapped", f"`{ast.unparse(shift)[:50]}` ({source.name}:{shift.lineno}) multiplies "
                 f"{int(bits)}-bit keys by the world size before shifting: at a world of {world} the product passes "
                 f"2**63 for the larger keys and int64 wraps it negative, so some owners come out below 0 "
-                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"divide instead of multiplying: keys // ((1 << {int(bits)}) // world) (clamped to world - 1), or "
                 "keys % world; check that every owner is in [0, world) before using it")
     return None
@@ -1471,7 +1471,7 @@ def _owner_index_reaches_world(ctx: Context, tb) -> Finding | None:
                 "owner-index-reaches-world", f"`{ast.unparse(cast)[:60]}` ({source.name}:{cast.lineno}) gives each "
                 f"item its rank by dividing a coordinate by (extent / world) and rounding down: an item exactly at the "
                 f"upper edge comes out as {world}, a rank that does not exist, so no rank keeps it{endpoint} "
-                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "keep every owner in [0, world): clamp it (`.clamp_(max=world - 1)`, min(owner, world - 1)) and keep "
                 "coordinates inside [0, extent) (torch.remainder, a grid built without its endpoint)")
     return None
@@ -1506,7 +1506,7 @@ def _pairs_of_an_absent_rank(ctx: Context, tb) -> Finding | None:
                 f"peer cancels with the opposite sign, and each rank adds its terms only under `if "
                 f"{ast.unparse(owned)[:50]}:`: where a rank skips, the terms its partners added against it stay in "
                 f"the all_reduce's sum (line {reduced.lineno}), and the result fails the job's check "
-                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "agree who takes part before pairing (all_gather every rank's flag first) and add pair terms only "
                 "between ranks that take part, or have the ranks that take part remove the terms they share with the "
                 "absent ones before the result is decoded")
@@ -1541,7 +1541,7 @@ def _share_at_this_world_size(ctx: Context, tb) -> Finding | None:
                 "shares-short-of-the-whole", f"{said} gives each of the {world} ranks {share}, so the shares joined "
                 f"hold {share * world}, not the {whole} that `{ast.unparse(statement)[:50]}` ({source.name}:"
                 f"{statement.lineno}) expects: the remainder of the division is on no rank "
-                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"give the first {whole} % world ranks one more (n // world + (rank < n % world)), or make "
                 f"ceil({whole} / world) on every rank and trim the joined result to {whole}; or size what follows "
                 "from what was gathered, not from the whole")
@@ -1557,7 +1557,7 @@ def _share_at_this_world_size(ctx: Context, tb) -> Finding | None:
         return Finding(
             "share-not-a-multiple", f"{said} is {share} at this world size of {world}, and the job cuts it into "
             f"groups of {group} ({cut}): {share} is not "
-            f"a multiple of {group}, as {whole} is on one rank ({_said(tb.message, 60)})", _crash_evidence(tb),
+            f"a multiple of {group}, as {whole} is on one rank ({gist(tb.message, 60)})", _crash_evidence(tb),
             tb.node, _rank_of(ctx, tb),
             f"keep each rank's share a multiple of {group}: make the whole a multiple of {group} x the world size "
             f"({bigger} here), or let the grouping follow the share (a group that divides it, math.gcd({group}, "
@@ -1584,7 +1584,7 @@ def _share_seen_not_a_multiple(ctx: Context, tb, source, statement, dims: list[i
         "share-not-a-multiple", f"`{ast.unparse(division)}` ({source.name}:{division.lineno}) gave this rank {share} "
         f"(`{held.expression}` holds {held.shape[0]} rows), and the job cuts it into groups of {group} "
         f"(`{ast.unparse(statement)[:50]}`, {source.name}:{statement.lineno}): {share} is not a multiple of {group} "
-        f"at this world size of {ctx.evidence.expected_world_size} ({_said(tb.message, 60)})", _crash_evidence(tb),
+        f"at this world size of {ctx.evidence.expected_world_size} ({gist(tb.message, 60)})", _crash_evidence(tb),
         tb.node, _rank_of(ctx, tb),
         f"keep each rank's share a multiple of {group}: make the whole, at every value it takes (each stage of a ramp), "
         f"a multiple of {group} x the world size, or let the grouping follow the share (math.gcd({group}, share)), and "
@@ -1619,7 +1619,7 @@ def _sum_of_nothing(ctx: Context, tb) -> Finding | None:
             "sum-of-nothing", f"`{ast.unparse(summed)}` ({source.name}:{summed.lineno}) is the int 0 where "
             f"`{listed}` is empty: the job appends to it item by item and skips some, and on this rank's share none "
             f"was kept, so `.{said[1]}` met a number, not a tensor; the other ranks went on into the collectives "
-            f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             f"start the sum from a tensor that stays in the graph (sum({listed}, outputs.sum() * 0), torch.stack"
             f"({listed}).sum() guarded by a zero of the outputs) so that every rank has a loss and runs backward, "
             "and give the skipped items their own term (a background-only loss) rather than dropping them")
@@ -1644,7 +1644,7 @@ def _squeezed_to_a_scalar(ctx: Context, tb) -> Finding | None:
         return Finding(
             "squeezed-to-a-scalar", f"the part at position {position[1]} is 0-d: `{ast.unparse(squeezed)[:50]}` "
             f"({source.name}:{squeezed.lineno}) drops every dimension of size 1, and where a rank's share held one "
-            f"item its item dimension goes too, so its part is a scalar ({_said(tb.message, 60)})",
+            f"item its item dimension goes too, so its part is a scalar ({gist(tb.message, 60)})",
             _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             "squeeze only the dimension you mean (.squeeze(-1)), or .reshape(-1) / torch.atleast_1d the result "
             "before it is gathered and joined")
@@ -1670,7 +1670,7 @@ def _whole_beside_a_part(ctx: Context, tb) -> Finding | None:
         return Finding(
             "whole-beside-a-part", f"`{ast.unparse(joined)[:50]}` ({source.name}:{joined.lineno}) joins every rank's "
             f"gathered part into {big} rows, and the job then meets it with this rank's own {small} "
-            f"({_said(tb.message, 70)}): the ranks' whole is used beside a single rank's part",
+            f"({gist(tb.message, 70)}): the ranks' whole is used beside a single rank's part",
             _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             "where it meets this rank's values, take this rank's slice of the whole (whole[rank * n:(rank + 1) * n]) "
             "and keep the whole for global statistics only (a mean, a normaliser); or gather the other side too, "
@@ -1706,7 +1706,7 @@ def _distributions_summed(ctx: Context, tb) -> Finding | None:
                 "distributions-summed", f"`{name}` is a distribution on each rank (`{ast.unparse(made)[:40]}`, "
                 f"{source.name}:{made.lineno}), summed over the ranks by all_reduce ({source.name}:{reduced.lineno}) "
                 f"and never divided by their number: each row sums to the world size, not 1 "
-                f"({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"average it: divide `{name}` by dist.get_world_size() after the SUM (ReduceOp.AVG does it on NCCL; "
                 "gloo has no AVG), or renormalise each row before it is used as a distribution")
     return None
@@ -1732,7 +1732,7 @@ def _statistic_of_a_small_share(ctx: Context, tb) -> Finding | None:
         "statistic-of-a-small-share", f"`{ast.unparse(statement)[:60]}` ({source.name}:{statement.lineno}) needs "
         f"several values, and this rank's share has too few: the job splits its data over the ranks "
         f"(`{ast.unparse(split)[:40]}`, line {split.lineno}) and takes the statistic on each share before it gathers "
-        f"(line {gathers[0].lineno}), so the more ranks, the fewer values each has ({_said(tb.message, 50)})",
+        f"(line {gathers[0].lineno}), so the more ranks, the fewer values each has ({gist(tb.message, 50)})",
         _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "gather the raw values from every rank first and compute the statistic once over all of them; or guard the "
         "per-rank statistic for shares too small (report the single value, or skip it)")
@@ -1768,7 +1768,7 @@ def _columns_sharded_differently(ctx: Context, tb) -> Finding | None:
                 "columns-sharded-differently", f"`{ast.unparse(one)[:50]}` ({source.name}:{one.lineno}) deals items "
                 f"to the ranks strided, and `{ast.unparse(other)[:60]}` (line {other.lineno}) in blocks: on more than "
                 f"one rank the i-th item of one is no longer the i-th of the other, and their sizes stop agreeing "
-                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "shard every column with the same index set (one `idx = range(rank, n, world)` applied to each, or "
                 "shard whole records rather than columns), or recompute what a column derives from the shard's own "
                 "items (len(tokens) for the lengths)")
@@ -1809,7 +1809,7 @@ def _labels_offset_past_the_logits(ctx: Context, tb) -> Finding | None:
                     f"labels as if they indexed every rank's rows: rank {rank}'s first label, {past[1]}, is past them",
                     "do not offset the labels by the rank where the logits are the rank's own (torch.arange(B)); "
                     "offset only against logits over every rank's gathered rows")
-        return Finding("labels-offset-past-the-logits", f"{told[0]} ({_said(tb.message, 40)})", _crash_evidence(tb),
+        return Finding("labels-offset-past-the-logits", f"{told[0]} ({gist(tb.message, 40)})", _crash_evidence(tb),
                        tb.node, rank, told[1])
     return None
 
@@ -1838,7 +1838,7 @@ def _joined_into_the_features(ctx: Context, tb) -> Finding | None:
             return Finding(
                 "joined-into-the-features", f"`{ast.unparse(shown)[:50]}` ({source.name}:{join.lineno}) joins the "
                 f"ranks' gathered parts along a dimension other than the samples', so each row became {world} rows "
-                f"side by side: a width of {max(inner, outer)} met {min(inner, outer)} ({_said(tb.message, 60)})",
+                f"side by side: a width of {max(inner, outer)} met {min(inner, outer)} ({gist(tb.message, 60)})",
                 _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"join along the samples: torch.cat({identifier(join.args[0])}, dim=0) (or torch.stack(..., 0)"
                 ".flatten(0, 1)), keeping each row's width")
@@ -1861,7 +1861,7 @@ def _padding_index_of_the_whole(ctx: Context, tb) -> Finding | None:
         return Finding(
             "padding-index-of-the-whole", f"`{ast.unparse(table)[:60]}` ({frame.location}) is this rank's rows of a "
             f"vocabulary split over the ranks, and its padding index `{ast.unparse(padding) if padding else '?'}` "
-            f"counts in the whole vocabulary: it lies outside this shard ({_said(tb.message, 50)})",
+            f"counts in the whole vocabulary: it lies outside this shard ({gist(tb.message, 50)})",
             _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             "translate it to the shard: padding_idx = pad_id - start on the rank whose [start, end) holds it, None "
             "on the others (or drop padding_idx and zero the pad row on its owner)")
@@ -1896,7 +1896,7 @@ def _stream_cut_mid_record(ctx: Context, tb) -> Finding | None:
                 "split-mid-record", f"`{ast.unparse(split.args[0])}` is this rank's slice of a stream cut at a fixed "
                 f"offset (`{ast.unparse(cut)[:40]}`, {at_source.name}:{cut.lineno}), and the sizes come from the "
                 f"record starts found inside it (`{ast.unparse(found)[:40]}`, line {found.lineno}): where the slice "
-                f"starts inside a record, its head is in no size ({_said(tb.message, 50)})", _crash_evidence(tb),
+                f"starts inside a record, its head is in no size ({gist(tb.message, 50)})", _crash_evidence(tb),
                 tb.node, _rank_of(ctx, tb),
                 "cut the stream at record boundaries (move each rank's start and end to the next record start, or "
                 "deal whole records), or count the leading part as a record of its own (position 0 as a boundary)")
@@ -1923,7 +1923,7 @@ def _gathered_vector_read_as_a_number(ctx: Context, tb) -> Finding | None:
         return Finding(
             "gathered-vector-read-as-a-number", f"`{ast.unparse(value)[:30]}` ({source.name}:{statement.lineno}) holds "
             f"one value per rank, gathered and joined, and `{ast.unparse(read)[:30]}` reads it as one number: that "
-            f"holds only on one rank ({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            f"holds only on one rank ({gist(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             f"reduce it first ({ast.unparse(value)[:30]}.sum(), or all_reduce with SUM instead of all_gather), then "
             "read the single number")
     return None
@@ -1951,7 +1951,7 @@ def _entry_made_by_its_owner_only(ctx: Context, tb) -> Finding | None:
         return Finding(
             "entry-made-by-its-owner-only", f"`{table}`'s entries are set only where `{ast.unparse(test)[:50]}` holds "
             f"({source.name}:{assign.lineno}), on the rank that owns each, and never sent to the others: rank "
-            f"{_rank_of(ctx, tb)} looked up an entry another rank made ({tb.short_type}: {_said(tb.message, 30)})",
+            f"{_rank_of(ctx, tb)} looked up an entry another rank made ({tb.short_type}: {gist(tb.message, 30)})",
             _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             "share each entry once its owner makes it (broadcast_object_list([entry], src=owner), or all_gather_object "
             "of every rank's new entries), or have every rank make every entry; or look up only the entries this "
@@ -1983,7 +1983,7 @@ def _sentinel_wins_the_merge(ctx: Context, tb) -> Finding | None:
                 "sentinel-wins-the-merge", f"`{target}` starts at {sign} for entries not yet seen ({source.name}:"
                 f"{started.lineno}) and is merged over the ranks with {kind} (line {reduced.lineno}): where another "
                 f"rank has not seen an entry, its {sign} wins over the value this rank measured, and the infinities "
-                f"reach the arithmetic ({_said(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"reach the arithmetic ({gist(tb.message, 50)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"start unseen entries at the value that loses the {kind} ({'+inf' if kind == 'MIN' else '-inf'}, or "
                 "a mask of the entries seen: all_reduce values*mask and mask with SUM and divide), and give entries "
                 "nobody saw a finite default before they are used")
@@ -2019,7 +2019,7 @@ def _saved_view_of_the_whole(ctx: Context, tb) -> Finding | None:
             return Finding(
                 "saved-view-of-the-whole", f"`{ast.unparse(sliced)[:40]}` ({source.name}:{sliced.lineno}) is a view "
                 f"of the whole tensor, and torch.save ({source.name}:{save.lineno}) writes the storage a view shares: "
-                f"each rank's file holds the whole tensor, not its slice ({_said(tb.message, 60)})",
+                f"each rank's file holds the whole tensor, not its slice ({gist(tb.message, 60)})",
                 _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"save a copy that owns only its rows: {ast.unparse(sliced)[:40]}.clone() (or build only this "
                 "rank's part)")
@@ -2048,7 +2048,7 @@ def _node_budget_over_the_world(ctx: Context, tb) -> Finding | None:
         return Finding(
             "node-budget-over-the-world", f"`{ast.unparse(division)[:60]}` ({source.name}:{division.lineno}) divides a "
             f"node's worker budget by the whole job's world size: at {world} ranks it is 0 workers, which the "
-            f"DataLoader's other options refuse ({_said(tb.message, 50)})", _crash_evidence(tb), tb.node,
+            f"DataLoader's other options refuse ({gist(tb.message, 50)})", _crash_evidence(tb), tb.node,
             _rank_of(ctx, tb),
             "divide a per-node budget by the processes of the node (LOCAL_WORLD_SIZE), keep at least one "
             "(max(1, ...)), and pass prefetch_factor only when num_workers > 0")
@@ -2077,7 +2077,7 @@ def _length_of_the_whole(ctx: Context, tb) -> Finding | None:
             return Finding(
                 "length-of-the-whole", f"{cls.name}.__iter__ yields this rank's share (every world-th item), but "
                 f"{cls.name}.__len__ ({source.name}:{length.lineno}) counts every rank's: a loop sized by len() asks "
-                f"for {ctx.evidence.expected_world_size} times what comes ({_said(tb.message, 50)})",
+                f"for {ctx.evidence.expected_world_size} times what comes ({gist(tb.message, 50)})",
                 _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"make {cls.name}.__len__ count this rank's share, as __iter__ yields it (len(items[self.rank::"
                 "self.world])), or drive the loop by iterating rather than by range(len(...))")
@@ -2106,7 +2106,7 @@ def _replicated_counted_per_rank(ctx: Context, tb) -> Finding | None:
                 "replicated-counted-per-rank", f"each rank counts the parameters it holds and the counts are summed "
                 f"over the ranks ({source.name}:{reduced.lineno}): parameters every rank holds whole (norms, biases "
                 f"that are not split) are counted once per rank, so the total comes out over the model's "
-                f"({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "count a sharded parameter on every rank and a replicated one on one rank only (or divide its count "
                 "by the world size) before the sum; or compare per-rank counts with what each rank's shard should "
                 "hold")
@@ -2131,7 +2131,7 @@ def _renormalized_by_forward(ctx: Context, tb) -> Finding | None:
         return Finding(
             "renormalized-by-forward", f"`{ast.unparse(table)[:50]}` ({source.name}:{table.lineno}) has max_norm: "
             f"every forward renormalizes, in place, the rows it looks up, and each rank looks up its own data's rows, "
-            f"so the replicas' weights drift apart ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node,
+            f"so the replicas' weights drift apart ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node,
             _rank_of(ctx, tb),
             "keep the weights out of reach of the forward: take the state and its checksums before it (or run it on "
             "a deepcopy), or clamp the looked-up vectors yourself (F.normalize / torch.renorm on the output) instead "
@@ -2318,7 +2318,7 @@ def _fixed_slot_too_small(ctx: Context, tb) -> Finding | None:
         return Finding(
             "fixed-slot-too-small", f"{function.name}() ({source.name}:{function.lineno}) gives every rank a slot of a "
             f"fixed {identifier(limit)} = {fixed.value} for what it exchanges, and this rank's payload is larger "
-            f"({_said(tb.message, 70)}): the payload grows with the rank's data, the slot does not",
+            f"({gist(tb.message, 70)}): the payload grows with the rank's data, the slot does not",
             _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             "size the exchange from the data: all_gather the payloads' lengths first and pad to the largest, or use "
             "dist.all_gather_object; or send the values as a tensor (all_gather of int64 keys padded to the largest "
@@ -2340,7 +2340,7 @@ def _lock_held_by_a_node_mate(ctx: Context, tb) -> Finding | None:
     return Finding(
         "lock-held-by-a-node-mate", f"`{ast.unparse(locking)[:50]}` ({frame.location}) asks for a lock without "
         "waiting, and another rank of the same node already holds it: the lock file is one per node's disk, so with "
-        f"several ranks on a node the second one is refused ({_said(tb.message, 50)})",
+        f"several ranks on a node the second one is refused ({gist(tb.message, 50)})",
         _crash_evidence(tb), tb.node, rank,
         "give each rank a lock (or a cache file) of its own, named by its global rank; or take the lock blocking, "
         "only around each write (LOCK_EX without LOCK_NB, released right after); or let local rank 0 alone own it")
@@ -2370,7 +2370,7 @@ def _failed_before_joining(ctx: Context, tb) -> Finding | None:
         "ranks-wait-for-each-other", f"rank {other.rank} waited in init_process_group ({entered.caller}) for rank {rank} "
         f"to join, while rank {rank} never called it: before joining it waited for something "
         f"{'on ' + named[0] + ' ' if named else ''}that rank {other.rank} was to provide only after joining, and gave "
-        f"up{_at(tb)} ({_said(tb.message, 90)})", _crash_evidence(tb), tb.node, rank,
+        f"up{_at(tb)} ({gist(tb.message, 90)})", _crash_evidence(tb), tb.node, rank,
         "order the start-up so that no rank waits for a peer that waits for it: start what the others need (a "
         "config server, a file, a store key) before init_process_group on the rank that provides it, or let every "
         "rank call init_process_group first and then hand the rest over with torch.distributed (broadcast_object_list "
@@ -2408,7 +2408,7 @@ def _grad_mode_left_off(ctx: Context, tb) -> Finding | None:
             return Finding(
                 "grad-mode-left-off", f"`{ast.unparse(off)}` ({source.name}:{off.lineno}) turns autograd off for the "
                 f"whole process, and {name}() {where}: every later step of that rank runs without a graph, so its "
-                f"loss has none ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"loss has none ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "scope it instead of switching it: `with torch.no_grad():` around the sampling (or @torch.no_grad() "
                 "on the helper), or restore it on every path (try/finally: torch.set_grad_enabled(prev))")
     return None
@@ -2484,7 +2484,7 @@ def _index_past_a_rounded_share(ctx: Context, tb) -> Finding | None:
         "split-drops-remainder", f"`{divided[0]}` (line {divided[1]}) divides by the world size and rounds down: with "
         f"{ctx.evidence.expected_world_size} ranks what does not divide evenly has no rank, so an index computed from "
         f"it (`{chain[0][0]}`, line {chain[0][1]}) points past the last one, which `{ast.unparse(statement)[:50]}` "
-        f"({frame.location}) refuses ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, rank,
+        f"({frame.location}) refuses ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, rank,
         "make the division cover every item: require that the count divides by the world size (or choose a group "
         "size that divides it), or place items with ceiling division or an explicit item-to-rank table "
         "(numpy.array_split of the indices); with 1 rank nothing is left over, which is why it passed there")
@@ -2528,7 +2528,7 @@ def _read_from_a_rank_offset(ctx: Context, tb) -> Finding | None:
         "split-mid-record", f"rank {rank if rank is not None else '?'} seeks to a byte offset made from its rank "
         f"(`{ast.unparse(seek)[:50]}`, line {seek.lineno}) and parses from there: an offset computed by dividing the "
         f"file's size lands inside a record, so the first thing read is a record's tail, which "
-        f"`{ast.unparse(statement)[:40]}` ({frame.location}) cannot parse ({_said(tb.message, 60)})",
+        f"`{ast.unparse(statement)[:40]}` ({frame.location}) cannot parse ({gist(tb.message, 60)})",
         _crash_evidence(tb), tb.node, rank,
         "align each rank's range to record boundaries: after seeking to the offset, unless it is 0, discard the "
         "partial line (one readline()), and let each rank read the record that crosses its end offset; or split by "
@@ -2571,7 +2571,7 @@ def _tail_on_no_rank(ctx: Context, tb) -> Finding | None:
         "split-drops-remainder", f"rank {rank}, the last, failed with its part from `{made[0][:50]}` (line {made[1]}): "
         f"{function.name}() takes `{ast.unparse(sliced)[:60]}` (line {sliced.lineno}), with a share that divides by "
         f"the world size and rounds down, so the last items are on no rank: with {world} ranks the last rank's part "
-        f"lacks the end it should hold ({_said(tb.message, 60)} at {frame.location})", _crash_evidence(tb), tb.node,
+        f"lacks the end it should hold ({gist(tb.message, 60)} at {frame.location})", _crash_evidence(tb), tb.node,
         rank,
         "split so that every item is owned once: bounds from the whole count (start = rank * n // world, end = "
         "(rank + 1) * n // world), or let the last rank take the rest (items[rank * per:] when rank == world - 1); "
@@ -2682,7 +2682,7 @@ def _share_too_small(ctx: Context, tb) -> Finding | None:
     who = _who_raised(ctx, tb, rank)
     return Finding(
         "share-smaller-than-needed", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}): "
-        f"{_said(tb.message, 90).rstrip('.')}. What it works on (`{sorted(used)[0]}`) is the rank's share of the "
+        f"{gist(tb.message, 90).rstrip('.')}. What it works on (`{sorted(used)[0]}`) is the rank's share of the "
         "data, taken by "
         f"splitting over the world size (`{split[0][:60]}`, line {split[1]}): with {ctx.evidence.expected_world_size}"
         " ranks a share (or its last piece) is smaller than this operation needs; with fewer ranks it is not",
@@ -2763,7 +2763,7 @@ def _index_from_other_ranks(ctx: Context, tb) -> Finding | None:
                 "key-from-other-ranks", f"`{ast.unparse(index)[:40]}` ({source.name}:{statement.lineno}) is a key "
                 f"from what the other ranks sent (through `{sent}`), looked up in `{ast.unparse(table)[:30]}`, which "
                 f"this rank filled from its own share: the keys of items another rank held are not in it "
-                f"({tb.short_type}: {_said(tb.message, 40)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"({tb.short_type}: {gist(tb.message, 40)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 f"send what the keys look up along with them (gather `{ast.unparse(table)[:30]}`'s entries too and "
                 "merge them before the lookup, or load the whole table on the rank that merges), or have each rank "
                 "do its own lookups and send the results")
@@ -2773,7 +2773,7 @@ def _index_from_other_ranks(ctx: Context, tb) -> Finding | None:
                 "global-index-on-shard", f"`{ast.unparse(index)[:40]}` ({source.name}:{statement.lineno}) is a "
                 f"position over every rank's parts joined (`{ast.unparse(drawn)[:50]}` over what came through "
                 f"`{sent}`), used on this rank's own part of size {past.group(2)}: positions past it belong to other "
-                f"ranks ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+                f"ranks ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "map each position to its owner and its place there (owner = index // part_size, local = index % "
                 "part_size) and fetch the items from their owners (all_to_all), or draw the positions from this "
                 "rank's own part only")
@@ -2781,7 +2781,7 @@ def _index_from_other_ranks(ctx: Context, tb) -> Finding | None:
             "index-from-other-ranks", f"`{ast.unparse(index)[:40]}` ({source.name}:{statement.lineno}) holds values "
             f"the other ranks sent (through `{sent}`), and one of them, {past.group(1)}, is past the {past.group(2)} "
             f"this rank's own tensor holds: the ranks produce values from a larger range than the one this rank "
-            f"sized for ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
+            f"sized for ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
             "size what the received values index for every rank's range, not this rank's own (the largest over the "
             "ranks: a shared constant, or all_reduce with MAX of each rank's count before building it), or map each "
             "rank's values into the shared range before sending them")
@@ -2866,7 +2866,7 @@ def _ragged_parts_stacked(ctx: Context, tb) -> Finding | None:
     return Finding(
         "ragged-parts-stacked", f"rank {rank if rank is not None else '?'} "
         f"{'stacked' if stacked else 'made one tensor of'} what every rank gave a gather "
-        f"(`{ast.unparse(joined[0])[:60]}`, {frame.location}: {_said(tb.message, 80)}): each rank's part holds "
+        f"(`{ast.unparse(joined[0])[:60]}`, {frame.location}: {gist(tb.message, 80)}): each rank's part holds "
         f"its own number of items, and {'torch.stack' if stacked else 'a tensor of lists'} needs parts of one size",
         _crash_evidence(tb), tb.node, rank,
         "join the parts end to end along the item dimension (torch.cat), or for lists make one list of every "
@@ -2891,7 +2891,7 @@ def _scaler_step_without_gradients(ctx: Context, tb) -> Finding | None:
     some = raised and len(raised) < ctx.evidence.expected_world_size
     return Finding(
         "scaler-step-without-gradients", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, raised)) or '?'} "
-        f"reached GradScaler.step with no gradient on any parameter of the optimizer ({_said(tb.message, 60)})"
+        f"reached GradScaler.step with no gradient on any parameter of the optimizer ({gist(tb.message, 60)})"
         f"{where}{', while the other ranks had some' if some else ''}", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "give every rank something to own (no more ranks than the layers or shards shared out), or skip "
         "scaler.unscale_ and scaler.step on a rank with no gradients while still calling scaler.update() with the "
@@ -2962,7 +2962,7 @@ def _count_returned_as_float(ctx: Context, tb) -> Finding | None:
         return None
     return Finding(
         "count-returned-as-float", f"`{whole.expression}` is {whole.text}, a float, where {frame.location} needs an "
-        f"integer ({_said(tb.message, 60)}): it comes from {reduced.name}() ({source.name}:{reduced.lineno}), which "
+        f"integer ({gist(tb.message, 60)}): it comes from {reduced.name}() ({source.name}:{reduced.lineno}), which "
         "sums over the ranks in a float tensor and returns its .item(), a float, which a count must not be",
         _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         f"reduce counts as integers and give back integers: an int64 tensor, and int(t.item()) (or keep counts and "
@@ -2995,6 +2995,25 @@ def _joined_not_added(ctx: Context, tb) -> Finding | None:
 JSON_KEYS = re.compile(r"keys must be str, int, float, bool or None, not (\w+)")
 
 
+ASKS_THE_WORLD = ("get_world_size", "is_initialized")
+
+
+def _returns_early_on_one_process(source: SourceFile, function: ast.AST, before: int | None = None) -> ast.If | None:
+    """The `if <one process>: return ...` of `function` (above line `before`, where given): a test of the world size,
+    of whether torch.distributed is initialized, or of a helper of the job that asks (`if not is_dist():`). Only a
+    run of several ranks gets past it."""
+    if not isinstance(function, ast.FunctionDef):
+        return None
+    worlds = _world_names(source) | {"world_size", *ASKS_THE_WORLD}
+    asks = set(ASKS_THE_WORLD) | {helper.name for helper in source.walk() if isinstance(helper, ast.FunctionDef)
+                                  and any(call_name(part) in ASKS_THE_WORLD for part in walk(helper))}
+    return next((node for node in walk(function) if isinstance(node, ast.If)
+                 and any(isinstance(step, ast.Return) for step in node.body)
+                 and (before is None or node.lineno < before)
+                 and (names_in(node.test) & worlds or any(call_name(part) in asks for part in walk(node.test)))),
+                None)
+
+
 def _json_of_non_string_keys(ctx: Context, tb) -> Finding | None:
     """json.dumps of a dict keyed by tuples (or other non-strings), on a path the job takes only with several ranks
     (it serialises to send): one process never serialises, so it never failed there."""
@@ -3003,9 +3022,7 @@ def _json_of_non_string_keys(ctx: Context, tb) -> Finding | None:
         return None
     frame, source, statement = failed
     function = source.function_of(statement)
-    alone = next((node for node in walk(function) if isinstance(node, ast.If) and any(
-        isinstance(step, ast.Return) for step in node.body) and node.lineno < statement.lineno and _world_names(
-        source) & names_in(node.test)), None) if isinstance(function, ast.FunctionDef) else None
+    alone = _returns_early_on_one_process(source, function, statement.lineno)
     return Finding(
         "json-of-non-string-keys", f"json.dumps at {frame.location} was given a dict keyed by {keyed[1]}s: JSON "
         "keys must be strings" + (f", and {function.name} serialises only with several ranks (it returns early "
@@ -3035,7 +3052,7 @@ def _rank_packed_past_a_narrow_type(ctx: Context, tb) -> Finding | None:
     return Finding(
         "rank-packed-past-a-narrow-type", f"`{ast.unparse(packed)[:40]}` ({source.name}:{packed.lineno}) puts the "
         f"rank in the high part of each id, and {frame.location} stores the ids as {narrow['dtype']}: rank 0's ids "
-        f"fit, and every other rank's are past its range ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node,
+        f"fit, and every other rank's are past its range ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node,
         _rank_of(ctx, tb),
         "store the ids as int64, or keep the rank and the local index in two columns, or number the items with a "
         "prefix sum of the shards' sizes (all_gather the counts) so that ids stay small")
@@ -3129,7 +3146,7 @@ def _shares_padded_with_empty_items(ctx: Context, tb) -> Finding | None:
             return Finding(
                 "shares-padded-with-empty-items", f"`{ast.unparse(filler)[:60]}` ({source.name}:{filler.lineno}) pads "
                 f"the data to a multiple of the world size (`while {ast.unparse(loop.test)[:30]}`) with an empty item: "
-                f"the rank that gets it meets an item of length 0 ({_said(tb.message, 60)}), which one process, with "
+                f"the rank that gets it meets an item of length 0 ({gist(tb.message, 60)}), which one process, with "
                 "nothing to pad, never does", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
                 "pad with real items (repeat items from the start, as DistributedSampler does), or let the shares be "
                 "uneven and join them where they meet; or skip or mask items of length 0 before the step that needs "
@@ -3161,7 +3178,7 @@ def _sparse_reduction_refused(ctx: Context, tb) -> Finding | None:
         return Finding(
             "sparse-reduction-refused", f"all_reduce at {frame.location} was given a sparse bool tensor: gloo reduces "
             "sparse tensors by gathering every rank's and adding them up here, and sparse addition has no bool kernel "
-            f"({_said(tb.message, 60)}); one process never reduces, so it never added", _crash_evidence(tb), tb.node,
+            f"({gist(tb.message, 60)}); one process never reduces, so it never added", _crash_evidence(tb), tb.node,
             _rank_of(ctx, tb),
             "reduce a number type: build the mask with int or float values (or .to(torch.int64) before the "
             "all_reduce), then coalesce() and test values > 0 after it")
@@ -3220,7 +3237,7 @@ def _rank_made_value_out_of_range(ctx: Context, tb) -> Finding | None:
     made = " <- ".join(f"`{text}` (line {line})" for text, line in steps[:3])
     return Finding(
         "rank-made-value-out-of-range", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, raised))} "
-        f"failed at {frame.location} ({_said(tb.message, 70)}) on a value made from the rank: {made}"
+        f"failed at {frame.location} ({gist(tb.message, 70)}) on a value made from the rank: {made}"
         f"{f'; there {shown}' if shown else ''}: at this world size of {world} the higher ranks' values are past "
         "what the step takes, while rank 0's is in range", _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
         "bound what is made from the rank (min(value, limit), max(1, value), a modulus such as % 2**32 for a seed), "
@@ -3235,18 +3252,8 @@ def _several_rank_path_only(ctx: Context, tb) -> Finding | None:
     if (failed := _failing_statement(ctx, tb)) is None:
         return None
     frame, source, statement = failed
-    worlds = _world_names(source) | {"get_world_size", "is_initialized", "world_size"}
-    functions = [node for node in source.walk() if isinstance(node, ast.FunctionDef)]
-    asks = {"get_world_size", "is_initialized"} | {  # and the job's own helpers that ask (`def is_dist(): ...`)
-        function.name for function in functions if any(call_name(part) in ("get_world_size", "is_initialized")
-                                                       for part in walk(function))}
-    helpers = {}
-    for function in functions:
-        early = next((node for node in function.body if isinstance(node, ast.If) and any(
-            isinstance(step, ast.Return) for step in node.body) and (names_in(node.test) & worlds or any(
-                call_name(part) in asks for part in walk(node.test)))), None)
-        if early is not None:
-            helpers[function.name] = (function, early)
+    helpers = {function.name: (function, early) for function in source.walk() if isinstance(function, ast.FunctionDef)
+               and (early := _returns_early_on_one_process(source, function)) is not None}
     if not helpers:
         return None
     inside = source.function_of(statement)
@@ -3275,7 +3282,7 @@ def _several_rank_path_only(ctx: Context, tb) -> Finding | None:
     what = f"; `{tensor.expression}` is a tensor ({tensor.dtype}[{'x'.join(map(str, tensor.shape)) or 'scalar'}])" \
         if tensor is not None and tb.short_type == "TypeError" else ""
     return Finding(
-        "several-rank-path-only", f"{frame.location} fails ({_said(tb.message, 70)}) {through}, which returns early "
+        "several-rank-path-only", f"{frame.location} fails ({gist(tb.message, 70)}) {through}, which returns early "
         f"on one process (`if {ast.unparse(early.test)[:40]}:`, {source.name}:{early.lineno}): only a run of several "
         f"ranks takes its other path, and that path gives another kind of value than one process gets{what}",
         _crash_evidence(tb), tb.node, _rank_of(ctx, tb),
@@ -3309,9 +3316,7 @@ def _scalar_stacked_with_a_vector(ctx: Context, tb) -> Finding | None:
     named = listed.items[position].text if listed is not None and position < len(listed.items) and \
         listed.items[position].text else None
     function = source.function_of(statement)
-    alone = next((node for node in walk(function) if isinstance(node, ast.If) and any(
-        isinstance(step, ast.Return) for step in node.body) and node.lineno < statement.lineno and _world_names(
-        source) & names_in(node.test)), None) if isinstance(function, ast.FunctionDef) else None
+    alone = _returns_early_on_one_process(source, function, statement.lineno)
     rank = _rank_of(ctx, tb)
     return Finding(
         "scalar-stacked-with-a-vector", f"`{ast.unparse(joined[0])[:60]}` ({frame.location}) stacks values meant to be "
@@ -3343,7 +3348,7 @@ def _batches_across_a_strided_shard(ctx: Context, tb) -> Finding | None:
             "batches-across-a-strided-shard", f"the DataLoader stacks items of different sizes into one batch: "
             f"`{ast.unparse(strided)[:40]}` ({source.name}:{strided.lineno}) gives each rank every world-th item, so "
             f"the items that shared a batch on one process (stored side by side, one size together) are dealt to "
-            f"different ranks and a rank's batch spans sizes ({_said(tb.message, 60)})", _crash_evidence(tb),
+            f"different ranks and a rank's batch spans sizes ({gist(tb.message, 60)})", _crash_evidence(tb),
             tb.node, _rank_of(ctx, tb),
             "form the batches first and deal whole batches to the ranks (a batch sampler yielding batches[rank::"
             "world]), or pad and mask in a collate_fn so items of any size can share a batch")
@@ -3371,7 +3376,7 @@ def _assembled_by_a_sum(ctx: Context, tb) -> Finding | None:
                 "assembled-by-a-sum", f"`{name}` is assembled by writing each rank's part into zeros "
                 f"({source.name}:{placed.lineno}) and summing over the ranks (line {reduced.lineno}): a sum is no "
                 f"copy, -0.0 + 0.0 comes out +0.0 and floating sums can round, so the bytes differ from the owner's "
-                f"though the values look equal ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node,
+                f"though the values look equal ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node,
                 _rank_of(ctx, tb),
                 "assemble by copying: all_gather (or all_gather_into_tensor of equal, padded parts) and join them, so "
                 "each owner's bytes arrive unchanged; or make the values canonical before hashing (x + 0.0 turns -0.0 "
@@ -3436,7 +3441,7 @@ def _parts_joined_as_whole(ctx: Context, tb) -> Finding | None:
     rank = _rank_of(ctx, tb)
     return Finding(
         "parts-joined-as-whole", f"rank {rank if rank is not None else '?'} failed at "
-        f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 80)}) on data joined from every "
+        f"`{ast.unparse(statement)[:60]}` ({frame.location}: {gist(tb.message, 80)}) on data joined from every "
         f"rank's gathered parts (`{ast.unparse(assign)[:60]}`, line {assign.lineno}): {told[0]}",
         _crash_evidence(tb), tb.node, rank, told[1])
 
@@ -3459,7 +3464,7 @@ def _merged_by_local_position(ctx: Context, tb) -> Finding | None:
             rank = _rank_of(ctx, tb)
             return Finding(
                 "parts-joined-as-whole", f"rank {rank if rank is not None else '?'} failed at "
-                f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 80)}) on `{merged}`, merged "
+                f"`{ast.unparse(statement)[:60]}` ({frame.location}: {gist(tb.message, 80)}) on `{merged}`, merged "
                 f"from every rank's gathered parts by their {field!r}, which each rank set to its node's hostname "
                 f"(`{host[0]}`, line {host[1]}): the ranks of one node share it, so each node's parts overwrite each "
                 f"other and the merge keeps one per node ({ctx.evidence.nproc_per_node or 1} ranks run on each)",
@@ -3472,7 +3477,7 @@ def _merged_by_local_position(ctx: Context, tb) -> Finding | None:
         rank = _rank_of(ctx, tb)
         return Finding(
             "parts-joined-as-whole", f"rank {rank if rank is not None else '?'} failed at "
-            f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 80)}) on `{merged}`, merged from "
+            f"`{ast.unparse(statement)[:60]}` ({frame.location}: {gist(tb.message, 80)}) on `{merged}`, merged from "
             f"every rank's gathered records by their {field!r}; each rank numbered its own records from 0 "
             f"(`{numbered[0]}`, line {numbered[1]}), so the ranks' keys collide and the merge keeps one record per "
             "position, not one per example", _crash_evidence(tb), tb.node, rank,
@@ -3577,7 +3582,7 @@ def _layouts_disagree(ctx: Context, tb) -> Finding | None:
     rank = _rank_of(ctx, tb)
     return Finding(
         "layouts-disagree", f"rank {rank if rank is not None else '?'} failed at `{ast.unparse(statement)[:60]}` "
-        f"({frame.location}: {_said(tb.message, 60)}): the ids it looks up were routed to their owner round-robin "
+        f"({frame.location}: {gist(tb.message, 60)}): the ids it looks up were routed to their owner round-robin "
         f"(`{ast.unparse(modulo)[:50]}`, line {modulo.lineno}), but each rank holds a contiguous block of rows and "
         f"subtracts the block's start (`{ast.unparse(start)[:50]}`, line {start.lineno}): the two layouts disagree, "
         "so most ids a rank owns fall outside its block", _crash_evidence(tb), tb.node, rank,
@@ -3613,7 +3618,7 @@ def _share_not_representative(ctx: Context, tb) -> Finding | None:
     who = _who_raised(ctx, tb, rank)
     return Finding(
         "share-not-representative", f"{who} failed at `{ast.unparse(statement)[:60]}` ({frame.location}: "
-        f"{_said(tb.message, 80)}) on what it computed from its own contiguous block of the data (`{split[0][:60]}`, "
+        f"{gist(tb.message, 80)}) on what it computed from its own contiguous block of the data (`{split[0][:60]}`, "
         f"line {split[1]}): where the data is ordered (by time, region, class, file), a block holds only part of "
         "what the whole does (one class, some categories, a column that does not vary there), and a fit or "
         "statistic that needs the whole breaks on it", _crash_evidence(tb), tb.node, rank,
@@ -3675,7 +3680,7 @@ def _layers_dealt_round_robin(ctx: Context, tb) -> Finding | None:
     rank = _rank_of(ctx, tb)
     return Finding(
         "layers-dealt-round-robin", f"rank {rank if rank is not None else '?'} failed at "
-        f"`{ast.unparse(statement)[:60]}` ({frame.location}: {_said(tb.message, 70)}): its stage takes every "
+        f"`{ast.unparse(statement)[:60]}` ({frame.location}: {gist(tb.message, 70)}): its stage takes every "
         f"world-th layer (`{ast.unparse(dealt)}`, line {dealt.lineno}), so consecutive layers are on different "
         "ranks and this rank feeds one layer's output into a layer built for another's", _crash_evidence(tb),
         tb.node, rank,
@@ -3757,7 +3762,7 @@ def _nested_dataclass_from_dict(ctx: Context, tb) -> Finding | None:
                 "nested-dataclass-from-dict", f"rank {rank if rank is not None else '?'} read `.{missing['name']}` of "
                 f"a plain dict where a {inner} was meant: `{ast.unparse(rebuilt)[:70]}` ({source.name}:"
                 f"{rebuilt.lineno}) rebuilds {outer} from a dict, and a dataclass's __init__ leaves its field `{field}` "
-                f"the dict it was given ({_said(tb.message, 60)})", _crash_evidence(tb), tb.node, rank,
+                f"the dict it was given ({gist(tb.message, 60)})", _crash_evidence(tb), tb.node, rank,
                 f"rebuild the nested dataclasses too: {outer}(**{{**d, {every}}}) (or a library that does it, "
                 "dacite.from_dict), or send the object itself (broadcast_object_list pickles a dataclass whole)")
     return None
@@ -3788,7 +3793,7 @@ def _per_host_settings(ctx: Context, tb) -> Finding | None:
             nodes = ", ".join(f"node{node}" for node in sorted(raised_nodes))
             frame = tb.user_frame()
             return Finding(
-                "settings-per-host", f"{tb.short_type} ({_said(tb.message, 60)}) on {nodes} only"
+                "settings-per-host", f"{tb.short_type} ({gist(tb.message, 60)}) on {nodes} only"
                 + (f", at {frame.location}" if frame else "") + f": the job picks its settings by the host's name "
                 f"(`{text[:70]}`, {source.name}:{statement.lineno}), so the nodes ran with different settings and "
                 f"the ones {nodes} got do not fit the code",
@@ -3854,7 +3859,7 @@ def _node_resource_from_another_node(ctx: Context, tb) -> Finding | None:
         return Finding(
             "node-resource-from-global-value", f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} "
             f"(on {', '.join(f'node{node}' for node in sorted(nodes))} only) failed with {tb.short_type} "
-            f"({_said(tb.message, 60)}) at `{ast.unparse(statement)[:60]}` ({frame.location}), given {named}: "
+            f"({gist(tb.message, 60)}) at `{ast.unparse(statement)[:60]}` ({frame.location}), given {named}: "
             + (f"{steps}; " if steps else "") + why,
             _crash_evidence(tb), tb.node, _rank_of(ctx, tb), fix)
     return None
@@ -3905,7 +3910,7 @@ def _service_at_localhost(ctx: Context, tb) -> Finding | None:
     shown = ast.unparse(statement).splitlines()[0][:100]
     nodes = ", ".join(f"node{index}" for index in sorted(failing))
     return Finding(
-        "service-at-localhost", f"the ranks of {nodes} could not connect ({_said(tb.message, 90)}) to a "
+        "service-at-localhost", f"the ranks of {nodes} could not connect ({gist(tb.message, 90)}) to a "
         f"service the job addresses as localhost: `{shown}` ({source.name}:{statement.lineno}); on {nodes} "
         f"localhost is that node itself, where nothing listens, while the ranks of "
         f"{', '.join(f'node{index}' for index in sorted(reached))} reached it",
@@ -4118,7 +4123,7 @@ def _received_state_built_otherwise(ctx: Context, tb) -> Finding | None:
     return Finding(
         "received-state-built-otherwise", f"rank {rank if rank is not None else '?'} loaded {article} {what}'s state "
         f"that another rank sent it ({call_name(received)} at {source.name}:{received.lineno}) into its own {what} "
-        f"(`{ast.unparse(load)[:60]}`, line {load.lineno}), and load_state_dict refused it ({_said(tb.message, 80)}): "
+        f"(`{ast.unparse(load)[:60]}`, line {load.lineno}), and load_state_dict refused it ({gist(tb.message, 80)}): "
         f"the sender built its {what} from other settings{how}", _crash_evidence(tb), tb.node, rank,
         f"send the settings the {what} is built from with its state, and rebuild this rank's {what} from them before "
         "load_state_dict (or keep what decides the structure, such as layer widths or parameter groups, the same "
@@ -4151,7 +4156,7 @@ def _comm_hook_state_per_bucket(ctx: Context, tb) -> Finding | None:
                 f"registered at line {register.lineno}) keeps state per bucket (`{ast.unparse(index)}`, line "
                 f"{index.lineno}), but DDP rebuilds its buckets after the first iteration, in the order the "
                 "gradients became ready: the same index then holds other parameters, of another size, and the state "
-                f"kept for it no longer fits ({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node,
+                f"kept for it no longer fits ({gist(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node,
                 rank, "keep state only once the buckets are rebuilt: run a plain all_reduce for the first two "
                 "iterations (as PowerSGD's start_powerSGD_iter does) and only then start the state, or drop a "
                 "state whose shape differs from the bucket's buffer; torch's own powerSGD_hook does both")
@@ -4188,7 +4193,7 @@ def _sized_for_another_world(ctx: Context, tb) -> Finding | None:
         "sized-for-another-world", f"`{ast.unparse(constant)}` ({source.name}:{constant.lineno}) is a size written for "
         f"another cluster, and `{ast.unparse(statement)[:60]}` (line {frame.line}) gives it to torch, which measured it "
         f"against this launch's world size of {world} ({ctx.evidence.nnodes} nodes x {per_node} per node) and refused "
-        f"it ({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
+        f"it ({gist(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
         "take sizes from the launch, not from constants: the processes per node are int(os.environ["
         "\"LOCAL_WORLD_SIZE\"]) and the world size dist.get_world_size(); a group size must divide the world size "
         "(leave out a level of a hierarchy that this launch does not have)")
@@ -4290,7 +4295,7 @@ def _sized_by_world_for_a_group(ctx: Context, tb) -> Finding | None:
             "sized-by-world-not-group", f"`{ast.unparse(call)[:70]}` ({source.name}:{call.lineno}) runs on the group "
             f"`{ast.unparse(group)}`, but what it is given was sized by `{ast.unparse(world)}` (line {world.lineno}), "
             f"the number of ranks in the whole world, and the group has fewer: {call_name(call)} refused it "
-            f"({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
+            f"({gist(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
             f"size it by the group it runs on: dist.get_world_size(group={ast.unparse(group)}) (and "
             f"dist.get_rank(group=...) for positions in it)")
     return None
@@ -4312,7 +4317,7 @@ def _group_rank_of_a_non_member(ctx: Context, tb) -> Finding | None:
     return Finding(
         "group-non-member", f"rank {rank if rank is not None else '?'} is not in the group `{group}`: "
         f"`{ast.unparse(asked)}` ({source.name}:{asked.lineno}) returns -1 on a rank outside it, and the line used "
-        f"that -1 ({_said(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
+        f"that -1 ({gist(tb.message, 80)})", _crash_evidence(tb) + _at(tb), tb.node, rank,
         f"check membership before using the group: `if dist.get_rank({group}) >= 0:` (or the rank is in the list the "
         "group was made from) around what only its members do, and let the other ranks skip to the next point "
         "every rank reaches")
@@ -4348,7 +4353,7 @@ def _inputs_sized_per_rank(ctx: Context, tb) -> Finding | None:
     return Finding(
         "inputs-sized-per-rank", f"each rank makes its inputs at its own size, picked by `{ast.unparse(picked)}` "
         f"({source.name}:{picked.lineno}) from `{ast.unparse(listed)[:50]}`, but the model was built for one size: "
-        f"rank {rank if rank is not None else '?'}'s inputs do not fit it ({_said(tb.message, 80)})",
+        f"rank {rank if rank is not None else '?'}'s inputs do not fit it ({gist(tb.message, 80)})",
         _crash_evidence(tb) + _at(tb), tb.node, rank,
         "make the model take any input size (adaptive pooling, nn.AdaptiveAvgPool2d(1), before the Linear layers), "
         "or give every rank the same size at each step (pick it once, on rank 0 or from the step number, and share "
@@ -4373,7 +4378,7 @@ def _fmod_keeps_the_sign(ctx: Context, tb) -> Finding | None:
     return Finding(
         "fmod-keeps-the-sign", f"`{ast.unparse(fmod)[:60]}` ({source.name}:{fmod.lineno}) keeps the sign of what it "
         f"divides: a negative hash or id gives a negative remainder, and line {frame.line} refused it "
-        f"({_said(tb.message, 80)}); with one process every remainder of a division by 1 is 0", _crash_evidence(tb)
+        f"({gist(tb.message, 80)}); with one process every remainder of a division by 1 is 0", _crash_evidence(tb)
         + _at(tb), tb.node, rank,
         f"use a floor modulo, which is never negative for a positive divisor: torch.remainder("
         f"{', '.join(map(ast.unparse, fmod.args))}) (or `%` on tensors and Python ints), or make the hash unsigned "
@@ -4422,7 +4427,7 @@ def _builtin_replaced_narrower(ctx: Context, tb) -> Finding | None:
         return Finding(
             "builtin-replaced-narrower", f"the job replaces {replaced.attr}() on some ranks (`{ast.unparse(assign)[:60]}`"
             f", {source.name}:{assign.lineno}) with a stand-in that takes fewer arguments than {replaced.attr}: the "
-            f"call at line {frame.line} passes one it refuses ({_said(tb.message, 80)}), so only the ranks where it "
+            f"call at line {frame.line} passes one it refuses ({gist(tb.message, 80)}), so only the ranks where it "
             "was replaced fail", _crash_evidence(tb) + _at(tb), tb.node, rank,
             f"give the stand-in {replaced.attr}'s whole signature (def quiet(*args, **kwargs): pass), or rather leave "
             f"{replaced.attr} alone and log through the logging module with a level set per rank "
@@ -4570,7 +4575,7 @@ def _launcher_refused(ctx: Context, tb) -> Finding | None:
            "node needs the same ones but --node-rank")
     return Finding(
         "launcher-refused", f"torchrun on node{tb.node} failed in {step}{hint} before it started any worker: "
-        f"{_said(said, 160)}", _raised(tb, None)[:400], tb.node, None, fix)
+        f"{gist(said, 160)}", _raised(tb, None)[:400], tb.node, None, fix)
 
 
 LAUNCHER_STEPS = {"determine_local_world_size": "--nproc-per-node", "parse_min_max_nnodes": "--nnodes",
@@ -4651,11 +4656,11 @@ def _thread_died(ctx: Context, tb) -> Finding:
             blocked = (f"; its main thread then blocked in {waits.function} at {own.location}, waiting for what the "
                        "dead thread would have done")
     return Finding("thread-died", f"rank {rank if rank is not None else '?'}'s thread '{tb.thread}' died of "
-                                  f"{tb.short_type}: {_said(tb.message, 100)}{at}; the rank lived on without it"
+                                  f"{tb.short_type}: {gist(tb.message, 100)}{at}; the rank lived on without it"
                                   f"{blocked}",
                    _raised(tb, rank),
                    tb.node, rank,
-                   f"fix the thread's error ({_said(tb.message, 80)}), and make a thread's failure reach the main "
+                   f"fix the thread's error ({gist(tb.message, 80)}), and make a thread's failure reach the main "
                    "thread: catch and log inside its loop, or hand the exception back (concurrent.futures, a "
                    "sentinel on the queue), and give queue.put/join a timeout so the rank fails instead of hanging")
 
@@ -4763,7 +4768,7 @@ def _checkpoint_cut_short(ctx: Context, tb) -> Finding:
     others = ctx.multi_node or ctx.evidence.nproc_per_node > 1
     return Finding("checkpoint-read-while-written",
                    f"rank {rank if rank is not None else '?'}'s torch.load{at} read a file that ends early "
-                   f"({tb.short_type}: {_said(tb.message, 80)}): "
+                   f"({tb.short_type}: {gist(tb.message, 80)}): "
                    + ("a checkpoint another rank was still writing (it exists from its first byte), or a write cut "
                       "short" if others else "a write cut short, or a file still being written"),
                    _raised(tb, rank),
@@ -4800,7 +4805,7 @@ def _stale_copy(ctx: Context, tb) -> Finding | None:
     return Finding(
         "stale-file-on-node", f"rank {rank if rank is not None else '?'}'s torch.load{_at(tb)} read {failed.path} on "
         f"node{tb.node}: {_bytes(failed.size)}, written before the run began and by nobody during it, and it could "
-        f"not be read ({tb.short_type}: {_said(tb.message, 60)}){elsewhere}: a broken file left on that node's own "
+        f"not be read ({tb.short_type}: {gist(tb.message, 60)}){elsewhere}: a broken file left on that node's own "
         "disk (a cache from an earlier run, cut short)",
         _raised(tb, rank)[:400], tb.node, rank,
         f"delete {failed.path} on node{tb.node} (the bad copy), and make the code check what it reuses: write the "
@@ -4832,7 +4837,7 @@ def _write_limited(ctx: Context, tb) -> Finding | None:
     rank = _rank_of(ctx, tb)
     return Finding(
         "file-size-limit", f"node{tb.node} limits the size of a file its processes may write to {_bytes(limit)} "
-        f"(ulimit -f{compared}), and rank {rank if rank is not None else '?'}'s {what} ({_said(tb.message, 80)})",
+        f"(ulimit -f{compared}), and rank {rank if rank is not None else '?'}'s {what} ({gist(tb.message, 80)})",
         _raised(tb, rank)[:400], tb.node, rank,
         f"lift the file-size limit on node{tb.node} as on the others: drop the `ulimit -f` from its launch script "
         "or shell profile (ulimit -f unlimited), or the container's or scheduler's file-size limit "
@@ -4875,7 +4880,7 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
         returned = _none_returned(ctx)
         return Finding(
             "sample-is-none", f"rank {rank if rank is not None else '?'}'s {where} could not batch a sample that is "
-            f"None ({_said(error)}): the dataset's __getitem__ returns None" + (f" at {returned}" if returned else "")
+            f"None ({gist(error)}): the dataset's __getitem__ returns None" + (f" at {returned}" if returned else "")
             + " for some samples (a record it skips), and the default collate_fn batches every sample it is given",
             evidence + f"; the worker's error: {error[:200]}", tb.node, rank,
             "do not hand None to the collate_fn: drop such samples in a collate_fn of your own (`batch = [s for s in "
@@ -4884,7 +4889,7 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
     if error.startswith("IndexError") and functions and functions[-1] == "__getitem__" and (
             told := _length_not_indexed(ctx)):
         return Finding(
-            "dataset-length-mismatch", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)} in "
+            "dataset-length-mismatch", f"rank {rank if rank is not None else '?'}'s {where} raised {gist(error)} in "
             f"__getitem__: {told[0]}", evidence + f"; the worker's error: {error[:200]}", tb.node, rank, told[1])
     if functions[:1] == ["worker_init_fn"]:
         hook = functions[1] if len(functions) > 1 else "worker_init_fn"
@@ -4892,7 +4897,7 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
         from_torch = seeding and any(isinstance(node, ast.Attribute) and node.attr in ("initial_seed", "seed")
                                      for source in parsed_files(ctx) for node in source.walk())
         return Finding(
-            "worker-init-failed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)} in "
+            "worker-init-failed", f"rank {rank if rank is not None else '?'}'s {where} raised {gist(error)} in "
             f"{hook}, the DataLoader's worker_init_fn, as the worker started (re-raised{at}): no sample was read"
             + (f"; {_NUMPY_SEED_RANGE}" if from_torch else "; NumPy's legacy seeding takes a seed below 2**32"
                if seeding else ""), evidence + f"; the worker's error: {error[:200]}",
@@ -4906,7 +4911,7 @@ def _worker_finding(ctx: Context, tb, rank, worker: tuple[str, list[str]], evide
            if collating else
            "the dataset's __getitem__ or its transform raised in the worker, on the sample it was given: run the "
            "DataLoader with num_workers=0 to see it where it happens; the error says what was wrong")
-    return Finding("rank-crashed", f"rank {rank if rank is not None else '?'}'s {where} raised {_said(error)}{inside}"
+    return Finding("rank-crashed", f"rank {rank if rank is not None else '?'}'s {where} raised {gist(error)}{inside}"
                                    f" (re-raised{at})", evidence + f"; the worker's error: {error[:200]}", tb.node,
                    rank, fix)
 
@@ -5116,13 +5121,6 @@ def _inference_where(ctx: Context) -> str:
     return ""
 
 
-def _said(message: str, limit: int = 160) -> str:
-    """The message's first line, and the next one where the first only announces it ('Error(s) in loading ...:')."""
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["(no message)"]
-    first = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
-    return first if len(first) <= limit else first[:limit] + "..."
-
-
 # A sentence of an error message that tells what to do (torch's and most libraries' errors end with one).
 ADVICE = re.compile(r"\b(?:hint|please|consider|try|you can|you may|you should|you need|make sure|did you mean|"
                     r"to fix|to resolve|instead|set \w+ to|pass \w+=|use \w+)\b", re.IGNORECASE)
@@ -5184,7 +5182,7 @@ def _what_to_change(ctx: Context, tb, frame) -> str:
     op = _call_that_raised(ctx, tb)
     if op and ctx.multi_node and (differs := arguments_that_differ(last_calls_of(ctx, op))):
         return (f"make what the ranks pass to {op}{line} agree; they passed {' | '.join(differs)}, which {op} "
-                f"rejected ({_said(tb.message, 100)}): compute these the same way on every rank (from the world size "
+                f"rejected ({gist(tb.message, 100)}): compute these the same way on every rank (from the world size "
                 "or a value agreed first, e.g. an all_reduce(MAX) of the counts), not from each rank's own data")
     raised = {other.rank for other in ctx.tracebacks if _same_error(other, tb)}
     ranks = ctx.evidence.expected_world_size
@@ -5192,11 +5190,11 @@ def _what_to_change(ctx: Context, tb, frame) -> str:
              "is the cause (its data shard, a file or a variable on its node, a branch on the rank)"
              if ctx.multi_node and len(raised) < ranks and None not in raised else "")
     if ctx.multi_node and ranks and len(raised) >= ranks and None not in raised:
-        return (f"every rank raised it at the same place{line} ({_said(tb.message, 100)}): no rank is the odd one "
+        return (f"every rank raised it at the same place{line} ({gist(tb.message, 100)}): no rank is the odd one "
                 "out, so the cause is in what they all run or read (the code that computes what this line checks, "
                 "a file or setting every node has), not in one rank's data or node; fix that, then the other ranks' "
                 f"errors go with it{_compared(ctx, tb)}")
-    return (f"make the call{line} get what it needs: the message says what was wrong ({_said(tb.message, 100)})"
+    return (f"make the call{line} get what it needs: the message says what was wrong ({gist(tb.message, 100)})"
             f"{alone}; the other ranks' connection errors and timeouts follow from it")
 
 

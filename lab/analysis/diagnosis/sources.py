@@ -36,7 +36,7 @@ from functools import cached_property
 
 from lab.analysis.calls import DistCall
 from lab.analysis.diagnosis.context import (Context, echoes_a_peer, failed_check_of, node_of_rank, quoted_source,
-                                            raised_by_own_check)
+                                            raised_by_own_check, gist)
 from lab.analysis.diagnosis.findings import Finding
 from lab.analysis.flight import FailedCheck
 
@@ -1503,7 +1503,7 @@ def _nothing_in_this_share(ctx: Context, files: list[SourceFile], evidence: str,
             "nothing-in-this-share", f"rank{'s' if len(raised) > 1 else ''} {', '.join(map(str, sorted(raised)))} "
             f"raised {tb.short_type} at `{check.statement[:70]}` ({check.where}) while `{empty.expression}` held {held}: "
             "what was split over the ranks (the data, the parameters, the work) left this rank nothing for this "
-            f"step, while the other ranks' shares have some ({_said_briefly(tb.message)})", evidence, tb.node, tb.rank,
+            f"step, while the other ranks' shares have some ({gist(tb.message, 80)})", evidence, tb.node, tb.rank,
             "make the per-rank step safe for a share with nothing in it: skip it or give it a neutral value (0, -1, "
             "-inf: what loses the reduction that follows) before reducing over the ranks, e.g. compute only over the "
             "values present and fall back when there are none; or split so that every rank's share holds some "
@@ -1599,10 +1599,6 @@ CONTAINERS = ("list", "tuple", "dict", "set")
 # What working on nothing raises (an index into an empty list, int() of NaN, a reduction of zero items); an
 # AttributeError or a KeyError is about something else than how much a share holds.
 EMPTINESS_ERRORS = {"IndexError", "ValueError", "RuntimeError", "ZeroDivisionError", "StopIteration"}
-
-
-def _said_briefly(message: str) -> str:
-    return (message.strip().splitlines() or ["no message"])[0][:80]
 
 
 RNG_STATES = {"get_rng_state", "getstate", "get_state", "get_rng_state_all", "bit_generator"}
